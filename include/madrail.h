@@ -1,0 +1,354 @@
+/**
+ * @file madrail.h
+ * @brief madrail — multi-rail communication library, public API.
+ *
+ * One context drives every network rail between this process and its
+ * peers at once.  Small messages ride the best idle rail, large messages
+ * are striped across all rails in proportion to their speed.
+ *
+ * Threading: a context is not thread safe; callers serialize all calls on
+ * one context (MPICH's global critical section does this).  Two contexts
+ * may be used from two threads.
+ *
+ * Every function returns a ::madrail_status_t unless said otherwise;
+ * outputs (parameters ending in `_p`) are written only on success.
+ */
+#ifndef MADRAIL_H
+#define MADRAIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Library version, major. */
+#define MADRAIL_VERSION_MAJOR 0
+/** Library version, minor. */
+#define MADRAIL_VERSION_MINOR 1
+
+/**
+ * @brief Status codes.
+ *
+ * 0 is success, 1 "still in progress"; negative values are errors.
+ * -1..-99 are generic errors, -100..-199 rail-level failures (the rail is
+ * dropped, traffic is re-planned on the others), -200..-299 peer-level
+ * failures (the peer's requests fail).
+ */
+typedef enum {
+    MADRAIL_OK = 0,                   /**< success */
+    MADRAIL_INPROGRESS = 1,           /**< accepted, completes later */
+    MADRAIL_ERR_NORESOURCE = -1,      /**< out of a transient resource; retry */
+    MADRAIL_ERR_INVALID = -2,         /**< bad argument */
+    MADRAIL_ERR_NOMEM = -3,           /**< memory allocation failed */
+    MADRAIL_ERR_UNSUPPORTED = -4,     /**< operation not supported */
+    MADRAIL_ERR_CONFIG = -5,          /**< bad MADRAIL_* configuration */
+    MADRAIL_ERR_TRUNCATE = -6,        /**< message longer than receive buffer */
+    MADRAIL_ERR_CANCELED = -7,        /**< request was cancelled */
+    MADRAIL_ERR_IO = -8,              /**< system call failed */
+    MADRAIL_ERR_NOT_FOUND = -9,       /**< no such object */
+    MADRAIL_ERR_PMI = -10,            /**< process manager (PMI) failure */
+    MADRAIL_ERR_RAIL_DOWN = -100,     /**< rail failed: re-plan on others */
+    MADRAIL_ERR_RAIL_PROTO = -101,    /**< peer sent a malformed message on a rail */
+    MADRAIL_ERR_PEER_UNREACHABLE = -200, /**< no rail reaches the peer */
+    MADRAIL_ERR_PEER_PROTO = -201     /**< peer violated the protocol */
+} madrail_status_t;
+
+/** @return a static, human-readable string for @p status. */
+const char *madrail_status_str(madrail_status_t status);
+
+/** Opaque context: the rails, peers and queues of one process. */
+typedef struct madrail_context *madrail_context_t;
+/** Opaque request handle for a non-blocking operation. */
+typedef struct madrail_request *madrail_request_t;
+/** Opaque handle of a message taken out of matching by madrail_improbe(). */
+typedef struct madrail_message *madrail_message_t;
+/** Peer index, dense from 0 in the order madrail_peer_add() returned them. */
+typedef uint32_t madrail_peer_t;
+
+/** Wildcard source for receives and probes. */
+#define MADRAIL_ANY_PEER ((madrail_peer_t)0xffffffffu)
+
+/** Bits of the tag a receive matches exactly are those NOT set in the ignore mask. */
+#define MADRAIL_TAG_EXACT ((uint64_t)0)
+/** Ignore mask matching any tag. */
+#define MADRAIL_TAG_ANY (~(uint64_t)0)
+
+/** Largest packed context address (all rails) in bytes. */
+#define MADRAIL_ADDR_MAX 1024
+
+/**
+ * @brief Parameters of madrail_context_init(); all fields optional.
+ */
+typedef struct {
+    /**
+     * NULL-terminated array of "MADRAIL_NAME=value" strings that take
+     * precedence over the environment (tests open several contexts with
+     * different settings in one process).  May be NULL.
+     */
+    const char *const *overrides;
+} madrail_context_params_t;
+
+/**
+ * @brief Create a context: parse MADRAIL_* configuration, open the rails.
+ *
+ * A bad value fails with ::MADRAIL_ERR_CONFIG and a message naming the
+ * variable and the value; an unknown MADRAIL_* name only warns.
+ * @param params   optional parameters, may be NULL
+ * @param ctx_p    the new context
+ */
+madrail_status_t madrail_context_init(const madrail_context_params_t *params,
+                                      madrail_context_t *ctx_p);
+
+/**
+ * @brief Drain every in-flight operation, print statistics if
+ * MADRAIL_STATS is set, close rails and free the context.
+ */
+madrail_status_t madrail_context_finalize(madrail_context_t ctx);
+
+/**
+ * @brief Pack this context's address (every rail's address) into @p buf.
+ * @param ctx    the context
+ * @param buf    destination, may be NULL to query the size
+ * @param len_p  in: size of @p buf; out: bytes used (or needed)
+ * @return ::MADRAIL_ERR_NORESOURCE with *len_p set when @p buf is too small
+ */
+madrail_status_t madrail_context_address(madrail_context_t ctx, void *buf, size_t *len_p);
+
+/**
+ * @brief Add a peer from its packed address.  No connection is made until
+ * the first message (lazy connection).  Adding the same address twice
+ * returns the same peer index.
+ */
+madrail_status_t madrail_peer_add(madrail_context_t ctx, const void *addr, size_t len,
+                                  madrail_peer_t *peer_p);
+
+/** Flags of madrail_isend(). */
+enum {
+    MADRAIL_SEND_SYNC = 1u << 0 /**< complete only once the receive matched (MPI_Ssend) */
+};
+
+/** Completion information of a request. */
+typedef struct {
+    madrail_status_t status; /**< final status of the operation */
+    madrail_peer_t source;   /**< receives: the peer it came from */
+    uint64_t tag;            /**< receives: the message's full tag */
+    size_t length;           /**< receives: bytes delivered; sends: bytes sent */
+    size_t sent_length;      /**< receives: length the sender sent (> length if truncated) */
+    int cancelled;           /**< 1 if the request was cancelled */
+} madrail_info_t;
+
+/** Completion callback, called from progress (or madrail_request_set_callback). */
+typedef void (*madrail_callback_t)(madrail_request_t req, const madrail_info_t *info, void *arg);
+
+/**
+ * @brief Non-blocking tagged send.
+ * @param ctx    the context
+ * @param peer   destination
+ * @param buf    data; must stay untouched until the request completes
+ * @param len    bytes (0 allowed)
+ * @param tag    64 match bits
+ * @param flags  0 or ::MADRAIL_SEND_SYNC
+ * @param req_p  the request; complete it with madrail_test()/madrail_wait()
+ */
+madrail_status_t madrail_isend(madrail_context_t ctx, madrail_peer_t peer, const void *buf,
+                               size_t len, uint64_t tag, unsigned flags,
+                               madrail_request_t *req_p);
+
+/**
+ * @brief Non-blocking tagged receive.
+ * @param src     peer or ::MADRAIL_ANY_PEER
+ * @param tag     match bits
+ * @param ignore  bits set here are not compared (::MADRAIL_TAG_ANY: any tag)
+ */
+madrail_status_t madrail_irecv(madrail_context_t ctx, madrail_peer_t src, void *buf, size_t len,
+                               uint64_t tag, uint64_t ignore, madrail_request_t *req_p);
+
+/**
+ * @brief Probe for a message without receiving it.  Makes progress.
+ * @param flag_p  1 if a matching message is waiting, else 0
+ * @param info_p  source, tag and length (sent_length) of the message; may be NULL
+ */
+madrail_status_t madrail_iprobe(madrail_context_t ctx, madrail_peer_t src, uint64_t tag,
+                                uint64_t ignore, int *flag_p, madrail_info_t *info_p);
+
+/**
+ * @brief Matched probe: like madrail_iprobe() but removes the message from
+ * matching; receive it with madrail_imrecv().  *msg_p is NULL if none.
+ */
+madrail_status_t madrail_improbe(madrail_context_t ctx, madrail_peer_t src, uint64_t tag,
+                                 uint64_t ignore, madrail_message_t *msg_p,
+                                 madrail_info_t *info_p);
+
+/** @brief Receive a message taken by madrail_improbe(). */
+madrail_status_t madrail_imrecv(madrail_context_t ctx, madrail_message_t msg, void *buf,
+                                size_t len, madrail_request_t *req_p);
+
+/**
+ * @brief Try to cancel a request.  Receives not yet matched are cancelled;
+ * sends are never cancelled (they complete normally).  Completion is still
+ * reported by test/wait, with info.cancelled set if it took effect.
+ */
+madrail_status_t madrail_cancel(madrail_context_t ctx, madrail_request_t req);
+
+/**
+ * @brief Test a request.  On completion *flag_p is 1, the request is freed
+ * and *req_p set to NULL; the return value is the operation's final status.
+ * @param info_p  may be NULL
+ */
+madrail_status_t madrail_test(madrail_request_t *req_p, int *flag_p, madrail_info_t *info_p);
+
+/** @brief Progress until the request completes; frees it, sets *req_p to NULL. */
+madrail_status_t madrail_wait(madrail_request_t *req_p, madrail_info_t *info_p);
+
+/**
+ * @brief Call @p cb when @p req completes (from inside progress), then free
+ * the request.  If it has completed already, @p cb runs before this returns.
+ * The caller must not use @p req after this call.
+ */
+madrail_status_t madrail_request_set_callback(madrail_request_t req, madrail_callback_t cb,
+                                              void *arg);
+
+/** @brief Drive every rail once.  @return the number of events handled (>= 0). */
+int madrail_progress(madrail_context_t ctx);
+
+/** @brief Blocking send (isend + wait). */
+madrail_status_t madrail_send(madrail_context_t ctx, madrail_peer_t peer, const void *buf,
+                              size_t len, uint64_t tag, unsigned flags);
+/** @brief Blocking receive (irecv + wait). */
+madrail_status_t madrail_recv(madrail_context_t ctx, madrail_peer_t src, void *buf, size_t len,
+                              uint64_t tag, uint64_t ignore, madrail_info_t *info_p);
+
+/* ------------------------------------------------------------------ */
+/** @name Madeleine-style incremental messages
+ *
+ * A message is built piece by piece between begin_packing() and
+ * end_packing(); the receiver unpacks the same sequence of piece sizes and
+ * modes between begin_unpacking() and end_unpacking().
+ * @{ */
+
+/** Send-side semantics of a piece. */
+typedef enum {
+    MADRAIL_SEND_SAFER = 0,  /**< copied at pack time: buffer reusable at once */
+    MADRAIL_SEND_LATER = 1,  /**< read at end_packing: value at that time is sent */
+    MADRAIL_SEND_CHEAPER = 2 /**< library's choice; buffer untouched until end_packing */
+} madrail_send_mode_t;
+
+/** Receive-side semantics of a piece. */
+typedef enum {
+    MADRAIL_RECEIVE_EXPRESS = 0, /**< data is in the buffer when unpack returns */
+    MADRAIL_RECEIVE_CHEAPER = 1  /**< data is in the buffer after end_unpacking */
+} madrail_recv_mode_t;
+
+/** Opaque message being packed or unpacked. */
+typedef struct madrail_pack *madrail_pack_t;
+
+/** @brief Start a message to @p peer with @p tag. */
+madrail_status_t madrail_begin_packing(madrail_context_t ctx, madrail_peer_t peer, uint64_t tag,
+                                       madrail_pack_t *msg_p);
+/** @brief Append a piece to the message. */
+madrail_status_t madrail_pack(madrail_pack_t msg, const void *buf, size_t len,
+                              madrail_send_mode_t smode, madrail_recv_mode_t rmode);
+/** @brief Send what is left; on return every packed buffer may be reused. */
+madrail_status_t madrail_end_packing(madrail_pack_t msg);
+
+/**
+ * @brief Wait for the next message matching (src, tag, ignore) and start
+ * unpacking it.
+ * @param info_p  source and tag of the message; may be NULL
+ */
+madrail_status_t madrail_begin_unpacking(madrail_context_t ctx, madrail_peer_t src, uint64_t tag,
+                                         uint64_t ignore, madrail_pack_t *msg_p,
+                                         madrail_info_t *info_p);
+/**
+ * @brief Extract the next piece; sizes and modes must mirror the sender's.
+ * A mismatch is reported as ::MADRAIL_ERR_INVALID (never undefined).
+ */
+madrail_status_t madrail_unpack(madrail_pack_t msg, void *buf, size_t len,
+                                madrail_send_mode_t smode, madrail_recv_mode_t rmode);
+/** @brief Finish: every CHEAPER piece is in place on return. */
+madrail_status_t madrail_end_unpacking(madrail_pack_t msg);
+/** @} */
+
+/* ------------------------------------------------------------------ */
+/** @name Rails and statistics
+ * @{ */
+
+/** Per-rail counters, both directions. */
+typedef struct {
+    uint64_t tx_msgs;       /**< control messages sent (eager, RTS, CTS, FIN, ...) */
+    uint64_t tx_bytes;      /**< bytes sent: control messages plus put payload */
+    uint64_t tx_put_bytes;  /**< rendezvous (striped) payload bytes put */
+    uint64_t tx_puts;       /**< put operations (stripe chunks) issued */
+    uint64_t rx_msgs;       /**< control messages received */
+    uint64_t rx_bytes;      /**< bytes received: control messages plus put payload */
+    uint64_t rx_put_bytes;  /**< rendezvous payload bytes received by put */
+    uint64_t credit_stalls; /**< sends that waited for credits */
+    uint64_t failovers;     /**< times traffic was moved off this rail */
+} madrail_rail_stats_t;
+
+/** Static description of a rail. */
+typedef struct {
+    char name[64];          /**< e.g. "tcp:lo" */
+    char driver[16];        /**< e.g. "tcp" */
+    double latency_us;      /**< profile latency */
+    double bandwidth_mbs;   /**< profile bandwidth, MB/s */
+    double weight;          /**< striping weight in use */
+    size_t max_ctrl;        /**< largest control message (slot) */
+} madrail_rail_info_t;
+
+/** @return the number of rails the context opened. */
+int madrail_rail_count(madrail_context_t ctx);
+/** @brief Describe rail @p index. */
+madrail_status_t madrail_rail_info(madrail_context_t ctx, int index, madrail_rail_info_t *info_p);
+/** @brief Read rail @p index's counters (summed over peers). */
+madrail_status_t madrail_rail_stats(madrail_context_t ctx, int index,
+                                    madrail_rail_stats_t *stats_p);
+/** @brief Print every rail's counters to @p out in a table. */
+void madrail_stats_print(madrail_context_t ctx, FILE *out);
+
+/** @} */
+
+/* ------------------------------------------------------------------ */
+/** @name Launch by a PMI-1 process manager (hydra mpiexec, Slurm's PMI-1)
+ *
+ * Reads PMI_FD (or PMI_PORT), PMI_RANK and PMI_SIZE as hydra sets them and
+ * speaks the PMI-1 wire protocol; madrail has no launcher of its own.
+ * @{ */
+
+/** The job as the process manager describes it. */
+typedef struct {
+    int rank;               /**< this process's rank */
+    int size;               /**< number of processes */
+    madrail_peer_t *peers;  /**< peers[r] for rank r; peers[rank] is MADRAIL_ANY_PEER (no self peer) */
+} madrail_job_t;
+
+/**
+ * @brief Join the PMI-1 job, publish this context's address, fence, and add
+ * every other rank as a peer (connections stay lazy).
+ * Fails with ::MADRAIL_ERR_PMI and a message if no PMI server is reachable.
+ */
+madrail_status_t madrail_pmi_wireup(madrail_context_t ctx, madrail_job_t *job_p);
+/** @brief PMI barrier over the whole job. */
+madrail_status_t madrail_pmi_barrier(void);
+/** @brief Leave the PMI job and free job->peers. */
+madrail_status_t madrail_pmi_finalize(madrail_job_t *job);
+
+/** @} */
+
+/* ------------------------------------------------------------------ */
+/** @name Configuration introspection (for madrail_info)
+ * @{ */
+
+/** @brief Print every MADRAIL_* variable with its type, default and help. */
+void madrail_config_print(FILE *out);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MADRAIL_H */

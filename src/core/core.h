@@ -1,0 +1,361 @@
+/*
+ * Core internals: the context, peers, requests, inbound messages and the
+ * wire format of control messages.  Everything here is private to
+ * libmadrail; the public face is include/madrail.h.
+ *
+ * Wire format: every control message starts with mdr_hdr_t followed by a
+ * per-type body; all integers are in host order (madrail assumes a
+ * homogeneous job; the address carries a byte-order mark and a mismatch is
+ * refused at peer_add).  Receivers validate every length against what
+ * arrived and close the rail to that peer on a malformed message.
+ */
+#ifndef MDR_CORE_H
+#define MDR_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "madrail.h"
+#include "rails/rail.h"
+#include "core/rcache.h"
+#include "core/stripe.h"
+#include "util/cfg.h"
+#include "util/hash.h"
+#include "util/list.h"
+#include "util/log.h"
+#include "util/pool.h"
+
+#define MDR_MAX_RAILS 8
+
+/* ---------------- wire format ---------------- */
+
+enum {
+    MDR_MSG_EAGER = 1,      /* sequenced: data fragment (whole small message or part of a medium one) */
+    MDR_MSG_RTS = 2,        /* sequenced: rendezvous request to send */
+    MDR_MSG_RFS_DATA = 3,   /* sequenced: envelope of a message sent into a receiver-first CTS */
+    MDR_MSG_CTS = 4,        /* clear to send: buffer address + per-rail keys */
+    MDR_MSG_FIN = 5,        /* puts on this rail for rreq are done */
+    MDR_MSG_ACK = 6,        /* synchronous send matched */
+    MDR_MSG_CREDIT = 7,     /* explicit credit return (reserved slot) */
+    MDR_MSG_RFS = 8,        /* receiver-first CTS (request for sending) */
+    MDR_MSG_RFS_NACK = 9,   /* sender declines/revokes an RFS */
+    MDR_MSG_RFS_REVOKE = 10,/* receiver wants its RFS back (cancel) */
+    MDR_MSG_MAX
+};
+
+/* mdr_hdr_t.flags */
+enum {
+    MDR_HF_SYNC = 1u << 0,         /* EAGER/RTS: sender wants an ACK when matched */
+    MDR_HF_INTERNAL = 1u << 1,     /* message lives in the internal tag space (pack pieces) */
+    MDR_HF_RFS_CONSUMED = 1u << 2  /* EAGER: this message consumed RFS rreq_id */
+};
+
+typedef struct mdr_hdr {
+    uint8_t type;
+    uint8_t flags;
+    uint16_t credits; /* normal slots returned to the receiver of this message, this rail */
+    uint32_t len;     /* total length of the control message, header included */
+} mdr_hdr_t;
+
+typedef struct mdr_eager_hdr {
+    mdr_hdr_t h;
+    uint64_t seq;
+    uint64_t tag;
+    uint64_t total;  /* message length */
+    uint64_t offset; /* of this fragment's payload */
+    uint64_t id;     /* SYNC: sender request id (for ACK); RFS_CONSUMED: receiver request id */
+} mdr_eager_hdr_t;   /* payload follows */
+
+typedef struct mdr_rts_hdr {
+    mdr_hdr_t h;
+    uint64_t seq;
+    uint64_t tag;
+    uint64_t total;
+    uint64_t sreq_id;
+} mdr_rts_hdr_t;
+
+/* RFS_DATA: like RTS; the data moves by put into the RFS buffer. */
+typedef struct mdr_rfs_data_hdr {
+    mdr_hdr_t h;
+    uint64_t seq;
+    uint64_t tag;
+    uint64_t total;    /* full message length (may exceed the receive buffer) */
+    uint64_t rreq_id;
+    uint64_t xfer_len; /* bytes that will be put (<= receive buffer) */
+} mdr_rfs_data_hdr_t;
+
+/* One rail's window on the receive buffer in CTS/RFS. */
+typedef struct mdr_key_desc {
+    uint8_t rail;
+    uint8_t pad;
+    uint16_t key_len;
+    uint32_t pad2;
+    uint64_t raddr; /* address of the buffer start on the receiver */
+} mdr_key_desc_t;   /* key_len bytes of packed rkey follow, then 8-byte alignment padding */
+
+typedef struct mdr_cts_hdr {
+    mdr_hdr_t h;
+    uint64_t sreq_id;
+    uint64_t rreq_id;
+    uint64_t xfer_len; /* bytes to put: min(message, receive buffer) */
+    uint32_t nkeys;
+    uint32_t pad;
+} mdr_cts_hdr_t;     /* nkeys mdr_key_desc_t (+key) follow */
+
+typedef struct mdr_rfs_hdr {
+    mdr_hdr_t h;
+    uint64_t rreq_id;
+    uint64_t expected_seq; /* receiver's next expected sequence from the sender */
+    uint64_t tag;
+    uint64_t ignore;
+    uint64_t buf_len;
+    uint32_t nkeys;
+    uint32_t space; /* 0 user, 1 internal */
+} mdr_rfs_hdr_t;    /* nkeys mdr_key_desc_t (+key) follow */
+
+typedef struct mdr_fin_hdr {
+    mdr_hdr_t h;
+    uint64_t rreq_id;
+    uint64_t bytes; /* bytes put on this rail */
+} mdr_fin_hdr_t;
+
+typedef struct mdr_id_hdr { /* ACK, RFS_NACK, RFS_REVOKE */
+    mdr_hdr_t h;
+    uint64_t id;
+} mdr_id_hdr_t;
+
+/* ---------------- configuration ---------------- */
+
+typedef struct mdr_core_config {
+    char *rails;         /* MADRAIL_RAILS */
+    size_t slot_size;    /* MADRAIL_SLOT_SIZE */
+    unsigned credits;    /* MADRAIL_CREDITS: normal slots per peer per rail */
+    size_t rndv_thresh;  /* MADRAIL_RNDV_THRESH */
+    size_t stripe_min;   /* MADRAIL_STRIPE_MIN_CHUNK */
+    size_t stripe_align; /* MADRAIL_STRIPE_ALIGN */
+    char *rail_weights;  /* MADRAIL_RAIL_WEIGHTS */
+    int recv_first;      /* MADRAIL_RNDV_RECV_FIRST */
+    int rcache;          /* MADRAIL_RCACHE */
+    unsigned rcache_max; /* MADRAIL_RCACHE_MAX */
+    size_t pack_inline;  /* MADRAIL_PACK_INLINE_MAX */
+    int stats;           /* MADRAIL_STATS */
+    char *log_level;     /* MADRAIL_LOG_LEVEL */
+} mdr_core_config_t;
+
+/* Number of reserved slots per ring for CREDIT messages: with returns sent
+ * at credits/2 consumed, at most two CREDIT messages can be in flight. */
+#define MDR_RESERVED_SLOTS 2
+
+/* ---------------- objects ---------------- */
+
+typedef struct mdr_ctx mdr_ctx_t; /* == struct madrail_context */
+typedef struct mdr_peer mdr_peer_t;
+typedef struct madrail_request mdr_req_t;
+
+/* Internal flag for mdr_tagged_* : the internal tag space (pack pieces). */
+#define MDR_FLAG_INTERNAL (1u << 8)
+
+typedef struct mdr_rail_slot {
+    const mdr_rail_ops_t *ops;
+    mdr_rail_t *rail;
+    mdr_rail_attr_t attr;
+    mdr_rcache_t *rcache;
+    double weight;
+    madrail_rail_stats_t stats;
+    int index;
+    mdr_ctx_t *ctx;
+} mdr_rail_slot_t;
+
+/* One peer on one rail. */
+typedef struct mdr_peer_rail {
+    mdr_peer_t *peer;
+    int rail;          /* index in ctx->rails */
+    mdr_ep_t *ep;      /* NULL until first traffic */
+    unsigned credits;  /* normal slots we may still fill at the peer */
+    unsigned ret_pending; /* messages we processed, credits not yet returned */
+    unsigned credit_msgs; /* CREDIT messages we sent (statistics) */
+    int down;          /* ep failed */
+    int have_addr;     /* the peer's address for this rail is known */
+    uint8_t addr[256];
+    size_t addr_len;
+} mdr_peer_rail_t;
+
+/* An outbound control message that could not be sent at once (no credit or
+ * driver said no-resource): copied, queued on the peer, sent by progress. */
+typedef struct mdr_txq_item {
+    mdr_list_t link;
+    int rail;       /* -1: any rail; else this rail only (FIN) */
+    int is_credit;  /* CREDIT: needs no credit */
+    size_t len;
+    uint8_t data[]; /* header + body */
+} mdr_txq_item_t;
+
+struct mdr_peer {
+    madrail_peer_t index;
+    uint64_t uuid;
+    mdr_ctx_t *ctx;
+    int nrails;                            /* rails usable with this peer */
+    mdr_peer_rail_t rails[MDR_MAX_RAILS];
+    uint64_t next_send_seq;
+    uint64_t expected_seq;
+    mdr_hash_t inflight;                   /* seq -> mdr_inmsg_t arrived, not done */
+    mdr_list_t txq;                        /* mdr_txq_item_t waiting */
+    mdr_list_t sendq;                      /* send requests with fragments left */
+    unsigned rr;                           /* round-robin cursor for eager rail choice */
+    /* receiver-first rendezvous */
+    mdr_list_t rfs_stored;                 /* sender side: mdr_rfs_t offered by this peer */
+    mdr_req_t *rfs_out;                    /* receiver side: our receive with an RFS out */
+};
+
+/* Sender-side record of a receiver-first CTS. */
+typedef struct mdr_rfs {
+    mdr_list_t link;
+    uint64_t rreq_id, tag, ignore, buf_len;
+    uint32_t space;
+    size_t keys_len;
+    uint8_t keys[]; /* nkeys descriptors as received */
+} mdr_rfs_t;
+
+enum { MDR_REQ_SEND = 1, MDR_REQ_RECV = 2 };
+
+/* Rendezvous put bookkeeping, one per chunk. */
+typedef struct mdr_put_op {
+    mdr_completion_t comp;
+    mdr_req_t *req;
+    int rail;
+    int state; /* 0 not issued, 1 in flight, 2 done */
+    uint64_t offset, len, raddr;
+    const uint8_t *rkey;
+    size_t rkey_len;
+} mdr_put_op_t;
+
+struct madrail_request {
+    mdr_list_t link;      /* posted queue / peer sendq */
+    mdr_ctx_t *ctx;
+    uint64_t id;          /* generation << 32 | table index */
+    int type;             /* MDR_REQ_* */
+    int complete;
+    int freed_by_user;    /* set_callback / test done: free at completion */
+    unsigned flags;       /* MADRAIL_SEND_SYNC | MDR_FLAG_INTERNAL */
+    madrail_peer_t peer;  /* send: destination; recv: source or ANY */
+    void *buf;
+    size_t len;
+    uint64_t tag, ignore;
+    uint64_t seq;
+    madrail_info_t info;
+    madrail_callback_t cb;
+    void *cb_arg;
+
+    /* send progress */
+    size_t frag_off;      /* next fragment offset (eager/medium) */
+    int wait_ack;         /* SYNC eager: ACK not yet received */
+    int rndv;             /* 1: RTS sent, waiting CTS; 2: putting */
+    int puts_left;        /* chunks not yet completed */
+    int fins_left;        /* FINs not yet queued */
+    int nputs;
+    mdr_put_op_t puts[MDR_MAX_RAILS];
+    uint8_t *cts;         /* copy of CTS/RFS key block (puts point into it) */
+
+    /* receive progress */
+    int matched;
+    int cancel_pending;
+    struct mdr_inmsg *inmsg; /* matched message still arriving */
+    uint64_t xfer_len;    /* rendezvous: bytes expected by put */
+    uint64_t fin_bytes;   /* rendezvous: bytes reported by FINs */
+    int rfs_state;        /* 0 none, 1 RFS out, 2 consumed (RFS_DATA seen) */
+    mdr_rcache_entry_t *reg[MDR_MAX_RAILS];
+};
+
+/* An arrived sequenced message (unexpected, out of order, or still
+ * receiving fragments after it was matched). */
+typedef struct mdr_inmsg {
+    mdr_list_t link;      /* ctx->unexpected when in order and unmatched */
+    mdr_peer_t *peer;
+    uint64_t seq;
+    uint64_t tag;
+    uint64_t total;
+    uint64_t id;          /* sreq id (SYNC ack, RTS) or rreq id (RFS) */
+    uint8_t type;         /* MDR_MSG_EAGER / RTS / RFS_DATA */
+    uint8_t flags;        /* MDR_HF_* */
+    int in_order;         /* its sequence number has come up */
+    int probed;           /* taken by improbe */
+    size_t recvd;         /* eager bytes arrived */
+    uint8_t *data;        /* eager: buffer of total bytes (pool) until matched */
+    mdr_req_t *rreq;      /* matched receive */
+    uint64_t xfer_len;    /* RFS_DATA */
+} mdr_inmsg_t;
+
+struct madrail_message { /* improbe handle == inmsg */
+    int unused;
+};
+
+struct madrail_context {
+    mdr_core_config_t cfg;
+    uint64_t uuid;
+    int nrails;
+    mdr_rail_slot_t rails[MDR_MAX_RAILS];
+    mdr_rail_upcalls_t upcalls;
+    mdr_stripe_params_t stripe;
+    size_t eager_max;              /* payload bytes in one slot */
+    mdr_peer_t **peers;
+    uint32_t npeers, peers_cap;
+    mdr_list_t posted;             /* receive requests not yet matched */
+    mdr_list_t unexpected;         /* mdr_inmsg_t in order, unmatched */
+    mdr_req_t **reqtab;            /* id -> request */
+    uint32_t *reqgen;
+    uint32_t reqtab_cap;
+    uint32_t *reqfree;             /* free index stack */
+    uint32_t nreqfree;
+    mdr_pool_t pool;
+    const char *const *overrides;
+    int in_progress;               /* progress recursion guard */
+    int finalizing;
+};
+
+/* ---------------- internal API ---------------- */
+
+/* Tagged operations with internal flags (MDR_FLAG_INTERNAL selects the
+ * internal tag space, which never matches user messages). */
+madrail_status_t mdr_tagged_isend(mdr_ctx_t *ctx, madrail_peer_t peer, const void *buf,
+                                  size_t len, uint64_t tag, unsigned flags, mdr_req_t **req_p);
+madrail_status_t mdr_tagged_irecv(mdr_ctx_t *ctx, madrail_peer_t src, void *buf, size_t len,
+                                  uint64_t tag, uint64_t ignore, unsigned flags,
+                                  mdr_req_t **req_p);
+madrail_status_t mdr_tagged_improbe(mdr_ctx_t *ctx, madrail_peer_t src, uint64_t tag,
+                                    uint64_t ignore, unsigned flags, madrail_message_t *msg_p,
+                                    madrail_info_t *info_p);
+
+/* Requests */
+mdr_req_t *mdr_req_alloc(mdr_ctx_t *ctx, int type);
+mdr_req_t *mdr_req_lookup(mdr_ctx_t *ctx, uint64_t id);
+void mdr_req_complete(mdr_req_t *req, madrail_status_t status);
+void mdr_req_release(mdr_req_t *req);
+
+/* Peers and control messages (ctrl.c) */
+madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail);
+/* Send a control message to peer; rail -1 lets the core choose.  The
+ * buffers may be reused on return (queued copies are made if needed). */
+madrail_status_t mdr_ctrl_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
+                               const void *payload, size_t payload_len);
+/* Try to send directly; returns the rail used, or -1 when no rail has a
+ * credit right now (nothing was sent). */
+int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
+                      const void *payload, size_t payload_len);
+int mdr_ctrl_progress_peer(mdr_peer_t *peer);
+void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len);
+void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep);
+void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *reason);
+
+/* Protocol handlers (proto.c) */
+void mdr_proto_handle(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
+int mdr_send_progress(mdr_peer_t *peer);
+
+/* Config table of the core */
+extern const mdr_cfg_table_t mdr_core_cfg_table;
+
+static inline mdr_peer_t *mdr_peer_get(mdr_ctx_t *ctx, madrail_peer_t p)
+{
+    return (p < ctx->npeers) ? ctx->peers[p] : NULL;
+}
+
+#endif /* MDR_CORE_H */

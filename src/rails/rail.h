@@ -1,0 +1,157 @@
+/*
+ * The driver interface.  A driver knows nothing of striping, credits,
+ * matching or MPI: it moves control messages (each fits one receiver slot)
+ * and puts (remote writes into registered memory) between endpoints, and
+ * reports what it can do in a profile.  Every operation is non-blocking and
+ * returns done, in-progress (a completion follows) or no-resource (the core
+ * queues and may re-plan on another rail).  A driver never aborts on what a
+ * peer sends: it closes that endpoint and reports the reason upward.
+ *
+ * Object model:
+ *   mdr_rail_t  one driver instance on one device (private to the driver)
+ *   mdr_ep_t    that rail's connection to one peer (private to the driver)
+ *   mdr_memh_t  a registration of local memory on one rail
+ * The core hands the driver opaque cookies (one per rail, one per ep) that
+ * the driver passes back in upcalls.
+ */
+#ifndef MDR_RAIL_H
+#define MDR_RAIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "madrail.h"
+
+typedef struct mdr_rail mdr_rail_t;
+typedef struct mdr_ep mdr_ep_t;
+typedef struct mdr_memh mdr_memh_t;
+
+/* Capability bits of a rail. */
+enum {
+    MDR_RAIL_CAP_PUT = 1u << 0,      /* put() works (in hardware or software) */
+    MDR_RAIL_CAP_PUT_HW = 1u << 1,   /* put() is hardware RDMA (no remote CPU) */
+    MDR_RAIL_CAP_REG_CHEAP = 1u << 2 /* mem_reg() is cheap: the core need not cache */
+};
+
+/* What the core learns about a rail after open(). */
+typedef struct mdr_rail_attr {
+    char name[64];        /* "tcp:lo", "loop:f0" */
+    uint32_t caps;        /* MDR_RAIL_CAP_* */
+    double latency_us;    /* profile: one-way small-message latency */
+    double bandwidth_mbs; /* profile: MB/s for large transfers */
+    size_t max_ctrl;      /* largest control message (>= params->slot_size) */
+    size_t addr_len;      /* bytes addr_pack() writes */
+    size_t max_rkey;      /* largest packed remote key */
+} mdr_rail_attr_t;
+
+/* Upcalls from driver to core.  They may be called only from inside the
+ * driver's progress() (never from inside ctrl_send/put/ep_create). */
+typedef struct mdr_rail_upcalls {
+    /* A control message arrived on ep.  data is valid only during the call;
+     * the core copies what it keeps.  This frees the slot at once. */
+    void (*ctrl_recv)(void *ep_cookie, const void *data, size_t len);
+    /* A peer we have no ep for connected to us (identified by the uuid it
+     * gave at its rail open).  The driver created new_ep; the core returns
+     * the ep cookie, or NULL to refuse (the driver then destroys new_ep). */
+    void *(*ep_accepted)(void *rail_cookie, uint64_t remote_uuid, mdr_ep_t *new_ep);
+    /* The ep failed (connection lost, malformed frame, ...): reason is a
+     * human-readable string.  After this the ep delivers nothing more and
+     * its pending put completions are reported with an error status. */
+    void (*ep_failed)(void *ep_cookie, madrail_status_t status, const char *reason);
+} mdr_rail_upcalls_t;
+
+/* What the core gives a driver at open(). */
+typedef struct mdr_rail_params {
+    uint64_t uuid;                     /* unique id of the owning context */
+    const mdr_rail_upcalls_t *upcalls; /* where to report */
+    void *rail_cookie;                 /* passed back in ep_accepted */
+    size_t slot_size;                  /* largest control message the core will send */
+    unsigned slots;                    /* ring depth the core uses (credits + reserved) */
+    const char *const *overrides;      /* MADRAIL_* overrides for the driver's config */
+} mdr_rail_params_t;
+
+/* Completion of an in-progress put.  The driver calls cb once, from
+ * progress(), with MADRAIL_OK or an error status. */
+typedef struct mdr_completion mdr_completion_t;
+struct mdr_completion {
+    void (*cb)(mdr_completion_t *comp, madrail_status_t status);
+};
+
+/* Access flags of mem_reg(). */
+enum { MDR_MEM_LOCAL = 1u << 0, MDR_MEM_REMOTE_WRITE = 1u << 1 };
+
+typedef struct mdr_rail_ops {
+    const char *name; /* driver name, the part of a rail spec before ':' */
+
+    /* Open a rail from the part of the spec after "name:" (e.g. "lo",
+     * "10.0.0.1", "f0;delay=2").  A bad spec fails with MADRAIL_ERR_CONFIG
+     * after logging a message that names it. */
+    madrail_status_t (*open)(const char *spec, const mdr_rail_params_t *params,
+                             mdr_rail_t **rail_p);
+    /* Close: destroys remaining eps, frees everything. */
+    void (*close)(mdr_rail_t *rail);
+    void (*query)(mdr_rail_t *rail, mdr_rail_attr_t *attr);
+    /* Pack this rail's address (attr.addr_len bytes) into buf. */
+    madrail_status_t (*addr_pack)(mdr_rail_t *rail, void *buf, size_t len);
+
+    /* Create the ep to a peer from the address its rail packed.  May return
+     * before the connection is up: ctrl_send/put are queued until then.
+     * The driver must also accept that the peer connects to us first (it
+     * then uses one connection per peer per rail, merging the two). */
+    madrail_status_t (*ep_create)(mdr_rail_t *rail, uint64_t remote_uuid, const void *addr,
+                                  size_t len, void *ep_cookie, mdr_ep_t **ep_p);
+    void (*ep_destroy)(mdr_ep_t *ep);
+    /* Bytes accepted by ctrl_send/put but not yet handed to the network. */
+    size_t (*ep_backlog)(mdr_ep_t *ep);
+    /* True once nothing is queued and every completion was reported. */
+    int (*ep_idle)(mdr_ep_t *ep);
+
+    /* Send a control message (total <= slot_size).  The buffers are
+     * reusable on return.  Messages on one ep are delivered in order.
+     * Returns MADRAIL_OK or MADRAIL_ERR_NORESOURCE (nothing was sent). */
+    madrail_status_t (*ctrl_send)(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);
+
+    /* Register memory for puts (local source or remote target). */
+    madrail_status_t (*mem_reg)(mdr_rail_t *rail, void *addr, size_t len, unsigned access,
+                                mdr_memh_t **memh_p);
+    void (*mem_dereg)(mdr_rail_t *rail, mdr_memh_t *memh);
+    /* Pack the remote key of memh (<= attr.max_rkey bytes); *len_p = bytes. */
+    madrail_status_t (*rkey_pack)(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
+                                  size_t *len_p);
+
+    /* Write len bytes from local (covered by lmemh, may be NULL when the
+     * rail has MDR_RAIL_CAP_REG_CHEAP) to the peer's raddr, inside the
+     * region of the packed rkey.  Returns MADRAIL_OK (done, comp not
+     * called), MADRAIL_INPROGRESS (comp->cb follows) or
+     * MADRAIL_ERR_NORESOURCE.  Ordering promise: once comp reports OK, a
+     * control message sent later on the same ep is delivered after the data
+     * is visible in the target memory. */
+    madrail_status_t (*put)(mdr_ep_t *ep, const void *local, size_t len, mdr_memh_t *lmemh,
+                            uint64_t raddr, const void *rkey, size_t rkey_len,
+                            mdr_completion_t *comp);
+
+    /* Make progress; returns the number of events handled. */
+    int (*progress)(mdr_rail_t *rail);
+} mdr_rail_ops_t;
+
+/* Registry of built drivers. */
+const mdr_rail_ops_t *mdr_rail_find(const char *name);
+/* Visit each built driver in a fixed order; returns the count. */
+int mdr_rail_foreach(void (*fn)(const mdr_rail_ops_t *ops, void *arg), void *arg);
+
+/* Missing operations point at these; they return MADRAIL_ERR_UNSUPPORTED. */
+madrail_status_t mdr_rail_unsup_mem_reg(mdr_rail_t *rail, void *addr, size_t len,
+                                        unsigned access, mdr_memh_t **memh_p);
+void mdr_rail_unsup_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh);
+madrail_status_t mdr_rail_unsup_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
+                                          size_t *len_p);
+madrail_status_t mdr_rail_unsup_put(mdr_ep_t *ep, const void *local, size_t len,
+                                    mdr_memh_t *lmemh, uint64_t raddr, const void *rkey,
+                                    size_t rkey_len, mdr_completion_t *comp);
+
+/* The drivers. */
+extern const mdr_rail_ops_t mdr_tcp_ops;
+extern const mdr_rail_ops_t mdr_loop_ops;
+
+#endif /* MDR_RAIL_H */
