@@ -148,7 +148,7 @@ typedef struct mdr_core_config {
 
 /* ---------------- objects ---------------- */
 
-typedef struct mdr_ctx mdr_ctx_t; /* == struct madrail_context */
+typedef struct madrail_context mdr_ctx_t;
 typedef struct mdr_peer mdr_peer_t;
 typedef struct madrail_request mdr_req_t;
 
@@ -175,6 +175,7 @@ typedef struct mdr_peer_rail {
     unsigned ret_pending; /* messages we processed, credits not yet returned */
     unsigned credit_msgs; /* CREDIT messages we sent (statistics) */
     int down;          /* ep failed */
+    int credit_queued; /* a CREDIT message waits in txq */
     int have_addr;     /* the peer's address for this rail is known */
     uint8_t addr[256];
     size_t addr_len;
@@ -205,6 +206,9 @@ struct mdr_peer {
     /* receiver-first rendezvous */
     mdr_list_t rfs_stored;                 /* sender side: mdr_rfs_t offered by this peer */
     mdr_req_t *rfs_out;                    /* receiver side: our receive with an RFS out */
+    mdr_list_t active_link;                /* in ctx->active while txq/sendq not empty */
+    int active;
+    int anonymous;                         /* connected to us before we knew its address */
 };
 
 /* Sender-side record of a receiver-first CTS. */
@@ -212,6 +216,7 @@ typedef struct mdr_rfs {
     mdr_list_t link;
     uint64_t rreq_id, tag, ignore, buf_len;
     uint32_t space;
+    uint32_t nkeys;
     size_t keys_len;
     uint8_t keys[]; /* nkeys descriptors as received */
 } mdr_rfs_t;
@@ -255,6 +260,9 @@ struct madrail_request {
     int nputs;
     mdr_put_op_t puts[MDR_MAX_RAILS];
     uint8_t *cts;         /* copy of CTS/RFS key block (puts point into it) */
+    uint64_t peer_req_id; /* rendezvous: the other side's request id */
+    int rfs_consumed;     /* send: this send consumed a receiver-first CTS */
+    int queued;           /* send: in peer->sendq */
 
     /* receive progress */
     int matched;
@@ -307,6 +315,10 @@ struct madrail_context {
     uint32_t *reqfree;             /* free index stack */
     uint32_t nreqfree;
     mdr_pool_t pool;
+    mdr_hash_t peer_by_uuid;       /* uuid -> mdr_peer_t */
+    mdr_list_t active;             /* peers with queued work */
+    int rail_order[MDR_MAX_RAILS]; /* rails by profile latency, lowest first */
+    uint64_t active_sends;         /* send requests not complete */
     const char *const *overrides;
     int in_progress;               /* progress recursion guard */
     int finalizing;
@@ -324,6 +336,9 @@ madrail_status_t mdr_tagged_irecv(mdr_ctx_t *ctx, madrail_peer_t src, void *buf,
 madrail_status_t mdr_tagged_improbe(mdr_ctx_t *ctx, madrail_peer_t src, uint64_t tag,
                                     uint64_t ignore, unsigned flags, madrail_message_t *msg_p,
                                     madrail_info_t *info_p);
+
+/* Peers (context.c) */
+madrail_status_t mdr_peer_lookup_or_create(mdr_ctx_t *ctx, uint64_t uuid, mdr_peer_t **peer_p);
 
 /* Requests */
 mdr_req_t *mdr_req_alloc(mdr_ctx_t *ctx, int type);
@@ -348,7 +363,25 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
 
 /* Protocol handlers (proto.c) */
 void mdr_proto_handle(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
-int mdr_send_progress(mdr_peer_t *peer);
+/* Drive a send request (fragments, puts); returns 1 when it made progress. */
+int mdr_send_progress(mdr_req_t *req);
+/* Start a send (eager/medium/rendezvous, with receiver-first CTS if one is stored). */
+madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req);
+/* Matched RTS/RFS handling on the receiver. */
+void mdr_rndv_recv_start(mdr_req_t *req, mdr_peer_t *peer, uint64_t sreq_id, uint64_t total);
+/* Consider offering a receiver-first CTS for a freshly posted receive. */
+void mdr_rfs_maybe_offer(mdr_ctx_t *ctx, mdr_req_t *req);
+void mdr_rfs_release(mdr_req_t *req);
+/* Complete a receive: release registrations and any receiver-first offer. */
+void mdr_recv_finish(mdr_req_t *req, madrail_status_t st);
+/* Report a malformed message: close the rail to this peer. */
+void mdr_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Matching (match.c) */
+void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
+int mdr_match_fits(const mdr_req_t *req, const mdr_peer_t *peer, uint64_t tag, unsigned hflags);
+void mdr_peer_activate(mdr_peer_t *peer);
+void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status);
 
 /* Config table of the core */
 extern const mdr_cfg_table_t mdr_core_cfg_table;

@@ -1,0 +1,650 @@
+/*
+ * The context: configuration, rails, peers, addresses, progress and
+ * statistics.  Rails are opened once at init from MADRAIL_RAILS; peers are
+ * only recorded at peer_add and connected on their first message, so a
+ * large job pays for the peers it talks to, not for all of them.
+ *
+ * Address format (what madrail_context_address packs):
+ *   u32 magic 'MDRA' | u16 version | u16 byte-order mark | u64 uuid |
+ *   u8 nrails | then per rail: char driver[8] | u16 len | len bytes
+ * Rail i of one process pairs with rail i of the other when both use the
+ * same driver; a rail the other side lacks is not used with that peer.
+ */
+#include "mdr_config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "util/clock.h"
+
+#define MDR_ADDR_MAGIC 0x4152444du /* "MDRA" */
+#define MDR_ADDR_VERSION 1
+#define MDR_ADDR_BOM 0x0102
+
+#define CFG_ENTRY(_name, _type, _def, _min, _max, _field, _help)                             \
+    { _name, _type, _def, _min, _max, offsetof(mdr_core_config_t, _field), _help }
+
+static const mdr_cfg_entry_t core_entries[] = {
+    CFG_ENTRY("MADRAIL_RAILS", MDR_CFG_STRING, "tcp", 1, 0, rails,
+              "Comma-separated rails, each driver[:spec]: tcp:lo, tcp:eth1, tcp:10.0.0.1, "
+              "loop:fabric;delay=2. Empty spec: the driver's default device."),
+    CFG_ENTRY("MADRAIL_SLOT_SIZE", MDR_CFG_SIZE, "8k", 256, 1024 * 1024, slot_size,
+              "Size of one control-message slot; messages up to the slot payload (slot minus "
+              "a 48-byte header) go eagerly in one slot."),
+    CFG_ENTRY("MADRAIL_CREDITS", MDR_CFG_UINT, "64", 1, 65535, credits,
+              "Control slots per peer per rail a sender may fill before the receiver returns "
+              "credits (2 more are reserved for credit returns)."),
+    CFG_ENTRY("MADRAIL_RNDV_THRESH", MDR_CFG_SIZE, "64k", 1, 1ull << 40, rndv_thresh,
+              "Messages of this size and larger use the remote-write rendezvous (striped over "
+              "rails); smaller ones are sent as slot-sized fragments."),
+    CFG_ENTRY("MADRAIL_STRIPE_MIN_CHUNK", MDR_CFG_SIZE, "16k", 1, 1ull << 40, stripe_min,
+              "No stripe chunk is smaller than this; short messages use fewer rails."),
+    CFG_ENTRY("MADRAIL_STRIPE_ALIGN", MDR_CFG_SIZE, "4k", 1, 1 << 30, stripe_align,
+              "Alignment of stripe chunk edges (a power of two, usually the page size)."),
+    CFG_ENTRY("MADRAIL_RAIL_WEIGHTS", MDR_CFG_STRING, "", 1, 0, rail_weights,
+              "Striping weights, one per rail in MADRAIL_RAILS order (e.g. 3,1). Empty: the "
+              "drivers' bandwidth profiles."),
+    CFG_ENTRY("MADRAIL_RNDV_RECV_FIRST", MDR_CFG_BOOL, "1", 1, 0, recv_first,
+              "Let a receive posted with a known source send its buffer address first "
+              "(receiver-first CTS), saving the sender's RTS round trip."),
+    CFG_ENTRY("MADRAIL_RCACHE", MDR_CFG_BOOL, "1", 1, 0, rcache,
+              "Cache memory registrations on rails where registering is expensive."),
+    CFG_ENTRY("MADRAIL_RCACHE_MAX", MDR_CFG_UINT, "1024", 1, 1u << 30, rcache_max,
+              "Most cached registrations kept per rail."),
+    CFG_ENTRY("MADRAIL_PACK_INLINE_MAX", MDR_CFG_SIZE, "1k", 0, 1024 * 1024, pack_inline,
+              "Pack API: pieces up to this size travel inside the message head."),
+    CFG_ENTRY("MADRAIL_STATS", MDR_CFG_BOOL, "0", 1, 0, stats,
+              "Print per-rail statistics to stderr at finalize."),
+    CFG_ENTRY("MADRAIL_LOG_LEVEL", MDR_CFG_STRING, "warn", 1, 0, log_level,
+              "Log level: error, warn, info, debug, trace."),
+};
+
+const mdr_cfg_table_t mdr_core_cfg_table = {
+    "core", core_entries, sizeof(core_entries) / sizeof(core_entries[0])};
+
+static uint64_t mdr_make_uuid(void)
+{
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+        v = mdr_time_ns() ^ ((uint64_t)getpid() << 32);
+    return v ? v : 1;
+}
+
+static void mdr_close_rails(mdr_ctx_t *ctx)
+{
+    int i;
+    for (i = ctx->nrails - 1; i >= 0; i--) {
+        if (ctx->rails[i].rcache)
+            mdr_rcache_destroy(ctx->rails[i].rcache);
+        ctx->rails[i].ops->close(ctx->rails[i].rail);
+    }
+    ctx->nrails = 0;
+}
+
+static madrail_status_t mdr_open_rails(mdr_ctx_t *ctx)
+{
+    madrail_status_t st = MADRAIL_OK;
+    char *list, *save = NULL, *tok;
+    mdr_rail_params_t params;
+
+    list = strdup(ctx->cfg.rails);
+    if (!list)
+        return MADRAIL_ERR_NOMEM;
+    memset(&params, 0, sizeof(params));
+    params.uuid = ctx->uuid;
+    params.upcalls = &ctx->upcalls;
+    params.slot_size = ctx->cfg.slot_size;
+    params.slots = ctx->cfg.credits + MDR_RESERVED_SLOTS;
+    params.overrides = ctx->overrides;
+
+    for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *spec, *colon;
+        const mdr_rail_ops_t *ops;
+        mdr_rail_slot_t *rs;
+
+        while (*tok == ' ')
+            tok++;
+        if (*tok == '\0') {
+            mdr_error("MADRAIL_RAILS=%s: empty rail entry", ctx->cfg.rails);
+            st = MADRAIL_ERR_CONFIG;
+            goto err_close;
+        }
+        if (ctx->nrails == MDR_MAX_RAILS) {
+            mdr_error("MADRAIL_RAILS=%s: more than %d rails", ctx->cfg.rails, MDR_MAX_RAILS);
+            st = MADRAIL_ERR_CONFIG;
+            goto err_close;
+        }
+        colon = strchr(tok, ':');
+        spec = colon ? colon + 1 : tok + strlen(tok);
+        if (colon)
+            *colon = '\0';
+        ops = mdr_rail_find(tok);
+        if (!ops) {
+            mdr_error("MADRAIL_RAILS=%s: unknown driver '%s' (built: tcp, loop)",
+                      ctx->cfg.rails, tok);
+            st = MADRAIL_ERR_CONFIG;
+            goto err_close;
+        }
+        rs = &ctx->rails[ctx->nrails];
+        memset(rs, 0, sizeof(*rs));
+        rs->ops = ops;
+        rs->ctx = ctx;
+        rs->index = ctx->nrails;
+        params.rail_cookie = rs;
+        st = ops->open(spec, &params, &rs->rail);
+        if (st != MADRAIL_OK) {
+            mdr_error("MADRAIL_RAILS=%s: cannot open rail %s:%s: %s", ctx->cfg.rails, tok,
+                      spec, madrail_status_str(st));
+            goto err_close;
+        }
+        ops->query(rs->rail, &rs->attr);
+        ctx->nrails++;
+        if (rs->attr.max_ctrl < ctx->cfg.slot_size) {
+            mdr_error("rail %s carries control messages of at most %zu bytes, less than "
+                      "MADRAIL_SLOT_SIZE=%zu",
+                      rs->attr.name, rs->attr.max_ctrl, ctx->cfg.slot_size);
+            st = MADRAIL_ERR_CONFIG;
+            goto err_close;
+        }
+        st = mdr_rcache_create(ops, rs->rail, ctx->cfg.rcache, ctx->cfg.rcache_max,
+                               &rs->rcache);
+        if (st != MADRAIL_OK)
+            goto err_close;
+    }
+    if (ctx->nrails == 0) {
+        mdr_error("MADRAIL_RAILS=%s: no rail", ctx->cfg.rails);
+        st = MADRAIL_ERR_CONFIG;
+        goto err_close;
+    }
+    free(list);
+    return MADRAIL_OK;
+
+err_close:
+    mdr_close_rails(ctx);
+    free(list);
+    return st;
+}
+
+static madrail_status_t mdr_set_weights(mdr_ctx_t *ctx)
+{
+    double w[MDR_MAX_RAILS];
+    const char *why = NULL;
+    int i, j, n;
+
+    if (ctx->cfg.rail_weights && ctx->cfg.rail_weights[0]) {
+        n = mdr_stripe_parse_weights(ctx->cfg.rail_weights, w, MDR_MAX_RAILS, &why);
+        if (n < 0) {
+            mdr_error("MADRAIL_RAIL_WEIGHTS=%s: %s", ctx->cfg.rail_weights, why);
+            return MADRAIL_ERR_CONFIG;
+        }
+        if (n != ctx->nrails) {
+            mdr_error("MADRAIL_RAIL_WEIGHTS=%s: %d weights for %d rails (MADRAIL_RAILS=%s)",
+                      ctx->cfg.rail_weights, n, ctx->nrails, ctx->cfg.rails);
+            return MADRAIL_ERR_CONFIG;
+        }
+        for (i = 0; i < n; i++)
+            ctx->rails[i].weight = w[i];
+    } else {
+        for (i = 0; i < ctx->nrails; i++)
+            ctx->rails[i].weight =
+                ctx->rails[i].attr.bandwidth_mbs > 0 ? ctx->rails[i].attr.bandwidth_mbs : 1.0;
+    }
+    /* rails by latency for the eager rail choice (insertion sort, <= 8) */
+    for (i = 0; i < ctx->nrails; i++) {
+        int r = i;
+        for (j = i; j > 0 && ctx->rails[ctx->rail_order[j - 1]].attr.latency_us >
+                                 ctx->rails[r].attr.latency_us;
+             j--)
+            ctx->rail_order[j] = ctx->rail_order[j - 1];
+        ctx->rail_order[j] = r;
+    }
+    return MADRAIL_OK;
+}
+
+madrail_status_t madrail_context_init(const madrail_context_params_t *params,
+                                      madrail_context_t *ctx_p)
+{
+    madrail_status_t st;
+    mdr_ctx_t *ctx;
+    int lvl;
+
+    if (!ctx_p)
+        return MADRAIL_ERR_INVALID;
+    ctx = calloc(1, sizeof(*ctx));
+    if (!ctx)
+        return MADRAIL_ERR_NOMEM;
+    ctx->overrides = params ? params->overrides : NULL;
+
+    st = mdr_cfg_parse(&mdr_core_cfg_table, ctx->overrides, &ctx->cfg);
+    if (st != MADRAIL_OK)
+        goto err_cfg;
+    lvl = mdr_log_level_parse(ctx->cfg.log_level);
+    if (lvl < 0) {
+        mdr_error("MADRAIL_LOG_LEVEL=%s: not a level (expected error, warn, info, debug, "
+                  "trace)",
+                  ctx->cfg.log_level);
+        st = MADRAIL_ERR_CONFIG;
+        goto err_cfg;
+    }
+    mdr_log_set_level(lvl);
+    mdr_cfg_check_unknown(ctx->overrides);
+    if (ctx->cfg.stripe_align & (ctx->cfg.stripe_align - 1)) {
+        mdr_error("MADRAIL_STRIPE_ALIGN=%zu: not a power of two", ctx->cfg.stripe_align);
+        st = MADRAIL_ERR_CONFIG;
+        goto err_cfg;
+    }
+    if (ctx->cfg.slot_size < sizeof(mdr_eager_hdr_t) + 64) {
+        mdr_error("MADRAIL_SLOT_SIZE=%zu: too small", ctx->cfg.slot_size);
+        st = MADRAIL_ERR_CONFIG;
+        goto err_cfg;
+    }
+
+    ctx->uuid = mdr_make_uuid();
+    ctx->eager_max = ctx->cfg.slot_size - sizeof(mdr_eager_hdr_t);
+    ctx->stripe.align = ctx->cfg.stripe_align;
+    ctx->stripe.min_chunk = ctx->cfg.stripe_min;
+    ctx->upcalls.ctrl_recv = mdr_ctrl_recv_upcall;
+    ctx->upcalls.ep_accepted = mdr_ep_accepted_upcall;
+    ctx->upcalls.ep_failed = mdr_ep_failed_upcall;
+    mdr_list_init(&ctx->posted);
+    mdr_list_init(&ctx->unexpected);
+    mdr_list_init(&ctx->active);
+    mdr_pool_init(&ctx->pool, 64);
+    st = mdr_hash_init(&ctx->peer_by_uuid, 64);
+    if (st != MADRAIL_OK)
+        goto err_pool;
+
+    st = mdr_open_rails(ctx);
+    if (st != MADRAIL_OK)
+        goto err_hash;
+    st = mdr_set_weights(ctx);
+    if (st != MADRAIL_OK)
+        goto err_rails;
+    {
+        int i;
+        for (i = 0; i < ctx->nrails; i++)
+            mdr_info("rail %d: %s latency %.1f us bandwidth %.0f MB/s weight %.2f", i,
+                     ctx->rails[i].attr.name, ctx->rails[i].attr.latency_us,
+                     ctx->rails[i].attr.bandwidth_mbs, ctx->rails[i].weight);
+    }
+    *ctx_p = ctx;
+    return MADRAIL_OK;
+
+err_rails:
+    mdr_close_rails(ctx);
+err_hash:
+    mdr_hash_cleanup(&ctx->peer_by_uuid);
+err_pool:
+    mdr_pool_cleanup(&ctx->pool);
+err_cfg:
+    mdr_cfg_release(&mdr_core_cfg_table, &ctx->cfg);
+    free(ctx);
+    return st;
+}
+
+/* Everything we started has finished and every rail has delivered it. */
+static int mdr_quiet(mdr_ctx_t *ctx)
+{
+    uint32_t p;
+    int r;
+    if (ctx->active_sends || !mdr_list_empty(&ctx->active))
+        return 0;
+    for (p = 0; p < ctx->npeers; p++) {
+        mdr_peer_t *peer = ctx->peers[p];
+        for (r = 0; r < ctx->nrails; r++) {
+            mdr_peer_rail_t *pr = &peer->rails[r];
+            if (pr->ep && !pr->down && !ctx->rails[r].ops->ep_idle(pr->ep))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Inbound messages were freed by the caller. */
+static void mdr_peer_destroy(mdr_ctx_t *ctx, mdr_peer_t *peer)
+{
+    mdr_list_t *it;
+    int r;
+
+    for (r = 0; r < ctx->nrails; r++)
+        if (peer->rails[r].ep)
+            ctx->rails[r].ops->ep_destroy(peer->rails[r].ep);
+    while ((it = mdr_list_pop_head(&peer->txq)))
+        free(mdr_container_of(it, mdr_txq_item_t, link));
+    while ((it = mdr_list_pop_head(&peer->rfs_stored)))
+        free(mdr_container_of(it, mdr_rfs_t, link));
+    mdr_hash_cleanup(&peer->inflight);
+    free(peer);
+}
+
+madrail_status_t madrail_context_finalize(madrail_context_t ctx)
+{
+    double deadline;
+    mdr_list_t *it;
+    uint32_t p;
+
+    if (!ctx)
+        return MADRAIL_ERR_INVALID;
+    ctx->finalizing = 1;
+    deadline = mdr_time_sec() + 30.0;
+    while (!mdr_quiet(ctx)) {
+        madrail_progress(ctx);
+        if (mdr_time_sec() > deadline) {
+            mdr_warn("finalize: %llu sends still in flight after 30 s; closing anyway",
+                     (unsigned long long)ctx->active_sends);
+            break;
+        }
+    }
+    if (ctx->cfg.stats)
+        madrail_stats_print(ctx, stderr);
+
+    /* unmatched inbound messages: free their buffers */
+    while ((it = mdr_list_pop_head(&ctx->unexpected))) {
+        mdr_inmsg_t *m = mdr_container_of(it, mdr_inmsg_t, link);
+        mdr_hash_del(&m->peer->inflight, m->seq);
+        if (m->data)
+            mdr_pool_put(&ctx->pool, m->data, m->total);
+        free(m);
+    }
+    for (p = 0; p < ctx->npeers; p++) {
+        mdr_peer_t *peer = ctx->peers[p];
+        size_t i;
+        for (i = 0; i < peer->inflight.cap; i++) {
+            mdr_inmsg_t *m = peer->inflight.vals[i];
+            if (m && mdr_hash_get(&peer->inflight, peer->inflight.keys[i]) == m) {
+                if (m->data)
+                    mdr_pool_put(&ctx->pool, m->data, m->total);
+                free(m);
+            }
+        }
+        mdr_peer_destroy(ctx, peer);
+    }
+    free(ctx->peers);
+    /* requests the user never completed */
+    {
+        uint32_t i;
+        for (i = 0; i < ctx->reqtab_cap; i++)
+            if (ctx->reqtab[i]) {
+                mdr_req_t *req = ctx->reqtab[i];
+                free(req->cts);
+                free(req);
+            }
+        free(ctx->reqtab);
+        free(ctx->reqgen);
+        free(ctx->reqfree);
+    }
+    mdr_close_rails(ctx);
+    mdr_hash_cleanup(&ctx->peer_by_uuid);
+    mdr_pool_cleanup(&ctx->pool);
+    mdr_cfg_release(&mdr_core_cfg_table, &ctx->cfg);
+    free(ctx);
+    return MADRAIL_OK;
+}
+
+madrail_status_t madrail_context_address(madrail_context_t ctx, void *buf, size_t *len_p)
+{
+    size_t need = 4 + 2 + 2 + 8 + 1;
+    uint8_t *p;
+    int i;
+
+    if (!ctx || !len_p)
+        return MADRAIL_ERR_INVALID;
+    for (i = 0; i < ctx->nrails; i++)
+        need += 8 + 2 + ctx->rails[i].attr.addr_len;
+    if (!buf || *len_p < need) {
+        *len_p = need;
+        return buf ? MADRAIL_ERR_NORESOURCE : MADRAIL_OK;
+    }
+    p = buf;
+    {
+        uint32_t magic = MDR_ADDR_MAGIC;
+        uint16_t ver = MDR_ADDR_VERSION, bom = MDR_ADDR_BOM;
+        memcpy(p, &magic, 4);
+        memcpy(p + 4, &ver, 2);
+        memcpy(p + 6, &bom, 2);
+        memcpy(p + 8, &ctx->uuid, 8);
+        p[16] = (uint8_t)ctx->nrails;
+        p += 17;
+    }
+    for (i = 0; i < ctx->nrails; i++) {
+        uint16_t alen = (uint16_t)ctx->rails[i].attr.addr_len;
+        madrail_status_t st;
+        memset(p, 0, 8);
+        strncpy((char *)p, ctx->rails[i].ops->name, 8);
+        memcpy(p + 8, &alen, 2);
+        st = ctx->rails[i].ops->addr_pack(ctx->rails[i].rail, p + 10, alen);
+        if (st != MADRAIL_OK)
+            return st;
+        p += 10 + alen;
+    }
+    *len_p = need;
+    return MADRAIL_OK;
+}
+
+/* Create (or find) the peer record for uuid. */
+static madrail_status_t mdr_peer_create(mdr_ctx_t *ctx, uint64_t uuid, mdr_peer_t **peer_p)
+{
+    mdr_peer_t *peer;
+    madrail_status_t st;
+    int r;
+
+    peer = mdr_hash_get(&ctx->peer_by_uuid, uuid);
+    if (peer) {
+        *peer_p = peer;
+        return MADRAIL_OK;
+    }
+    if (ctx->npeers == ctx->peers_cap) {
+        uint32_t cap = ctx->peers_cap ? ctx->peers_cap * 2 : 16;
+        mdr_peer_t **np = realloc(ctx->peers, cap * sizeof(*np));
+        if (!np)
+            return MADRAIL_ERR_NOMEM;
+        ctx->peers = np;
+        ctx->peers_cap = cap;
+    }
+    peer = calloc(1, sizeof(*peer));
+    if (!peer)
+        return MADRAIL_ERR_NOMEM;
+    st = mdr_hash_init(&peer->inflight, 16);
+    if (st != MADRAIL_OK)
+        goto err_free;
+    peer->ctx = ctx;
+    peer->uuid = uuid;
+    peer->index = ctx->npeers;
+    peer->nrails = ctx->nrails;
+    mdr_list_init(&peer->txq);
+    mdr_list_init(&peer->sendq);
+    mdr_list_init(&peer->rfs_stored);
+    mdr_list_init(&peer->active_link);
+    for (r = 0; r < ctx->nrails; r++) {
+        peer->rails[r].peer = peer;
+        peer->rails[r].rail = r;
+        peer->rails[r].credits = ctx->cfg.credits;
+    }
+    st = mdr_hash_put(&ctx->peer_by_uuid, uuid, peer);
+    if (st != MADRAIL_OK)
+        goto err_hash;
+    ctx->peers[ctx->npeers++] = peer;
+    *peer_p = peer;
+    return MADRAIL_OK;
+
+err_hash:
+    mdr_hash_cleanup(&peer->inflight);
+err_free:
+    free(peer);
+    return st;
+}
+
+madrail_status_t mdr_peer_lookup_or_create(mdr_ctx_t *ctx, uint64_t uuid, mdr_peer_t **peer_p)
+{
+    return mdr_peer_create(ctx, uuid, peer_p);
+}
+
+madrail_status_t madrail_peer_add(madrail_context_t ctx, const void *addr, size_t len,
+                                  madrail_peer_t *peer_p)
+{
+    const uint8_t *p = addr, *end;
+    uint32_t magic;
+    uint16_t ver, bom;
+    uint64_t uuid;
+    int nr, r;
+    mdr_peer_t *peer;
+    madrail_status_t st;
+    struct {
+        const uint8_t *a;
+        uint16_t len;
+        char drv[9];
+    } ra[MDR_MAX_RAILS];
+
+    if (!ctx || !addr || !peer_p)
+        return MADRAIL_ERR_INVALID;
+    if (len < 17) {
+        mdr_error("peer address of %zu bytes is too short", len);
+        return MADRAIL_ERR_INVALID;
+    }
+    end = p + len;
+    memcpy(&magic, p, 4);
+    memcpy(&ver, p + 4, 2);
+    memcpy(&bom, p + 6, 2);
+    memcpy(&uuid, p + 8, 8);
+    nr = p[16];
+    if (magic != MDR_ADDR_MAGIC || ver != MDR_ADDR_VERSION) {
+        mdr_error("peer address: not a madrail address (magic 0x%08x version %u)", magic, ver);
+        return MADRAIL_ERR_INVALID;
+    }
+    if (bom != MDR_ADDR_BOM) {
+        mdr_error("peer address: other byte order (heterogeneous jobs are not supported)");
+        return MADRAIL_ERR_UNSUPPORTED;
+    }
+    if (uuid == ctx->uuid) {
+        mdr_error("peer address is this context's own: no self peer");
+        return MADRAIL_ERR_INVALID;
+    }
+    if (nr > MDR_MAX_RAILS) {
+        mdr_error("peer address: %d rails (at most %d)", nr, MDR_MAX_RAILS);
+        return MADRAIL_ERR_INVALID;
+    }
+    p += 17;
+    for (r = 0; r < nr; r++) {
+        if (end - p < 10) {
+            mdr_error("peer address truncated in rail %d", r);
+            return MADRAIL_ERR_INVALID;
+        }
+        memcpy(ra[r].drv, p, 8);
+        ra[r].drv[8] = '\0';
+        memcpy(&ra[r].len, p + 8, 2);
+        ra[r].a = p + 10;
+        if ((size_t)(end - ra[r].a) < ra[r].len || ra[r].len > sizeof(peer->rails[0].addr)) {
+            mdr_error("peer address: rail %d address of %u bytes does not fit", r, ra[r].len);
+            return MADRAIL_ERR_INVALID;
+        }
+        p = ra[r].a + ra[r].len;
+    }
+    st = mdr_peer_create(ctx, uuid, &peer);
+    if (st != MADRAIL_OK)
+        return st;
+    peer->anonymous = 0;
+    for (r = 0; r < ctx->nrails && r < nr; r++) {
+        mdr_peer_rail_t *pr = &peer->rails[r];
+        if (strcmp(ra[r].drv, ctx->rails[r].ops->name) != 0) {
+            mdr_warn("peer %u rail %d is %s, ours is %s: not used with this peer", peer->index,
+                     r, ra[r].drv, ctx->rails[r].ops->name);
+            continue;
+        }
+        if (ra[r].len != ctx->rails[r].attr.addr_len) {
+            mdr_warn("peer %u rail %d: address of %u bytes, expected %zu: not used",
+                     peer->index, r, ra[r].len, ctx->rails[r].attr.addr_len);
+            continue;
+        }
+        memcpy(pr->addr, ra[r].a, ra[r].len);
+        pr->addr_len = ra[r].len;
+        pr->have_addr = 1;
+    }
+    if (nr != ctx->nrails)
+        mdr_warn("peer %u has %d rails, we have %d: using the first %d", peer->index, nr,
+                 ctx->nrails, nr < ctx->nrails ? nr : ctx->nrails);
+    *peer_p = peer->index;
+    return MADRAIL_OK;
+}
+
+int madrail_progress(madrail_context_t ctx)
+{
+    int r, n = 0;
+    mdr_list_t *it, *tmp;
+
+    if (!ctx || ctx->in_progress)
+        return 0;
+    ctx->in_progress = 1;
+    for (r = 0; r < ctx->nrails; r++)
+        n += ctx->rails[r].ops->progress(ctx->rails[r].rail);
+    mdr_list_for_each_safe(it, tmp, &ctx->active) {
+        mdr_peer_t *peer = mdr_container_of(it, mdr_peer_t, active_link);
+        n += mdr_ctrl_progress_peer(peer);
+    }
+    ctx->in_progress = 0;
+    return n;
+}
+
+int madrail_rail_count(madrail_context_t ctx)
+{
+    return ctx ? ctx->nrails : 0;
+}
+
+madrail_status_t madrail_rail_info(madrail_context_t ctx, int index, madrail_rail_info_t *info_p)
+{
+    mdr_rail_slot_t *rs;
+    if (!ctx || !info_p || index < 0 || index >= ctx->nrails)
+        return MADRAIL_ERR_INVALID;
+    rs = &ctx->rails[index];
+    memset(info_p, 0, sizeof(*info_p));
+    snprintf(info_p->name, sizeof(info_p->name), "%s", rs->attr.name);
+    snprintf(info_p->driver, sizeof(info_p->driver), "%s", rs->ops->name);
+    info_p->latency_us = rs->attr.latency_us;
+    info_p->bandwidth_mbs = rs->attr.bandwidth_mbs;
+    info_p->weight = rs->weight;
+    info_p->max_ctrl = rs->attr.max_ctrl;
+    return MADRAIL_OK;
+}
+
+madrail_status_t madrail_rail_stats(madrail_context_t ctx, int index,
+                                    madrail_rail_stats_t *stats_p)
+{
+    if (!ctx || !stats_p || index < 0 || index >= ctx->nrails)
+        return MADRAIL_ERR_INVALID;
+    *stats_p = ctx->rails[index].stats;
+    return MADRAIL_OK;
+}
+
+void madrail_stats_print(madrail_context_t ctx, FILE *out)
+{
+    char host[64] = "?";
+    uint64_t put_total = 0;
+    int i;
+
+    if (!ctx || !out)
+        return;
+    gethostname(host, sizeof(host) - 1);
+    for (i = 0; i < ctx->nrails; i++)
+        put_total += ctx->rails[i].stats.tx_put_bytes;
+    fprintf(out,
+            "[%s:%d] madrail stats: %-4s %-16s %10s %14s %14s %7s %10s %14s %14s %8s\n",
+            host, (int)getpid(), "rail", "name", "tx_msgs", "tx_bytes", "tx_put_bytes",
+            "put%", "rx_msgs", "rx_bytes", "rx_put_bytes", "stalls");
+    for (i = 0; i < ctx->nrails; i++) {
+        const madrail_rail_stats_t *s = &ctx->rails[i].stats;
+        fprintf(out,
+                "[%s:%d] madrail stats: %-4d %-16s %10llu %14llu %14llu %6.1f%% %10llu %14llu "
+                "%14llu %8llu\n",
+                host, (int)getpid(), i, ctx->rails[i].attr.name,
+                (unsigned long long)s->tx_msgs, (unsigned long long)s->tx_bytes,
+                (unsigned long long)s->tx_put_bytes,
+                put_total ? 100.0 * (double)s->tx_put_bytes / (double)put_total : 0.0,
+                (unsigned long long)s->rx_msgs, (unsigned long long)s->rx_bytes,
+                (unsigned long long)s->rx_put_bytes, (unsigned long long)s->credit_stalls);
+    }
+    fflush(out);
+}

@@ -1,0 +1,367 @@
+/*
+ * Control messages and credits.  Each peer-rail has `credits` normal slots
+ * at the receiver plus MDR_RESERVED_SLOTS kept for CREDIT messages.  A
+ * sender spends one credit per message and never sends without one; the
+ * receiver counts what it consumed and gives it back piggy-backed on any
+ * message it sends on that rail, or in an explicit CREDIT message once half
+ * the credits are consumed.  Since a CREDIT is only sent after credits/2
+ * consumptions, at most two can be in flight: the reserved slots cover
+ * them, so returns never wait for credits (no deadlock).
+ *
+ * A message that finds no credit (or a driver that says no-resource) is
+ * copied into the peer's queue and sent by progress; sequenced messages
+ * may take any rail because the receiver reorders by sequence number.
+ */
+#include "mdr_config.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+static unsigned mdr_credit_threshold(const mdr_ctx_t *ctx)
+{
+    unsigned t = ctx->cfg.credits / 2;
+    return t ? t : 1;
+}
+
+void mdr_peer_activate(mdr_peer_t *peer)
+{
+    if (!peer->active) {
+        peer->active = 1;
+        mdr_list_push_tail(&peer->ctx->active, &peer->active_link);
+    }
+}
+
+static int mdr_pr_usable(const mdr_peer_rail_t *pr)
+{
+    return !pr->down && (pr->ep || pr->have_addr);
+}
+
+madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail)
+{
+    mdr_ctx_t *ctx = peer->ctx;
+    mdr_peer_rail_t *pr = &peer->rails[rail];
+    madrail_status_t st;
+
+    if (pr->ep)
+        return MADRAIL_OK;
+    if (pr->down || !pr->have_addr)
+        return MADRAIL_ERR_RAIL_DOWN;
+    st = ctx->rails[rail].ops->ep_create(ctx->rails[rail].rail, peer->uuid, pr->addr,
+                                         pr->addr_len, pr, &pr->ep);
+    if (st != MADRAIL_OK) {
+        mdr_warn("rail %s peer %u: connect failed: %s", ctx->rails[rail].attr.name,
+                 peer->index, madrail_status_str(st));
+        pr->down = 1;
+        return st;
+    }
+    mdr_debug("rail %s peer %u: connecting", ctx->rails[rail].attr.name, peer->index);
+    return MADRAIL_OK;
+}
+
+/* Hand one message to the driver on pr; returns the driver's status. */
+static madrail_status_t mdr_pr_send(mdr_peer_rail_t *pr, mdr_hdr_t *hdr, size_t hdr_len,
+                                    const void *payload, size_t payload_len, int is_credit)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    mdr_rail_slot_t *rs = &ctx->rails[pr->rail];
+    struct iovec iov[2];
+    unsigned ret;
+    madrail_status_t st;
+
+    if (!pr->ep) {
+        st = mdr_peer_connect_rail(pr->peer, pr->rail);
+        if (st != MADRAIL_OK)
+            return st;
+    }
+    if (!is_credit && pr->credits == 0)
+        return MADRAIL_ERR_NORESOURCE;
+    ret = pr->ret_pending > 0xffff ? 0xffff : pr->ret_pending;
+    hdr->credits = (uint16_t)ret;
+    hdr->len = (uint32_t)(hdr_len + payload_len);
+    iov[0].iov_base = hdr;
+    iov[0].iov_len = hdr_len;
+    iov[1].iov_base = (void *)payload;
+    iov[1].iov_len = payload_len;
+    st = rs->ops->ctrl_send(pr->ep, iov, payload_len ? 2 : 1);
+    if (st != MADRAIL_OK)
+        return st;
+    if (!is_credit)
+        pr->credits--;
+    pr->ret_pending -= ret;
+    rs->stats.tx_msgs++;
+    rs->stats.tx_bytes += hdr_len + payload_len;
+    return MADRAIL_OK;
+}
+
+int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
+                      const void *payload, size_t payload_len)
+{
+    mdr_ctx_t *ctx = peer->ctx;
+    int i, r;
+    madrail_status_t st;
+
+    if (rail >= 0) {
+        st = mdr_pr_send(&peer->rails[rail], hdr, hdr_len, payload, payload_len, 0);
+        return st == MADRAIL_OK ? rail : -1;
+    }
+    /* lowest-latency rail that is idle and has a credit */
+    for (i = 0; i < ctx->nrails; i++) {
+        mdr_peer_rail_t *pr = &peer->rails[ctx->rail_order[i]];
+        if (!mdr_pr_usable(pr) || pr->credits == 0)
+            continue;
+        if (pr->ep && ctx->rails[pr->rail].ops->ep_backlog(pr->ep) != 0)
+            continue;
+        if (mdr_pr_send(pr, hdr, hdr_len, payload, payload_len, 0) == MADRAIL_OK)
+            return pr->rail;
+    }
+    /* else round robin over rails with a credit */
+    for (i = 0; i < ctx->nrails; i++) {
+        mdr_peer_rail_t *pr;
+        r = (int)((peer->rr + (unsigned)i) % (unsigned)ctx->nrails);
+        pr = &peer->rails[r];
+        if (!mdr_pr_usable(pr) || pr->credits == 0)
+            continue;
+        if (mdr_pr_send(pr, hdr, hdr_len, payload, payload_len, 0) == MADRAIL_OK) {
+            peer->rr = (unsigned)r + 1;
+            return r;
+        }
+    }
+    return -1;
+}
+
+static int mdr_peer_reachable(const mdr_peer_t *peer)
+{
+    int r;
+    for (r = 0; r < peer->ctx->nrails; r++)
+        if (mdr_pr_usable(&peer->rails[r]))
+            return 1;
+    return 0;
+}
+
+static void mdr_stall(mdr_peer_t *peer, int rail)
+{
+    mdr_ctx_t *ctx = peer->ctx;
+    if (rail >= 0) {
+        ctx->rails[rail].stats.credit_stalls++;
+    } else {
+        int r;
+        for (r = 0; r < ctx->nrails; r++)
+            if (mdr_pr_usable(&peer->rails[r]) && peer->rails[r].credits == 0) {
+                ctx->rails[r].stats.credit_stalls++;
+                break;
+            }
+    }
+}
+
+static madrail_status_t mdr_txq_push(mdr_peer_t *peer, int rail, int is_credit,
+                                     const mdr_hdr_t *hdr, size_t hdr_len, const void *payload,
+                                     size_t payload_len)
+{
+    mdr_txq_item_t *it = malloc(sizeof(*it) + hdr_len + payload_len);
+    if (!it)
+        return MADRAIL_ERR_NOMEM;
+    it->rail = rail;
+    it->is_credit = is_credit;
+    it->len = hdr_len + payload_len;
+    memcpy(it->data, hdr, hdr_len);
+    if (payload_len)
+        memcpy(it->data + hdr_len, payload, payload_len);
+    mdr_list_push_tail(&peer->txq, &it->link);
+    mdr_peer_activate(peer);
+    return MADRAIL_OK;
+}
+
+madrail_status_t mdr_ctrl_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
+                               const void *payload, size_t payload_len)
+{
+    if (!mdr_peer_reachable(peer))
+        return MADRAIL_ERR_PEER_UNREACHABLE;
+    if (rail >= 0 && peer->rails[rail].down)
+        return MADRAIL_ERR_RAIL_DOWN;
+    if (mdr_ctrl_try_send(peer, rail, hdr, hdr_len, payload, payload_len) >= 0)
+        return MADRAIL_OK;
+    mdr_stall(peer, rail);
+    return mdr_txq_push(peer, rail, 0, hdr, hdr_len, payload, payload_len);
+}
+
+/* Return credits explicitly if enough are owed on this rail. */
+static void mdr_credit_maybe_return(mdr_peer_rail_t *pr)
+{
+    mdr_hdr_t hdr;
+    if (pr->ret_pending < mdr_credit_threshold(pr->peer->ctx) || pr->credit_queued || pr->down)
+        return;
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = MDR_MSG_CREDIT;
+    if (mdr_pr_send(pr, &hdr, sizeof(hdr), NULL, 0, 1) == MADRAIL_OK) {
+        pr->credit_msgs++;
+        return;
+    }
+    if (mdr_txq_push(pr->peer, pr->rail, 1, &hdr, sizeof(hdr), NULL, 0) == MADRAIL_OK)
+        pr->credit_queued = 1;
+}
+
+int mdr_ctrl_progress_peer(mdr_peer_t *peer)
+{
+    mdr_ctx_t *ctx = peer->ctx;
+    mdr_list_t *it, *tmp;
+    int n = 0;
+
+    mdr_list_for_each_safe(it, tmp, &peer->txq) {
+        mdr_txq_item_t *item = mdr_container_of(it, mdr_txq_item_t, link);
+        mdr_hdr_t *hdr = (mdr_hdr_t *)item->data;
+        size_t hlen = item->len;
+        int sent = -1;
+
+        if (item->rail >= 0 && peer->rails[item->rail].down) {
+            mdr_list_del(it);
+            free(item);
+            continue;
+        }
+        if (item->is_credit) {
+            mdr_peer_rail_t *pr = &peer->rails[item->rail];
+            if (mdr_pr_send(pr, hdr, hlen, NULL, 0, 1) == MADRAIL_OK) {
+                sent = item->rail;
+                pr->credit_queued = 0;
+                pr->credit_msgs++;
+            }
+        } else {
+            sent = mdr_ctrl_try_send(peer, item->rail, hdr, hlen, NULL, 0);
+        }
+        if (sent < 0) {
+            if (item->rail < 0)
+                break; /* no credit on any rail: later items would not fit either */
+            continue;
+        }
+        mdr_list_del(it);
+        free(item);
+        n++;
+    }
+    mdr_list_for_each_safe(it, tmp, &peer->sendq) {
+        mdr_req_t *req = mdr_container_of(it, mdr_req_t, link);
+        n += mdr_send_progress(req);
+    }
+    if (mdr_list_empty(&peer->txq) && mdr_list_empty(&peer->sendq) && peer->active) {
+        peer->active = 0;
+        mdr_list_del(&peer->active_link);
+    }
+    (void)ctx;
+    return n;
+}
+
+void mdr_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    char why[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    mdr_error("rail %s peer %u: malformed message: %s; closing this rail to the peer",
+              ctx->rails[pr->rail].attr.name, pr->peer->index, why);
+    pr->down = 1;
+    ctx->rails[pr->rail].stats.failovers++;
+    if (!mdr_peer_reachable(pr->peer))
+        mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_PROTO);
+}
+
+void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
+{
+    mdr_peer_rail_t *pr = ep_cookie;
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    mdr_rail_slot_t *rs = &ctx->rails[pr->rail];
+    mdr_hdr_t hdr;
+
+    if (pr->down)
+        return;
+    rs->stats.rx_msgs++;
+    rs->stats.rx_bytes += len;
+    if (len < sizeof(hdr)) {
+        mdr_proto_fail(pr, "%zu bytes, shorter than a header", len);
+        return;
+    }
+    memcpy(&hdr, data, sizeof(hdr));
+    if (hdr.len != len) {
+        mdr_proto_fail(pr, "header says %u bytes, %zu arrived", hdr.len, len);
+        return;
+    }
+    if (hdr.type == 0 || hdr.type >= MDR_MSG_MAX) {
+        mdr_proto_fail(pr, "unknown type %u", hdr.type);
+        return;
+    }
+    if ((uint64_t)pr->credits + hdr.credits > ctx->cfg.credits) {
+        mdr_proto_fail(pr, "returns %u credits, we only spent %u", hdr.credits,
+                       ctx->cfg.credits - pr->credits);
+        return;
+    }
+    if (hdr.credits) {
+        pr->credits += hdr.credits;
+        if (!mdr_list_empty(&pr->peer->txq) || !mdr_list_empty(&pr->peer->sendq))
+            mdr_peer_activate(pr->peer);
+    }
+    if (hdr.type == MDR_MSG_CREDIT)
+        return;
+    /* The message is consumed now (copied or delivered): its slot is free. */
+    pr->ret_pending++;
+    if (((uintptr_t)data & 7) == 0) {
+        mdr_proto_handle(pr, data, len);
+    } else {
+        /* drivers hand aligned buffers; copy if one does not */
+        uint64_t *copy = malloc(len + 8);
+        if (!copy) {
+            mdr_error("out of memory handling a message");
+            return;
+        }
+        memcpy(copy, data, len);
+        mdr_proto_handle(pr, (const mdr_hdr_t *)copy, len);
+        free(copy);
+    }
+    mdr_credit_maybe_return(pr);
+}
+
+void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
+{
+    mdr_rail_slot_t *rs = rail_cookie;
+    mdr_ctx_t *ctx = rs->ctx;
+    mdr_peer_t *peer = mdr_hash_get(&ctx->peer_by_uuid, uuid);
+    mdr_peer_rail_t *pr;
+
+    if (!peer) {
+        if (mdr_peer_lookup_or_create(ctx, uuid, &peer) != MADRAIL_OK)
+            return NULL;
+        peer->anonymous = 1;
+        mdr_info("rail %s: connection from unknown peer %016llx (now peer %u)",
+                 rs->attr.name, (unsigned long long)uuid, peer->index);
+    }
+    pr = &peer->rails[rs->index];
+    if (pr->ep && pr->ep != ep) {
+        mdr_warn("rail %s peer %u: second connection refused", rs->attr.name, peer->index);
+        return NULL;
+    }
+    pr->ep = ep;
+    return pr;
+}
+
+void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *reason)
+{
+    mdr_peer_rail_t *pr = ep_cookie;
+    mdr_ctx_t *ctx = pr->peer->ctx;
+
+    if (pr->down)
+        return;
+    if (ctx->finalizing && status == MADRAIL_ERR_RAIL_DOWN)
+        mdr_debug("rail %s peer %u closed: %s", ctx->rails[pr->rail].attr.name,
+                  pr->peer->index, reason ? reason : "");
+    else
+        mdr_warn("rail %s peer %u failed: %s (%s)", ctx->rails[pr->rail].attr.name,
+                 pr->peer->index, reason ? reason : "", madrail_status_str(status));
+    pr->down = 1;
+    ctx->rails[pr->rail].stats.failovers++;
+    if (!mdr_peer_reachable(pr->peer))
+        mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_UNREACHABLE);
+    else
+        mdr_peer_activate(pr->peer);
+}

@@ -1,0 +1,591 @@
+/*
+ * Tag matching in per-peer sequence order.  Every matchable message (EAGER
+ * fragment, RTS, RFS_DATA envelope) carries its sender's per-peer sequence
+ * number; fragments of one message share it.  A message is offered to
+ * matching only when its number comes up (peer->expected_seq), so messages
+ * that overtook each other on different rails are matched in send order
+ * and MPI's non-overtaking rule holds with wildcards.  Messages that
+ * arrived early wait in the peer's `inflight` table keyed by sequence;
+ * messages in order with no posted receive wait in ctx->unexpected.
+ *
+ * The common case — a one-fragment message that arrives in order and finds
+ * a posted receive — is copied straight from the slot into the user buffer
+ * without allocating anything.
+ */
+#include "mdr_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+int mdr_match_fits(const mdr_req_t *req, const mdr_peer_t *peer, uint64_t tag, unsigned hflags)
+{
+    if (req->peer != MADRAIL_ANY_PEER && req->peer != peer->index)
+        return 0;
+    if (!!(req->flags & MDR_FLAG_INTERNAL) != !!(hflags & MDR_HF_INTERNAL))
+        return 0;
+    return ((req->tag ^ tag) & ~req->ignore) == 0;
+}
+
+static mdr_req_t *mdr_match_posted(mdr_ctx_t *ctx, mdr_peer_t *peer, uint64_t tag,
+                                   unsigned hflags)
+{
+    mdr_list_t *it;
+    mdr_list_for_each(it, &ctx->posted) {
+        mdr_req_t *req = mdr_container_of(it, mdr_req_t, link);
+        if (mdr_match_fits(req, peer, tag, hflags))
+            return req;
+    }
+    return NULL;
+}
+
+static void mdr_inmsg_free(mdr_ctx_t *ctx, mdr_inmsg_t *m)
+{
+    if (m->data)
+        mdr_pool_put(&ctx->pool, m->data, m->total);
+    free(m);
+}
+
+static void mdr_send_ack(mdr_peer_t *peer, uint64_t sreq_id)
+{
+    mdr_id_hdr_t ack;
+    memset(&ack, 0, sizeof(ack));
+    ack.h.type = MDR_MSG_ACK;
+    ack.id = sreq_id;
+    if (mdr_ctrl_send(peer, -1, &ack.h, sizeof(ack), NULL, 0) != MADRAIL_OK)
+        mdr_warn("peer %u: cannot send ACK", peer->index);
+}
+
+static void mdr_recv_set_info(mdr_req_t *req, mdr_peer_t *peer, uint64_t tag, uint64_t total)
+{
+    req->matched = 1;
+    req->info.source = peer->index;
+    req->info.tag = tag;
+    req->info.sent_length = total;
+    req->info.length = total < req->len ? total : req->len;
+}
+
+/* An eager message for req finished arriving. */
+static void mdr_eager_done(mdr_req_t *req, mdr_inmsg_t *m)
+{
+    mdr_ctx_t *ctx = req->ctx;
+    mdr_hash_del(&m->peer->inflight, m->seq);
+    req->inmsg = NULL;
+    mdr_inmsg_free(ctx, m);
+    mdr_recv_finish(req, req->info.sent_length > req->len ? MADRAIL_ERR_TRUNCATE : MADRAIL_OK);
+}
+
+/* If this receive had offered its buffer first, take the offer back. */
+static void mdr_rfs_on_match(mdr_req_t *req, mdr_peer_t *peer, const mdr_inmsg_t *m)
+{
+    if (req->rfs_state != 1)
+        return;
+    if (m->type == MDR_MSG_EAGER && (m->flags & MDR_HF_RFS_CONSUMED)) {
+        /* the sender used our offer for a small message: nothing will be put */
+        req->rfs_state = 2;
+        if (peer->rfs_out == req)
+            peer->rfs_out = NULL;
+        mdr_rfs_release(req);
+    } else {
+        /* matched by a message the sender sent before it saw our offer: it
+         * will answer RFS_NACK; keep the registrations for the CTS */
+        req->rfs_state = 3;
+    }
+}
+
+/* Bind an in-order message to a receive. */
+static void mdr_bind(mdr_ctx_t *ctx, mdr_inmsg_t *m, mdr_req_t *req)
+{
+    mdr_peer_t *peer = m->peer;
+
+    if (!mdr_list_empty(&req->link))
+        mdr_list_del(&req->link);
+    mdr_recv_set_info(req, peer, m->tag, m->total);
+    mdr_rfs_on_match(req, peer, m);
+    m->rreq = req;
+
+    switch (m->type) {
+    case MDR_MSG_EAGER:
+        if (m->flags & MDR_HF_SYNC)
+            mdr_send_ack(peer, m->id);
+        if (m->data) {
+            size_t n = req->info.length;
+            if (n)
+                memcpy(req->buf, m->data, n);
+            mdr_pool_put(&ctx->pool, m->data, m->total);
+            m->data = NULL;
+        }
+        if (m->recvd == m->total)
+            mdr_eager_done(req, m);
+        else
+            req->inmsg = m;
+        break;
+    case MDR_MSG_RTS:
+        mdr_hash_del(&peer->inflight, m->seq);
+        mdr_rndv_recv_start(req, peer, m->id, m->total);
+        mdr_inmsg_free(ctx, m);
+        break;
+    default:
+        break;
+    }
+}
+
+/* m's sequence number has come up: match it or park it as unexpected. */
+static void mdr_in_order(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, mdr_inmsg_t *m)
+{
+    mdr_peer_t *peer = m->peer;
+    mdr_req_t *req;
+
+    m->in_order = 1;
+    peer->expected_seq++;
+    if (m->type == MDR_MSG_RFS_DATA) {
+        req = mdr_req_lookup(ctx, m->id);
+        mdr_hash_del(&peer->inflight, m->seq);
+        if (!req || req->type != MDR_REQ_RECV || req->rfs_state != 1 || req->matched ||
+            !mdr_match_fits(req, peer, m->tag, m->flags)) {
+            mdr_proto_fail(pr, "RFS_DATA for request %llx that offered no buffer",
+                           (unsigned long long)m->id);
+            mdr_inmsg_free(ctx, m);
+            return;
+        }
+        if (m->xfer_len > req->len) {
+            mdr_proto_fail(pr, "RFS_DATA puts %llu bytes into a %zu-byte buffer",
+                           (unsigned long long)m->xfer_len, req->len);
+            mdr_inmsg_free(ctx, m);
+            return;
+        }
+        if (!mdr_list_empty(&req->link))
+            mdr_list_del(&req->link);
+        mdr_recv_set_info(req, peer, m->tag, m->total);
+        req->rfs_state = 2;
+        if (peer->rfs_out == req)
+            peer->rfs_out = NULL;
+        req->xfer_len = m->xfer_len;
+        mdr_inmsg_free(ctx, m);
+        if (req->fin_bytes == req->xfer_len)
+            mdr_recv_finish(req, req->info.sent_length > req->len ? MADRAIL_ERR_TRUNCATE
+                                                                  : MADRAIL_OK);
+        return;
+    }
+    req = mdr_match_posted(ctx, peer, m->tag, m->flags);
+    if (req)
+        mdr_bind(ctx, m, req);
+    else
+        mdr_list_push_tail(&ctx->unexpected, &m->link);
+}
+
+static void mdr_drain_reorder(mdr_ctx_t *ctx, mdr_peer_rail_t *pr)
+{
+    mdr_peer_t *peer = pr->peer;
+    mdr_inmsg_t *m;
+    while ((m = mdr_hash_get(&peer->inflight, peer->expected_seq)) && !m->in_order)
+        mdr_in_order(ctx, pr, m);
+}
+
+/* Store an eager fragment into m (unmatched: its buffer; matched: the user's). */
+static void mdr_eager_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off, const uint8_t *pl,
+                            size_t plen)
+{
+    if (m->rreq) {
+        mdr_req_t *req = m->rreq;
+        if (off < req->len) {
+            size_t n = plen;
+            if (off + n > req->len)
+                n = req->len - off;
+            memcpy((uint8_t *)req->buf + off, pl, n);
+        }
+    } else if (plen) {
+        memcpy(m->data + off, pl, plen);
+    }
+    m->recvd += plen;
+    if (m->rreq && m->recvd == m->total)
+        mdr_eager_done(m->rreq, m);
+    (void)ctx;
+}
+
+/* Largest message we accept on the eager path (protects our memory). */
+static uint64_t mdr_eager_total_max(const mdr_ctx_t *ctx)
+{
+    uint64_t a = 4 * (uint64_t)ctx->cfg.rndv_thresh, b = 64ull << 20;
+    return a > b ? a : b;
+}
+
+void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+{
+    mdr_peer_t *peer = pr->peer;
+    mdr_ctx_t *ctx = peer->ctx;
+    uint64_t seq, tag, total, id, off = 0, xfer = 0;
+    const uint8_t *pl = NULL;
+    size_t plen = 0;
+    mdr_inmsg_t *m;
+
+    switch (hdr->type) {
+    case MDR_MSG_EAGER: {
+        const mdr_eager_hdr_t *e = (const mdr_eager_hdr_t *)hdr;
+        if (len < sizeof(*e)) {
+            mdr_proto_fail(pr, "EAGER of %zu bytes", len);
+            return;
+        }
+        seq = e->seq;
+        tag = e->tag;
+        total = e->total;
+        off = e->offset;
+        id = e->id;
+        pl = (const uint8_t *)(e + 1);
+        plen = len - sizeof(*e);
+        if (total > mdr_eager_total_max(ctx) || off > total || plen > total - off) {
+            mdr_proto_fail(pr, "EAGER fragment %llu+%zu of a %llu-byte message",
+                           (unsigned long long)off, plen, (unsigned long long)total);
+            return;
+        }
+        break;
+    }
+    case MDR_MSG_RTS: {
+        const mdr_rts_hdr_t *r = (const mdr_rts_hdr_t *)hdr;
+        if (len != sizeof(*r)) {
+            mdr_proto_fail(pr, "RTS of %zu bytes", len);
+            return;
+        }
+        seq = r->seq;
+        tag = r->tag;
+        total = r->total;
+        id = r->sreq_id;
+        break;
+    }
+    case MDR_MSG_RFS_DATA: {
+        const mdr_rfs_data_hdr_t *r = (const mdr_rfs_data_hdr_t *)hdr;
+        if (len != sizeof(*r)) {
+            mdr_proto_fail(pr, "RFS_DATA of %zu bytes", len);
+            return;
+        }
+        seq = r->seq;
+        tag = r->tag;
+        total = r->total;
+        id = r->rreq_id;
+        xfer = r->xfer_len;
+        break;
+    }
+    default:
+        return;
+    }
+
+    m = mdr_hash_get(&peer->inflight, seq);
+    if (m) {
+        /* another fragment of a known message */
+        if (hdr->type != MDR_MSG_EAGER || m->type != MDR_MSG_EAGER || m->tag != tag ||
+            m->total != total || plen > m->total - m->recvd) {
+            mdr_proto_fail(pr, "fragment of message %llu does not fit it",
+                           (unsigned long long)seq);
+            return;
+        }
+        mdr_eager_store(ctx, m, off, pl, plen);
+        return;
+    }
+    if (seq < peer->expected_seq || seq - peer->expected_seq > (1ull << 40)) {
+        mdr_proto_fail(pr, "sequence %llu, expected %llu or later", (unsigned long long)seq,
+                       (unsigned long long)peer->expected_seq);
+        return;
+    }
+
+    /* fast path: whole message, in order, receive posted */
+    if (seq == peer->expected_seq && hdr->type == MDR_MSG_EAGER && plen == total) {
+        mdr_req_t *req = mdr_match_posted(ctx, peer, tag, hdr->flags);
+        if (req) {
+            mdr_list_del(&req->link);
+            mdr_recv_set_info(req, peer, tag, total);
+            if (req->rfs_state == 1) {
+                mdr_inmsg_t tmp;
+                memset(&tmp, 0, sizeof(tmp));
+                tmp.type = MDR_MSG_EAGER;
+                tmp.flags = hdr->flags;
+                mdr_rfs_on_match(req, peer, &tmp);
+            }
+            if (req->info.length)
+                memcpy(req->buf, pl, req->info.length);
+            peer->expected_seq++;
+            if (hdr->flags & MDR_HF_SYNC)
+                mdr_send_ack(peer, id);
+            mdr_recv_finish(req, total > req->len ? MADRAIL_ERR_TRUNCATE : MADRAIL_OK);
+            mdr_drain_reorder(ctx, pr);
+            return;
+        }
+    }
+
+    m = calloc(1, sizeof(*m));
+    if (!m) {
+        mdr_error("out of memory for an inbound message");
+        return;
+    }
+    mdr_list_init(&m->link);
+    m->peer = peer;
+    m->seq = seq;
+    m->tag = tag;
+    m->total = total;
+    m->id = id;
+    m->type = hdr->type;
+    m->flags = hdr->flags;
+    m->xfer_len = xfer;
+    if (hdr->type == MDR_MSG_EAGER) {
+        m->data = mdr_pool_get(&ctx->pool, total);
+        if (!m->data) {
+            mdr_error("out of memory for a %llu-byte message", (unsigned long long)total);
+            free(m);
+            return;
+        }
+        if (plen)
+            memcpy(m->data + off, pl, plen);
+        m->recvd = plen;
+    }
+    if (mdr_hash_put(&peer->inflight, seq, m) != MADRAIL_OK) {
+        mdr_error("out of memory for the reorder table");
+        mdr_inmsg_free(ctx, m);
+        return;
+    }
+    if (seq == peer->expected_seq) {
+        mdr_in_order(ctx, pr, m);
+        mdr_drain_reorder(ctx, pr);
+    }
+}
+
+/* ---------------- user-facing operations ---------------- */
+
+madrail_status_t mdr_tagged_isend(mdr_ctx_t *ctx, madrail_peer_t peer_idx, const void *buf,
+                                  size_t len, uint64_t tag, unsigned flags, mdr_req_t **req_p)
+{
+    mdr_peer_t *peer;
+    mdr_req_t *req;
+    madrail_status_t st;
+
+    if (!ctx || !req_p || (len && !buf))
+        return MADRAIL_ERR_INVALID;
+    peer = mdr_peer_get(ctx, peer_idx);
+    if (!peer) {
+        mdr_error("isend: no peer %u", peer_idx);
+        return MADRAIL_ERR_INVALID;
+    }
+    req = mdr_req_alloc(ctx, MDR_REQ_SEND);
+    if (!req)
+        return MADRAIL_ERR_NOMEM;
+    req->peer = peer_idx;
+    req->buf = (void *)buf;
+    req->len = len;
+    req->tag = tag;
+    req->flags = flags;
+    st = mdr_send_start(peer, req);
+    if (st != MADRAIL_OK) {
+        if (!req->complete)
+            ctx->active_sends--;
+        mdr_req_release(req);
+        return st;
+    }
+    *req_p = req;
+    return MADRAIL_OK;
+}
+
+madrail_status_t madrail_isend(madrail_context_t ctx, madrail_peer_t peer, const void *buf,
+                               size_t len, uint64_t tag, unsigned flags,
+                               madrail_request_t *req_p)
+{
+    if (flags & ~(unsigned)MADRAIL_SEND_SYNC) {
+        mdr_error("isend: unknown flags 0x%x", flags);
+        return MADRAIL_ERR_INVALID;
+    }
+    return mdr_tagged_isend(ctx, peer, buf, len, tag, flags, req_p);
+}
+
+static mdr_inmsg_t *mdr_match_unexpected(mdr_ctx_t *ctx, madrail_peer_t src, uint64_t tag,
+                                         uint64_t ignore, unsigned flags)
+{
+    mdr_list_t *it;
+    mdr_req_t probe;
+    memset(&probe, 0, sizeof(probe));
+    probe.peer = src;
+    probe.tag = tag;
+    probe.ignore = ignore;
+    probe.flags = flags;
+    mdr_list_for_each(it, &ctx->unexpected) {
+        mdr_inmsg_t *m = mdr_container_of(it, mdr_inmsg_t, link);
+        if (mdr_match_fits(&probe, m->peer, m->tag, m->flags))
+            return m;
+    }
+    return NULL;
+}
+
+madrail_status_t mdr_tagged_irecv(mdr_ctx_t *ctx, madrail_peer_t src, void *buf, size_t len,
+                                  uint64_t tag, uint64_t ignore, unsigned flags,
+                                  mdr_req_t **req_p)
+{
+    mdr_req_t *req;
+    mdr_inmsg_t *m;
+
+    if (!ctx || !req_p || (len && !buf))
+        return MADRAIL_ERR_INVALID;
+    if (src != MADRAIL_ANY_PEER && !mdr_peer_get(ctx, src)) {
+        mdr_error("irecv: no peer %u", src);
+        return MADRAIL_ERR_INVALID;
+    }
+    req = mdr_req_alloc(ctx, MDR_REQ_RECV);
+    if (!req)
+        return MADRAIL_ERR_NOMEM;
+    req->peer = src;
+    req->buf = buf;
+    req->len = len;
+    req->tag = tag;
+    req->ignore = ignore;
+    req->flags = flags;
+    *req_p = req;
+    m = mdr_match_unexpected(ctx, src, tag, ignore, flags);
+    if (m) {
+        mdr_list_del(&m->link);
+        mdr_bind(ctx, m, req);
+        return MADRAIL_OK;
+    }
+    mdr_list_push_tail(&ctx->posted, &req->link);
+    mdr_rfs_maybe_offer(ctx, req);
+    return MADRAIL_OK;
+}
+
+madrail_status_t madrail_irecv(madrail_context_t ctx, madrail_peer_t src, void *buf, size_t len,
+                               uint64_t tag, uint64_t ignore, madrail_request_t *req_p)
+{
+    return mdr_tagged_irecv(ctx, src, buf, len, tag, ignore, 0, req_p);
+}
+
+static void mdr_probe_info(const mdr_inmsg_t *m, madrail_info_t *info_p)
+{
+    if (!info_p)
+        return;
+    memset(info_p, 0, sizeof(*info_p));
+    info_p->status = MADRAIL_OK;
+    info_p->source = m->peer->index;
+    info_p->tag = m->tag;
+    info_p->length = m->total;
+    info_p->sent_length = m->total;
+}
+
+madrail_status_t madrail_iprobe(madrail_context_t ctx, madrail_peer_t src, uint64_t tag,
+                                uint64_t ignore, int *flag_p, madrail_info_t *info_p)
+{
+    mdr_inmsg_t *m;
+    if (!ctx || !flag_p)
+        return MADRAIL_ERR_INVALID;
+    m = mdr_match_unexpected(ctx, src, tag, ignore, 0);
+    if (!m) {
+        madrail_progress(ctx);
+        m = mdr_match_unexpected(ctx, src, tag, ignore, 0);
+    }
+    *flag_p = m != NULL;
+    if (m)
+        mdr_probe_info(m, info_p);
+    return MADRAIL_OK;
+}
+
+madrail_status_t mdr_tagged_improbe(mdr_ctx_t *ctx, madrail_peer_t src, uint64_t tag,
+                                    uint64_t ignore, unsigned flags, madrail_message_t *msg_p,
+                                    madrail_info_t *info_p)
+{
+    mdr_inmsg_t *m;
+    if (!ctx || !msg_p)
+        return MADRAIL_ERR_INVALID;
+    m = mdr_match_unexpected(ctx, src, tag, ignore, flags);
+    if (!m) {
+        madrail_progress(ctx);
+        m = mdr_match_unexpected(ctx, src, tag, ignore, flags);
+    }
+    if (!m) {
+        *msg_p = NULL;
+        return MADRAIL_OK;
+    }
+    mdr_list_del(&m->link);
+    m->probed = 1;
+    mdr_probe_info(m, info_p);
+    *msg_p = (madrail_message_t)m;
+    return MADRAIL_OK;
+}
+
+madrail_status_t madrail_improbe(madrail_context_t ctx, madrail_peer_t src, uint64_t tag,
+                                 uint64_t ignore, madrail_message_t *msg_p,
+                                 madrail_info_t *info_p)
+{
+    return mdr_tagged_improbe(ctx, src, tag, ignore, 0, msg_p, info_p);
+}
+
+madrail_status_t madrail_imrecv(madrail_context_t ctx, madrail_message_t msg, void *buf,
+                                size_t len, madrail_request_t *req_p)
+{
+    mdr_inmsg_t *m = (mdr_inmsg_t *)msg;
+    mdr_req_t *req;
+
+    if (!ctx || !m || !req_p || (len && !buf) || !m->probed)
+        return MADRAIL_ERR_INVALID;
+    req = mdr_req_alloc(ctx, MDR_REQ_RECV);
+    if (!req)
+        return MADRAIL_ERR_NOMEM;
+    req->peer = m->peer->index;
+    req->buf = buf;
+    req->len = len;
+    req->tag = m->tag;
+    req->flags = (m->flags & MDR_HF_INTERNAL) ? MDR_FLAG_INTERNAL : 0;
+    m->probed = 0;
+    *req_p = req;
+    mdr_bind(ctx, m, req);
+    return MADRAIL_OK;
+}
+
+madrail_status_t madrail_cancel(madrail_context_t ctx, madrail_request_t req)
+{
+    if (!ctx || !req)
+        return MADRAIL_ERR_INVALID;
+    if (req->type != MDR_REQ_RECV || req->matched || req->complete)
+        return MADRAIL_OK; /* too late or a send: completes normally */
+    if (req->rfs_state == 1) {
+        mdr_peer_t *peer = mdr_peer_get(ctx, req->peer);
+        mdr_id_hdr_t rv;
+        if (!req->cancel_pending && peer) {
+            memset(&rv, 0, sizeof(rv));
+            rv.h.type = MDR_MSG_RFS_REVOKE;
+            rv.id = req->id;
+            req->cancel_pending = 1;
+            if (mdr_ctrl_send(peer, -1, &rv.h, sizeof(rv), NULL, 0) != MADRAIL_OK)
+                req->cancel_pending = 0;
+        }
+        return MADRAIL_OK;
+    }
+    mdr_list_del(&req->link);
+    req->info.cancelled = 1;
+    mdr_req_complete(req, MADRAIL_ERR_CANCELED);
+    return MADRAIL_OK;
+}
+
+/* Every rail to peer is gone: fail what depends on it. */
+void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
+{
+    mdr_ctx_t *ctx = peer->ctx;
+    mdr_list_t *it, *tmp;
+    uint32_t i;
+
+    mdr_error("peer %u unreachable: failing its requests (%s)", peer->index,
+              madrail_status_str(status));
+    mdr_list_for_each_safe(it, tmp, &peer->sendq) {
+        mdr_req_t *req = mdr_container_of(it, mdr_req_t, link);
+        mdr_list_del(it);
+        req->queued = 0;
+        mdr_req_complete(req, status);
+    }
+    mdr_list_for_each_safe(it, tmp, &ctx->posted) {
+        mdr_req_t *req = mdr_container_of(it, mdr_req_t, link);
+        if (req->peer == peer->index) {
+            mdr_list_del(it);
+            mdr_req_complete(req, status);
+        }
+    }
+    /* sends waiting for CTS/ACK and receives waiting for FIN from this peer */
+    for (i = 0; i < ctx->reqtab_cap; i++) {
+        mdr_req_t *req = ctx->reqtab[i];
+        if (!req || req->complete || req->peer != peer->index)
+            continue;
+        if (req->type == MDR_REQ_SEND || req->matched)
+            mdr_req_complete(req, status);
+    }
+}
