@@ -571,6 +571,7 @@ void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
         mdr_req_t *req = mdr_container_of(it, mdr_req_t, link);
         mdr_list_del(it);
         req->queued = 0;
+        req->nputs = 0; /* none of its puts is in flight (still queued) */
         mdr_req_complete(req, status);
     }
     mdr_list_for_each_safe(it, tmp, &ctx->posted) {
@@ -583,7 +584,12 @@ void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
     /* sends waiting for CTS/ACK and receives waiting for FIN from this peer */
     for (i = 0; i < ctx->reqtab_cap; i++) {
         mdr_req_t *req = ctx->reqtab[i];
+        int j, busy = 0;
         if (!req || req->complete || req->peer != peer->index)
+            continue;
+        for (j = 0; j < req->nputs; j++)
+            busy |= req->puts[j].state == 1; /* the driver still reports these */
+        if (busy)
             continue;
         if (req->type == MDR_REQ_SEND || req->matched)
             mdr_req_complete(req, status);

@@ -1,0 +1,539 @@
+/*
+ * Core protocol tests on the in-process loop driver: two contexts in one
+ * process, both progressed from this thread, so every protocol race
+ * (reordering across rails, refused resources, credit exhaustion,
+ * receiver-first offers) is exercised in milliseconds and repeatably.
+ */
+#include "mdr_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+static int failures, checks;
+
+#define CHECK(cond, ...)                                                                     \
+    do {                                                                                     \
+        checks++;                                                                            \
+        if (!(cond)) {                                                                       \
+            failures++;                                                                      \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                      \
+            printf(__VA_ARGS__);                                                             \
+            printf("\n");                                                                    \
+        }                                                                                    \
+    } while (0)
+
+typedef struct {
+    madrail_context_t a, b;
+    madrail_peer_t a2b, b2a; /* a's handle of b, b's handle of a */
+} pair_t;
+
+static int pair_open(pair_t *p, const char *const *ov)
+{
+    madrail_context_params_t prm = {ov};
+    uint8_t addr[MADRAIL_ADDR_MAX];
+    size_t len;
+
+    if (madrail_context_init(&prm, &p->a) != MADRAIL_OK)
+        return -1;
+    if (madrail_context_init(&prm, &p->b) != MADRAIL_OK)
+        return -1;
+    len = sizeof(addr);
+    if (madrail_context_address(p->b, addr, &len) != MADRAIL_OK)
+        return -1;
+    if (madrail_peer_add(p->a, addr, len, &p->a2b) != MADRAIL_OK)
+        return -1;
+    len = sizeof(addr);
+    if (madrail_context_address(p->a, addr, &len) != MADRAIL_OK)
+        return -1;
+    if (madrail_peer_add(p->b, addr, len, &p->b2a) != MADRAIL_OK)
+        return -1;
+    return 0;
+}
+
+static void pair_close(pair_t *p)
+{
+    int i;
+    /* let both sides drain each other */
+    for (i = 0; i < 1000; i++) {
+        madrail_progress(p->a);
+        madrail_progress(p->b);
+    }
+    madrail_context_finalize(p->a);
+    madrail_context_finalize(p->b);
+}
+
+static void spin(pair_t *p)
+{
+    madrail_progress(p->a);
+    madrail_progress(p->b);
+}
+
+/* wait for a request while progressing both sides; bounded */
+static madrail_status_t pwait(pair_t *p, madrail_request_t *req, madrail_info_t *info)
+{
+    long i;
+    int flag = 0;
+    madrail_status_t st = MADRAIL_OK;
+    for (i = 0; i < 20000000 && *req; i++) {
+        spin(p);
+        st = madrail_test(req, &flag, info);
+        if (flag)
+            return st;
+    }
+    printf("  (request did not complete)\n");
+    return MADRAIL_ERR_IO;
+}
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        b[i] = (uint8_t)(i * 131u + seed * 7u + (i >> 8));
+}
+
+static int verify(const uint8_t *b, size_t n, unsigned seed)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (b[i] != (uint8_t)(i * 131u + seed * 7u + (i >> 8)))
+            return 0;
+    return 1;
+}
+
+static void test_sizes(const char *rails)
+{
+    const char *ov[] = {rails, "MADRAIL_SLOT_SIZE=1k", "MADRAIL_RNDV_THRESH=16k", NULL};
+    pair_t p;
+    size_t eager_max, sizes[32];
+    int ns = 0, i, dir;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "open %s", rails);
+        return;
+    }
+    eager_max = p.a->eager_max;
+    sizes[ns++] = 0;
+    sizes[ns++] = 1;
+    sizes[ns++] = eager_max - 1;
+    sizes[ns++] = eager_max;
+    sizes[ns++] = eager_max + 1;
+    sizes[ns++] = 3 * eager_max + 5;
+    sizes[ns++] = 16 * 1024 - 1;
+    sizes[ns++] = 16 * 1024;
+    sizes[ns++] = 16 * 1024 + 1;
+    sizes[ns++] = 100 * 1000 + 3;
+    sizes[ns++] = 4 * 1024 * 1024 + 17;
+    for (dir = 0; dir < 2; dir++) {
+        madrail_context_t s = dir ? p.b : p.a, r = dir ? p.a : p.b;
+        madrail_peer_t to = dir ? p.b2a : p.a2b, from = dir ? p.a2b : p.b2a;
+        for (i = 0; i < ns; i++) {
+            size_t n = sizes[i];
+            uint8_t *sb = malloc(n + 1), *rb = calloc(1, n + 1);
+            madrail_request_t sr, rr;
+            madrail_info_t info;
+            int post_first = i % 2;
+            fill(sb, n, (unsigned)i);
+            if (post_first)
+                madrail_irecv(r, from, rb, n, 100 + (uint64_t)i, 0, &rr);
+            CHECK(madrail_isend(s, to, sb, n, 100 + (uint64_t)i, 0, &sr) == MADRAIL_OK,
+                  "isend %zu", n);
+            if (!post_first)
+                madrail_irecv(r, MADRAIL_ANY_PEER, rb, n, 100 + (uint64_t)i, 0, &rr);
+            CHECK(pwait(&p, &rr, &info) == MADRAIL_OK, "%s recv %zu", rails, n);
+            CHECK(pwait(&p, &sr, NULL) == MADRAIL_OK, "%s send %zu", rails, n);
+            CHECK(info.length == n && info.sent_length == n && info.source == from,
+                  "%s info %zu: len %zu src %u", rails, n, info.length, info.source);
+            CHECK(verify(rb, n, (unsigned)i), "%s data %zu (dir %d post_first %d)", rails, n,
+                  dir, post_first);
+            free(sb);
+            free(rb);
+        }
+    }
+    pair_close(&p);
+}
+
+/* Many messages of mixed sizes received with wildcards keep send order. */
+static void test_order(const char *rails)
+{
+    const char *ov[] = {rails, "MADRAIL_SLOT_SIZE=512", "MADRAIL_RNDV_THRESH=4k",
+                        "MADRAIL_CREDITS=4", NULL};
+    enum { N = 400 };
+    pair_t p;
+    madrail_request_t sr[N];
+    static uint8_t sb[N][9000], rb[9000];
+    int i, ok = 1;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "open");
+        return;
+    }
+    for (i = 0; i < N; i++) {
+        size_t n = (size_t)((i * 977) % 9000);
+        memset(sb[i], 0, sizeof(sb[i]));
+        memcpy(sb[i], &i, sizeof(i));
+        CHECK(madrail_isend(p.a, p.a2b, sb[i], n < 4 ? 4 : n, (uint64_t)(i % 7), 0, &sr[i]) ==
+                  MADRAIL_OK,
+              "isend %d", i);
+    }
+    for (i = 0; i < N; i++) {
+        madrail_request_t rr;
+        madrail_info_t info;
+        int got = -1;
+        madrail_irecv(p.b, MADRAIL_ANY_PEER, rb, sizeof(rb), 0, MADRAIL_TAG_ANY, &rr);
+        if (pwait(&p, &rr, &info) != MADRAIL_OK) {
+            ok = 0;
+            break;
+        }
+        memcpy(&got, rb, sizeof(got));
+        if (got != i || info.tag != (uint64_t)(i % 7)) {
+            printf("  order: message %d arrived as #%d tag %llu\n", got, i,
+                   (unsigned long long)info.tag);
+            ok = 0;
+            break;
+        }
+    }
+    CHECK(ok, "%s: wildcard receives see send order", rails);
+    for (i = 0; i < N; i++)
+        if (sr[i])
+            pwait(&p, &sr[i], NULL);
+    pair_close(&p);
+}
+
+/* Credits: a burst far beyond the credits, receiver posts late. */
+static void test_credits(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:cr0,loop:cr1", "MADRAIL_CREDITS=2", NULL};
+    enum { N = 5000 };
+    pair_t p;
+    static madrail_request_t sr[N];
+    int i, ok = 1;
+    uint64_t stalls = 0;
+    madrail_rail_stats_t st;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "open");
+        return;
+    }
+    for (i = 0; i < N; i++)
+        madrail_isend(p.a, p.a2b, &i, sizeof(i), 5, 0, &sr[i]);
+    for (i = 0; i < 100; i++)
+        spin(&p);
+    for (i = 0; i < 2; i++) {
+        madrail_rail_stats(p.a, i, &st);
+        stalls += st.credit_stalls;
+    }
+    CHECK(stalls > 0, "credit stalls recorded (%llu)", (unsigned long long)stalls);
+    for (i = 0; i < N; i++) {
+        int v = -1;
+        madrail_request_t rr;
+        madrail_irecv(p.b, p.b2a, &v, sizeof(v), 5, 0, &rr);
+        if (pwait(&p, &rr, NULL) != MADRAIL_OK || v != i) {
+            printf("  credits: got %d expected %d\n", v, i);
+            ok = 0;
+            break;
+        }
+    }
+    CHECK(ok, "5000 messages with 2 credits: all in order");
+    for (i = 0; i < N; i++)
+        if (sr[i])
+            pwait(&p, &sr[i], NULL);
+    {
+        mdr_peer_t *peer = mdr_peer_get(p.a, p.a2b);
+        CHECK(peer->rails[0].credits <= 2 && peer->rails[1].credits <= 2,
+              "credits never exceed the configured number");
+    }
+    pair_close(&p);
+}
+
+static void test_stripe(const char *weights, double lo, double hi)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:st0,loop:st1", weights, NULL};
+    pair_t p;
+    size_t n = 16u << 20;
+    uint8_t *sb = malloc(n), *rb = malloc(n);
+    madrail_request_t sr, rr;
+    madrail_rail_stats_t s0, s1;
+    double f;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "open");
+        return;
+    }
+    fill(sb, n, 9);
+    madrail_irecv(p.b, MADRAIL_ANY_PEER, rb, n, 1, 0, &rr);
+    madrail_isend(p.a, p.a2b, sb, n, 1, 0, &sr);
+    CHECK(pwait(&p, &rr, NULL) == MADRAIL_OK, "striped recv");
+    CHECK(pwait(&p, &sr, NULL) == MADRAIL_OK, "striped send");
+    CHECK(verify(rb, n, 9), "striped data");
+    madrail_rail_stats(p.a, 0, &s0);
+    madrail_rail_stats(p.a, 1, &s1);
+    f = (double)s0.tx_put_bytes / (double)(s0.tx_put_bytes + s1.tx_put_bytes);
+    CHECK(s0.tx_put_bytes + s1.tx_put_bytes == n, "put bytes %llu+%llu == %zu",
+          (unsigned long long)s0.tx_put_bytes, (unsigned long long)s1.tx_put_bytes, n);
+    CHECK(f >= lo && f <= hi, "%s: rail 0 carries %.1f%% (expected %.0f-%.0f%%)", weights,
+          100 * f, 100 * lo, 100 * hi);
+    madrail_rail_stats(p.b, 0, &s0);
+    madrail_rail_stats(p.b, 1, &s1);
+    CHECK(s0.rx_put_bytes + s1.rx_put_bytes == n, "receiver counted %llu put bytes",
+          (unsigned long long)(s0.rx_put_bytes + s1.rx_put_bytes));
+    free(sb);
+    free(rb);
+    pair_close(&p);
+}
+
+static void test_rfs(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:rf0,loop:rf1", "MADRAIL_RNDV_THRESH=8k", NULL};
+    pair_t p;
+    size_t n = 200000;
+    uint8_t *sb = malloc(n), *rb = calloc(1, n);
+    madrail_request_t sr, rr, rr2;
+    madrail_info_t info;
+    mdr_peer_t *bpeer;
+    int i;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "open");
+        return;
+    }
+    bpeer = mdr_peer_get(p.b, p.b2a);
+    /* receiver first: offer goes out, sender spends it */
+    madrail_irecv(p.b, p.b2a, rb, n, 7, 0, &rr);
+    CHECK(bpeer->rfs_out == rr, "receive with known source offers its buffer");
+    for (i = 0; i < 50; i++)
+        spin(&p);
+    CHECK(!mdr_list_empty(&mdr_peer_get(p.a, p.a2b)->rfs_stored), "sender stored the offer");
+    fill(sb, n, 3);
+    madrail_isend(p.a, p.a2b, sb, n, 7, 0, &sr);
+    CHECK(mdr_list_empty(&mdr_peer_get(p.a, p.a2b)->rfs_stored), "send spent the offer");
+    CHECK(pwait(&p, &rr, &info) == MADRAIL_OK && verify(rb, n, 3) && info.length == n,
+          "receiver-first transfer byte-exact");
+    CHECK(pwait(&p, &sr, NULL) == MADRAIL_OK, "receiver-first send completes");
+
+    /* offer spent by a small message */
+    memset(rb, 0, n);
+    madrail_irecv(p.b, p.b2a, rb, n, 8, 0, &rr);
+    for (i = 0; i < 50; i++)
+        spin(&p);
+    madrail_isend(p.a, p.a2b, sb, 100, 8, 0, &sr);
+    CHECK(pwait(&p, &rr, &info) == MADRAIL_OK && info.length == 100 && verify(rb, 100, 3),
+          "offer spent by an eager message");
+    pwait(&p, &sr, NULL);
+
+    /* offer declined: sender sent before seeing it, message must still match */
+    memset(rb, 0, n);
+    madrail_isend(p.a, p.a2b, sb, n, 9, 0, &sr); /* RTS in flight */
+    madrail_irecv(p.b, p.b2a, rb, n, 9, 0, &rr);
+    CHECK(pwait(&p, &rr, &info) == MADRAIL_OK && verify(rb, n, 3), "stale offer: data ok");
+    pwait(&p, &sr, NULL);
+    for (i = 0; i < 100; i++)
+        spin(&p);
+    CHECK(bpeer->rfs_out == NULL, "stale offer cleared");
+
+    /* cancel with an offer out */
+    madrail_irecv(p.b, p.b2a, rb, n, 10, 0, &rr);
+    CHECK(bpeer->rfs_out == rr, "offer out before cancel");
+    madrail_cancel(p.b, rr);
+    CHECK(pwait(&p, &rr, &info) == MADRAIL_ERR_CANCELED && info.cancelled,
+          "cancel revokes the offer");
+    CHECK(mdr_list_empty(&mdr_peer_get(p.a, p.a2b)->rfs_stored), "sender dropped the offer");
+
+    /* a second receive from the same source does not offer */
+    madrail_irecv(p.b, p.b2a, rb, n, 11, 0, &rr);
+    madrail_irecv(p.b, p.b2a, rb, n, 12, 0, &rr2);
+    CHECK(bpeer->rfs_out == rr, "only the first receive offers");
+    madrail_isend(p.a, p.a2b, sb, n, 12, 0, &sr);
+    {
+        madrail_request_t sr2;
+        madrail_isend(p.a, p.a2b, sb, n, 11, 0, &sr2);
+        CHECK(pwait(&p, &rr2, &info) == MADRAIL_OK && info.tag == 12, "tag 12 to rr2");
+        CHECK(pwait(&p, &rr, &info) == MADRAIL_OK && info.tag == 11, "tag 11 to rr");
+        pwait(&p, &sr2, NULL);
+    }
+    pwait(&p, &sr, NULL);
+    free(sb);
+    free(rb);
+    pair_close(&p);
+}
+
+static int cb_count;
+static void count_cb(madrail_request_t req, const madrail_info_t *info, void *arg)
+{
+    (void)req;
+    if (info->status == MADRAIL_OK)
+        ++*(int *)arg;
+}
+
+static void test_probe_cancel_sync(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:pc0", "MADRAIL_RNDV_THRESH=16k", NULL};
+    pair_t p;
+    int flag = 0, i;
+    madrail_info_t info;
+    madrail_request_t sr, rr;
+    madrail_message_t msg;
+    char small[100] = "hello", big[40000], rbuf[40000];
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "open");
+        return;
+    }
+    madrail_iprobe(p.b, MADRAIL_ANY_PEER, 0, MADRAIL_TAG_ANY, &flag, &info);
+    CHECK(!flag, "probe finds nothing at first");
+    madrail_isend(p.a, p.a2b, small, sizeof(small), 0x55, 0, &sr);
+    pwait(&p, &sr, NULL);
+    for (i = 0; i < 1000 && !flag; i++) {
+        spin(&p);
+        madrail_iprobe(p.b, MADRAIL_ANY_PEER, 0x50, 0x0f, &flag, &info);
+    }
+    CHECK(flag && info.tag == 0x55 && info.sent_length == sizeof(small) && info.source == p.b2a,
+          "iprobe with mask reports tag/len/source");
+    madrail_iprobe(p.b, p.b2a, 0x55, 0, &flag, NULL);
+    CHECK(flag, "probe does not consume");
+    madrail_improbe(p.b, p.b2a, 0x55, 0, &msg, &info);
+    CHECK(msg != NULL, "mprobe takes it");
+    madrail_iprobe(p.b, MADRAIL_ANY_PEER, 0, MADRAIL_TAG_ANY, &flag, NULL);
+    CHECK(!flag, "mprobed message is out of matching");
+    madrail_imrecv(p.b, msg, rbuf, sizeof(rbuf), &rr);
+    CHECK(pwait(&p, &rr, &info) == MADRAIL_OK && strcmp(rbuf, "hello") == 0, "imrecv");
+
+    /* large message probe then mrecv */
+    memset(big, 'x', sizeof(big));
+    madrail_isend(p.a, p.a2b, big, sizeof(big), 0x66, 0, &sr);
+    msg = NULL;
+    for (i = 0; i < 1000 && !msg; i++) {
+        spin(&p);
+        madrail_improbe(p.b, MADRAIL_ANY_PEER, 0x66, 0, &msg, &info);
+    }
+    CHECK(msg && info.sent_length == sizeof(big), "mprobe rendezvous message");
+    if (msg) {
+        madrail_imrecv(p.b, msg, rbuf, sizeof(rbuf), &rr);
+        CHECK(pwait(&p, &rr, &info) == MADRAIL_OK && memcmp(rbuf, big, sizeof(big)) == 0,
+              "mrecv rendezvous");
+    }
+    pwait(&p, &sr, NULL);
+
+    /* cancel of an unmatched receive (ANY source: no offer) */
+    madrail_irecv(p.b, MADRAIL_ANY_PEER, rbuf, 10, 0x77, 0, &rr);
+    madrail_cancel(p.b, rr);
+    CHECK(pwait(&p, &rr, &info) == MADRAIL_ERR_CANCELED && info.cancelled, "cancel recv");
+    /* cancel of a send does nothing */
+    madrail_isend(p.a, p.a2b, small, 10, 0x78, 0, &sr);
+    madrail_cancel(p.a, sr);
+    CHECK(pwait(&p, &sr, &info) == MADRAIL_OK && !info.cancelled, "send not cancelled");
+    madrail_recv(p.b, p.b2a, rbuf, 10, 0x78, 0, NULL);
+
+    /* synchronous send waits for the match */
+    madrail_isend(p.a, p.a2b, small, 10, 0x79, MADRAIL_SEND_SYNC, &sr);
+    for (i = 0; i < 200; i++)
+        spin(&p);
+    flag = 0;
+    madrail_test(&sr, &flag, NULL);
+    CHECK(!flag, "ssend not complete before the receive is posted");
+    madrail_irecv(p.b, p.b2a, rbuf, 10, 0x79, 0, &rr);
+    CHECK(pwait(&p, &sr, NULL) == MADRAIL_OK, "ssend completes after match");
+    pwait(&p, &rr, NULL);
+
+    /* truncation, eager and rendezvous */
+    madrail_isend(p.a, p.a2b, big, 500, 0x80, 0, &sr);
+    madrail_irecv(p.b, p.b2a, rbuf, 100, 0x80, 0, &rr);
+    CHECK(pwait(&p, &rr, &info) == MADRAIL_ERR_TRUNCATE && info.length == 100 &&
+              info.sent_length == 500,
+          "eager truncation");
+    pwait(&p, &sr, NULL);
+    madrail_isend(p.a, p.a2b, big, sizeof(big), 0x81, 0, &sr);
+    madrail_irecv(p.b, MADRAIL_ANY_PEER, rbuf, 20000, 0x81, 0, &rr);
+    CHECK(pwait(&p, &rr, &info) == MADRAIL_ERR_TRUNCATE && info.length == 20000,
+          "rendezvous truncation");
+    CHECK(pwait(&p, &sr, NULL) == MADRAIL_OK, "truncated rendezvous send completes");
+
+    /* callback completion: runs from progress, request freed by the library */
+    {
+        int i2;
+        cb_count = 0;
+        madrail_irecv(p.b, p.b2a, rbuf, 10, 0x82, 0, &rr);
+        CHECK(madrail_request_set_callback(rr, count_cb, &cb_count) == MADRAIL_OK, "set cb");
+        CHECK(cb_count == 0, "callback not run before completion");
+        madrail_isend(p.a, p.a2b, small, 10, 0x82, 0, &sr);
+        for (i2 = 0; i2 < 1000 && cb_count == 0; i2++)
+            spin(&p);
+        CHECK(cb_count == 1, "callback ran once on completion");
+        pwait(&p, &sr, NULL);
+        /* already complete: runs inside set_callback */
+        madrail_isend(p.a, p.a2b, small, 10, 0x83, 0, &sr);
+        madrail_irecv(p.b, p.b2a, rbuf, 10, 0x83, 0, &rr);
+        for (i2 = 0; i2 < 1000 && !rr->complete; i2++)
+            spin(&p);
+        madrail_request_set_callback(rr, count_cb, &cb_count);
+        CHECK(cb_count == 2, "callback on a completed request runs at once");
+        pwait(&p, &sr, NULL);
+    }
+    pair_close(&p);
+}
+
+/* A malformed message closes the rail to that peer; the process survives. */
+static void test_malformed(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:mf0,loop:mf1", "MADRAIL_LOG_LEVEL=error", NULL};
+    pair_t p;
+    mdr_peer_t *peer;
+    uint8_t junk[64];
+    mdr_hdr_t *h = (mdr_hdr_t *)junk;
+    int v = 42, r = 0;
+    madrail_request_t sr, rr;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "open");
+        return;
+    }
+    peer = mdr_peer_get(p.b, p.b2a);
+    memset(junk, 0xee, sizeof(junk));
+    h->len = 12; /* lies about its length */
+    mdr_ctrl_recv_upcall(&peer->rails[0], junk, sizeof(junk));
+    CHECK(peer->rails[0].down, "bad length closes the rail");
+    memset(junk, 0, sizeof(junk));
+    h->type = MDR_MSG_FIN;
+    h->len = sizeof(mdr_fin_hdr_t);
+    mdr_ctrl_recv_upcall(&peer->rails[1], junk, sizeof(mdr_fin_hdr_t));
+    CHECK(peer->rails[1].down, "FIN for an unknown request closes the rail");
+    CHECK(peer->rails[0].down && peer->rails[1].down, "both rails down");
+    (void)v;
+    (void)r;
+    (void)sr;
+    (void)rr;
+    pair_close(&p);
+}
+
+static void test_config_errors(void)
+{
+    madrail_context_t c;
+    const char *bad1[] = {"MADRAIL_RAILS=nosuch:x", NULL};
+    const char *bad2[] = {"MADRAIL_RAILS=loop:w0,loop:w1", "MADRAIL_RAIL_WEIGHTS=1", NULL};
+    const char *bad3[] = {"MADRAIL_SLOT_SIZE=huge", NULL};
+    madrail_context_params_t p1 = {bad1}, p2 = {bad2}, p3 = {bad3};
+    CHECK(madrail_context_init(&p1, &c) == MADRAIL_ERR_CONFIG, "unknown driver refused");
+    CHECK(madrail_context_init(&p2, &c) == MADRAIL_ERR_CONFIG, "weights count mismatch");
+    CHECK(madrail_context_init(&p3, &c) == MADRAIL_ERR_CONFIG, "bad size refused");
+}
+
+int main(void)
+{
+    test_config_errors();
+    test_sizes("MADRAIL_RAILS=loop:s0");
+    test_sizes("MADRAIL_RAILS=loop:s1,loop:s2");
+    test_sizes("MADRAIL_RAILS=loop:s3;reorder=1;seed=5,loop:s4;reorder=1;seed=9");
+    test_sizes("MADRAIL_RAILS=loop:s5;nores=3,loop:s6;nores=4;delay=2");
+    test_order("MADRAIL_RAILS=loop:o0,loop:o1");
+    test_order("MADRAIL_RAILS=loop:o2;reorder=1,loop:o3;reorder=1;delay=3");
+    test_credits();
+    test_stripe("MADRAIL_RAIL_WEIGHTS=1,1", 0.30, 0.70);
+    test_stripe("MADRAIL_RAIL_WEIGHTS=3,1", 0.65, 0.85);
+    test_rfs();
+    test_probe_cancel_sync();
+    test_malformed();
+    printf("%d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}
