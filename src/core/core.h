@@ -209,6 +209,7 @@ struct mdr_peer {
     mdr_list_t active_link;                /* in ctx->active while txq/sendq not empty */
     int active;
     int anonymous;                         /* connected to us before we knew its address */
+    uint32_t pack_next_id;                 /* pack API: next message id to this peer */
 };
 
 /* Sender-side record of a receiver-first CTS. */

@@ -438,7 +438,7 @@ void mdr_rndv_recv_start(mdr_req_t *req, mdr_peer_t *peer, uint64_t sreq_id, uin
     msg.c.rreq_id = req->id;
     msg.c.xfer_len = xfer;
     msg.c.nkeys = nkeys;
-    st = mdr_ctrl_send(peer, -1, &msg.c.h, sizeof(msg.c), msg.keys, klen);
+    st = mdr_ctrl_send(peer, -1, &msg.c.h, sizeof(msg.c), klen ? msg.keys : NULL, klen);
     if (st != MADRAIL_OK) {
         mdr_recv_finish(req, st);
         return;

@@ -209,6 +209,7 @@ static void test_credits(void)
     enum { N = 5000 };
     pair_t p;
     static madrail_request_t sr[N];
+    static int vals[N];
     int i, ok = 1;
     uint64_t stalls = 0;
     madrail_rail_stats_t st;
@@ -217,8 +218,10 @@ static void test_credits(void)
         CHECK(0, "open");
         return;
     }
-    for (i = 0; i < N; i++)
-        madrail_isend(p.a, p.a2b, &i, sizeof(i), 5, 0, &sr[i]);
+    for (i = 0; i < N; i++) {
+        vals[i] = i; /* a send buffer stays untouched until its send completes */
+        madrail_isend(p.a, p.a2b, &vals[i], sizeof(int), 5, 0, &sr[i]);
+    }
     for (i = 0; i < 100; i++)
         spin(&p);
     for (i = 0; i < 2; i++) {

@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# check.sh -- every test suite of madrail, in one command (CI runs this).
+#
+# Builds the normal tree (_build, through quickstart.sh --no-run) and a
+# second tree with AddressSanitizer + UndefinedBehaviorSanitizer
+# (_build-asan), runs `make check` in both, and sums the automake results.
+# The last line printed is always "N passed, N failed[, N skipped]"; the
+# exit status is non-zero when a test failed or a build step did.  Both
+# trees are reused on the next run (make rebuilds only what changed).
+set -uo pipefail
+
+usage() {
+    cat <<'EOF'
+Usage: ./check.sh [--full] [--no-asan] [--help]
+
+Run as root on Debian 12 (root is needed only if a package is missing).
+
+  1/4  packages, ./configure, build and install in _build (quickstart.sh --no-run)
+  2/4  make check in _build
+  3/4  configure and build _build-asan (--enable-sanitizers)
+  4/4  make check in _build-asan (LeakSanitizer on when it works here)
+  --full adds: make distcheck in _build (builds the release tarball and
+       runs the whole suite again from it, read-only source, VPATH)
+
+Options:
+  --full      also run make distcheck
+  --no-asan   skip the sanitizer tree
+  --help      this text
+
+Environment:
+  JOBS              parallel make jobs (default: nproc)
+  MDR_TEST_TIMEOUT  seconds one test may take (default 300)
+
+Ends with one line "N passed, N failed[, N skipped]"; failed counts FAIL,
+ERROR and XPASS.  Logs of failing tests are printed before it.
+EOF
+}
+
+FULL=no
+ASAN=yes
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -h|--help) usage; exit 0 ;;
+        --full) FULL=yes ;;
+        --no-asan) ASAN=no ;;
+        *) echo "check.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+cd "$(dirname "$0")"
+SRC=$PWD
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+NSTEPS=4
+[ "$FULL" = yes ] && NSTEPS=5
+TEST_TIMEOUT=${MDR_TEST_TIMEOUT:-300}
+T0=$(date +%s)
+
+say() { echo "[check] $*"; }
+elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
+
+BUILD_FAILURES=()
+TOTAL_PASS=0
+TOTAL_FAIL=0
+TOTAL_SKIP=0
+
+# Sum one tree's test-suite.log into the totals and show the failing
+# tests' logs.  Returns 1 when there is no test-suite.log.
+collect() {
+    local tree=$1 log=$1/test-suite.log n
+    if [ ! -f "$log" ]; then
+        return 1
+    fi
+    local pass fail xfail xpass error skip
+    # Header written by automake's harness: "# PASS:  12" and so on.
+    get() { sed -n "s/^# $1: *\([0-9][0-9]*\)$/\1/p" "$log" | head -n1; }
+    pass=$(get PASS); fail=$(get FAIL); xfail=$(get XFAIL)
+    xpass=$(get XPASS); error=$(get ERROR); skip=$(get SKIP)
+    pass=${pass:-0}; fail=${fail:-0}; xfail=${xfail:-0}
+    xpass=${xpass:-0}; error=${error:-0}; skip=${skip:-0}
+    say "    ${tree#"$SRC"/}: pass $pass, fail $fail, error $error, xpass $xpass, xfail $xfail, skip $skip"
+    TOTAL_PASS=$((TOTAL_PASS + pass + xfail))
+    TOTAL_FAIL=$((TOTAL_FAIL + fail + error + xpass))
+    TOTAL_SKIP=$((TOTAL_SKIP + skip))
+    # Skipped tests: say why (the first line the test printed with "skip").
+    while IFS= read -r trs; do
+        n=${trs%.trs}
+        if grep -q '^:test-result: SKIP' "$trs"; then
+            say "    skipped: ${n#"$tree"/} ($(grep -i -m1 'skip' "$n.log" 2>/dev/null | cut -c1-100))"
+        fi
+    done < <(find "$tree/test" -name '*.trs' 2>/dev/null | sort)
+    while IFS= read -r trs; do
+        n=${trs%.trs}
+        if grep -Eq '^:test-result: (FAIL|ERROR|XPASS)' "$trs"; then
+            echo "----- ${n#"$SRC"/}.log ($(sed -n 's/^:test-result: //p' "$trs"), last 60 lines) -----"
+            tail -n 60 "$n.log" 2>/dev/null
+            echo "----- end of ${n#"$SRC"/}.log -----"
+        fi
+    done < <(find "$tree/test" -name '*.trs' 2>/dev/null | sort)
+    return 0
+}
+
+# make check in a tree; the harness output goes to the console (one line
+# per test), the tree's test-suite.log is then summed.
+run_check() {
+    local tree=$1 name=$2
+    rm -f "$tree/test-suite.log"
+    # Show the harness's per-test lines (PASS: / FAIL: / SKIP: ...) as
+    # they come; the whole output stays in check.out.
+    make -C "$tree" -j"$JOBS" check MDR_TEST_TIMEOUT="$TEST_TIMEOUT" 2>&1 |
+        tee "$tree/check.out" |
+        grep --line-buffered -E '^(PASS|FAIL|XFAIL|XPASS|SKIP|ERROR): ' |
+        sed -u 's/^/[check]     /'
+    if ! collect "$tree"; then
+        BUILD_FAILURES+=("$name: make check did not run the tests (build error)")
+        echo "----- last 40 lines of ${tree#"$SRC"/}/check.out -----"
+        tail -n 40 "$tree/check.out"
+        echo "----- end -----"
+    fi
+}
+
+# ------------------------------------------------------------------ 1/N
+say "1/$NSTEPS setting up and building _build (quickstart.sh --no-run)..."
+if ./quickstart.sh --no-run; then
+    BUILD_OK=yes
+else
+    BUILD_OK=no
+    BUILD_FAILURES+=("_build: setup or build failed (see above)")
+fi
+
+# ------------------------------------------------------------------ 2/N
+if [ "$BUILD_OK" = yes ]; then
+    say "2/$NSTEPS make check in _build... ($(elapsed))"
+    run_check "$SRC/_build" "_build"
+else
+    say "2/$NSTEPS make check in _build: skipped, the build failed"
+fi
+
+# ------------------------------------------------------------------ 3/N
+ASAN_TREE=$SRC/_build-asan
+if [ "$ASAN" = yes ] && [ -x "$SRC/configure" ]; then
+    say "3/$NSTEPS configuring and building _build-asan (--enable-sanitizers)... ($(elapsed))"
+    mkdir -p "$ASAN_TREE"
+    want="--prefix=$ASAN_TREE/_install --enable-sanitizers"
+    have=""
+    if [ -x "$ASAN_TREE/config.status" ] && [ -f "$ASAN_TREE/Makefile" ]; then
+        have=$(cd "$ASAN_TREE" && eval "set -- $(./config.status --config)" && echo "$*")
+    fi
+    asan_ok=yes
+    if [ "$have" != "$want" ]; then
+        # shellcheck disable=SC2086
+        if ! (cd "$ASAN_TREE" && "$SRC/configure" $want >configure.out 2>&1); then
+            asan_ok=no
+            BUILD_FAILURES+=("_build-asan: configure failed")
+            tail -n 30 "$ASAN_TREE/configure.out"
+        fi
+    else
+        say "    _build-asan is configured already"
+    fi
+    if [ "$asan_ok" = yes ] && ! make -C "$ASAN_TREE" -j"$JOBS" >"$ASAN_TREE/make.out" 2>&1; then
+        asan_ok=no
+        BUILD_FAILURES+=("_build-asan: make failed")
+        tail -n 40 "$ASAN_TREE/make.out"
+    fi
+
+    if [ "$asan_ok" = yes ]; then
+        # LeakSanitizer stops the world with ptrace; under a tracer or in a
+        # sandbox that forbids ptrace it dies with a fatal error instead of
+        # reporting.  Prove it works here on a program that leaks on purpose.
+        probe=$ASAN_TREE/lsan-probe
+        printf '#include <stdlib.h>\nvoid *volatile keep;\nint main(void) { keep = malloc(77); keep = 0; return 0; }\n' \
+            >"$probe.c"
+        leaks=0
+        if gcc -g -fsanitize=address -o "$probe" "$probe.c" 2>/dev/null; then
+            out=$(ASAN_OPTIONS=detect_leaks=1 "$probe" 2>&1)
+            if echo "$out" | grep -q 'ERROR: LeakSanitizer: detected memory leaks' &&
+               echo "$out" | grep -q '77 byte'; then
+                leaks=1
+            fi
+        fi
+        if [ "$leaks" = 1 ]; then
+            say "    LeakSanitizer works here: detect_leaks=1"
+        else
+            say "    LeakSanitizer does not work here (ptrace restricted?): detect_leaks=0"
+        fi
+        export ASAN_OPTIONS="detect_leaks=$leaks:abort_on_error=0:print_summary=1"
+        export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+        say "4/$NSTEPS make check in _build-asan (ASAN_OPTIONS=$ASAN_OPTIONS)... ($(elapsed))"
+        run_check "$ASAN_TREE" "_build-asan"
+        unset ASAN_OPTIONS UBSAN_OPTIONS
+    else
+        say "4/$NSTEPS make check in _build-asan: skipped, the build failed"
+    fi
+elif [ "$ASAN" = no ]; then
+    say "3/$NSTEPS _build-asan: skipped (--no-asan)"
+    say "4/$NSTEPS _build-asan tests: skipped (--no-asan)"
+else
+    say "3/$NSTEPS _build-asan: skipped, ./configure is missing"
+    BUILD_FAILURES+=("_build-asan: not built, ./configure missing")
+fi
+
+# ------------------------------------------------------------------ 5/N
+if [ "$FULL" = yes ]; then
+    if [ "$BUILD_OK" = yes ]; then
+        say "5/$NSTEPS make distcheck in _build... ($(elapsed))"
+        if make -C "$SRC/_build" -j"$JOBS" distcheck MDR_TEST_TIMEOUT="$TEST_TIMEOUT" \
+               >"$SRC/_build/distcheck.out" 2>&1; then
+            say "    distcheck passed: $(grep -o 'madrail-[0-9.]*\.tar\.gz' "$SRC/_build/distcheck.out" | tail -n1) is ready"
+        else
+            BUILD_FAILURES+=("make distcheck failed (see _build/distcheck.out)")
+            tail -n 60 "$SRC/_build/distcheck.out"
+        fi
+    else
+        say "5/$NSTEPS make distcheck: skipped, the build failed"
+    fi
+fi
+
+# ------------------------------------------------------------------ summary
+say "finished in $(elapsed)"
+rc=0
+if [ ${#BUILD_FAILURES[@]} -gt 0 ]; then
+    for f in "${BUILD_FAILURES[@]}"; do say "BUILD STEP FAILED: $f"; done
+    rc=1
+fi
+[ "$TOTAL_FAIL" -gt 0 ] && rc=1
+if [ "$TOTAL_PASS" -eq 0 ] && [ "$TOTAL_FAIL" -eq 0 ] && [ ${#BUILD_FAILURES[@]} -eq 0 ]; then
+    say "no test ran"
+    rc=1
+fi
+line="$TOTAL_PASS passed, $TOTAL_FAIL failed"
+[ "$TOTAL_SKIP" -gt 0 ] && line="$line, $TOTAL_SKIP skipped"
+echo "$line"
+exit $rc

@@ -1,0 +1,287 @@
+/*
+ * Private header of the tcp driver.  The driver is split into three files:
+ * tcp_rail.c (open/close, the listener, the epoll loop, handshake
+ * arbitration), tcp_ep.c (connections, framing, send queues, receive
+ * parsing) and tcp_mem.c (the registration table behind software puts).
+ *
+ * A connection (mdr_tcp_conn_t) is kept apart from an endpoint (mdr_ep_t)
+ * because during a simultaneous connect an endpoint briefly owns two
+ * connections (its own outgoing one and the peer's incoming one) and keeps
+ * exactly one.  Queued data always lives in the endpoint, never in a
+ * connection, so whichever connection survives carries it.
+ */
+#ifndef MDR_TCP_H
+#define MDR_TCP_H
+
+#include <netinet/in.h>
+#include <net/if.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "rails/rail.h"
+#include "util/cfg.h"
+#include "util/hash.h"
+#include "util/list.h"
+
+/* ---------------- wire format (host byte order, homogeneous job) ---------------- */
+
+enum {
+    MDR_TCP_F_CTRL = 1,      /* control message: hdr.len payload bytes follow */
+    MDR_TCP_F_PUT = 2,       /* put: mdr_tcp_put_ext_t, then count data bytes */
+    MDR_TCP_F_HELLO = 3,     /* first frame of an outgoing connection */
+    MDR_TCP_F_HELLO_ACK = 4  /* acceptor's answer to HELLO */
+};
+
+/* Every frame starts with this header and is padded to a multiple of 8
+ * bytes, so each frame (and each control payload) starts 8-byte aligned in
+ * the receive buffer: the core reads its headers in place. */
+typedef struct mdr_tcp_hdr {
+    uint8_t type;
+    uint8_t flags;
+    uint16_t pad;
+    uint32_t len; /* CTRL: payload bytes; PUT/HELLO/HELLO_ACK: extension bytes */
+} mdr_tcp_hdr_t;
+
+typedef struct mdr_tcp_put_ext {
+    uint64_t raddr; /* target address in the receiver's memory */
+    uint64_t rkey;  /* packed key: generation << 32 | key id */
+    uint64_t count; /* data bytes that follow (then padding to 8) */
+} mdr_tcp_put_ext_t;
+
+/* HELLO and HELLO_ACK body. */
+typedef struct mdr_tcp_hello {
+    uint32_t magic;  /* MDR_TCP_MAGIC: also a byte-order check */
+    uint16_t version;
+    uint16_t status; /* HELLO_ACK: MDR_TCP_ACK_* */
+    uint64_t uuid;   /* sender's uuid */
+    uint64_t target; /* HELLO: uuid the sender expects to reach; ACK: the initiator's */
+} mdr_tcp_hello_t;
+
+enum {
+    MDR_TCP_ACK_OK = 0,      /* connection accepted: data may flow */
+    MDR_TCP_ACK_LOST = 1,    /* simultaneous connect: our own connection wins */
+    MDR_TCP_ACK_REFUSED = 2  /* the acceptor's core refused the peer */
+};
+
+#define MDR_TCP_MAGIC 0x4d445254u /* "MDRT" */
+#define MDR_TCP_VERSION 1
+#define MDR_TCP_HDR_LEN 8
+#define MDR_TCP_PUT_HDR_LEN (MDR_TCP_HDR_LEN + 24)
+#define MDR_TCP_HELLO_LEN (MDR_TCP_HDR_LEN + 24)
+#define MDR_TCP_PAD8(_n) ((8 - ((_n) & 7)) & 7)
+
+/* Packed address: mark(4) ip(4, network order) port(2, network order)
+ * version(1) pad(1). */
+#define MDR_TCP_ADDR_LEN 12
+#define MDR_TCP_ADDR_MARK 0x54435031u /* "TCP1" in host order: byte-order mark */
+#define MDR_TCP_RKEY_LEN 8
+
+/* ---------------- tunables ---------------- */
+
+#define MDR_TCP_RBUF_MIN (256 * 1024)       /* shared receive buffer per rail */
+#define MDR_TCP_RX_BUDGET (2u * 1024 * 1024) /* bytes read per connection per progress */
+#define MDR_TCP_TX_BUDGET (2u * 1024 * 1024) /* bytes written per ep per progress */
+#define MDR_TCP_QCHUNK (64 * 1024)          /* copy-chunk size of the send queue */
+#define MDR_TCP_QCAP ((size_t)64 << 20)     /* copied bytes queued per ep before NORESOURCE */
+#define MDR_TCP_MAX_IOV 64
+#define MDR_TCP_MAX_EVENTS 64
+
+typedef struct mdr_tcp_config {
+    size_t sndbuf;          /* MADRAIL_TCP_SNDBUF, 0 = kernel default */
+    size_t rcvbuf;          /* MADRAIL_TCP_RCVBUF */
+    int nodelay;            /* MADRAIL_TCP_NODELAY */
+    double latency_us;      /* MADRAIL_TCP_LATENCY_US, 0 = built-in profile */
+    double bandwidth;       /* MADRAIL_TCP_BANDWIDTH (MB/s), 0 = from the interface */
+    double connect_timeout; /* MADRAIL_TCP_CONNECT_TIMEOUT, seconds */
+} mdr_tcp_config_t;
+
+/* ---------------- objects ---------------- */
+
+/* A registration; its key id indexes rail->regions. */
+struct mdr_memh {
+    mdr_rail_t *rail;
+    uint32_t id;
+    uint32_t gen;
+    uintptr_t addr;
+    size_t len;
+    unsigned access;
+    unsigned refs; /* connections writing a put payload into it right now */
+    int dead;      /* deregistered while refs > 0: freed when refs drops to 0 */
+};
+
+typedef enum {
+    MDR_TCP_CONN_CONNECTING, /* outgoing, non-blocking connect in progress */
+    MDR_TCP_CONN_HS_SENT,    /* outgoing, HELLO written (or queued), waiting for ACK */
+    MDR_TCP_CONN_WAIT_HELLO, /* incoming, accepted, no HELLO yet, no ep */
+    MDR_TCP_CONN_OPEN,       /* attached to its ep, data flows */
+    MDR_TCP_CONN_CLOSED      /* fd closed, waiting to be freed */
+} mdr_tcp_conn_state_t;
+
+typedef struct mdr_tcp_conn {
+    mdr_rail_t *rail;
+    mdr_ep_t *ep; /* NULL while WAIT_HELLO */
+    int fd;
+    int outgoing;           /* we initiated it */
+    mdr_tcp_conn_state_t state;
+    uint32_t ev_mask;       /* events currently registered with epoll */
+    double deadline;        /* WAIT_HELLO: give up after this */
+    mdr_list_t link;        /* rail->conns (live) or rail->zombie_conns */
+    char peer_str[32];      /* "ip:port" of the remote end */
+
+    /* handshake output, written before anything from the ep */
+    uint8_t hs_out[MDR_TCP_HELLO_LEN];
+    size_t hs_len, hs_off;
+
+    /* receive state */
+    uint8_t *part;          /* start of an incomplete frame carried between reads */
+    size_t part_len, part_cap;
+    mdr_memh_t *put_mh;     /* put payload being received (holds a ref) */
+    uint8_t *put_dst;       /* where the next payload byte goes; NULL: discard */
+    uint64_t put_left;      /* payload bytes still to read */
+    size_t put_pad;         /* padding after the payload */
+    size_t skip;            /* padding bytes to skip */
+    uint64_t rx_pos;        /* bytes read so far: frame starts are at 0 mod 8 */
+} mdr_tcp_conn_t;
+
+typedef enum {
+    MDR_TCP_EP_CONNECTING, /* outgoing connection in progress / HELLO sent */
+    MDR_TCP_EP_WAIT_PEER,  /* lost a simultaneous connect: waiting for the peer's HELLO */
+    MDR_TCP_EP_ACCEPTING,  /* accepted, inside ep_accepted, ACK not yet sent */
+    MDR_TCP_EP_OPEN,
+    MDR_TCP_EP_FAILED      /* connection gone; failure reported (or about to be) */
+} mdr_tcp_ep_state_t;
+
+/* One queued piece of output. */
+typedef struct mdr_tcp_sitem {
+    mdr_list_t link;
+    mdr_ep_t *ep;
+    int is_put;
+    size_t off;   /* bytes of this item already written */
+    size_t total; /* bytes of this item */
+    /* copy item: raw frame bytes */
+    uint8_t *buf;
+    size_t cap;
+    /* put item: header + user data (not copied) + padding */
+    uint8_t hdr[MDR_TCP_PUT_HDR_LEN];
+    const uint8_t *data;
+    size_t dlen;
+    size_t pad;
+    mdr_completion_t *comp; /* NULL when put() completed it directly */
+} mdr_tcp_sitem_t;
+
+struct mdr_ep {
+    mdr_rail_t *rail;
+    void *cookie;
+    uint64_t uuid;
+    mdr_tcp_ep_state_t state;
+    int mapped;           /* rail->eps[uuid] == this */
+    int destroyed;        /* ep_destroy called; freed at the end of progress */
+    mdr_tcp_conn_t *conn; /* active (or handshaking outgoing) connection */
+    struct sockaddr_in raddr;
+    double deadline;      /* connect/handshake deadline */
+    mdr_list_t link;      /* rail->eps_all or rail->zombie_eps */
+    mdr_list_t hs_link;   /* rail->hs_eps while CONNECTING/WAIT_PEER */
+    int in_hs_list;
+
+    mdr_list_t sendq;     /* mdr_tcp_sitem_t */
+    size_t backlog;       /* bytes queued, not yet written */
+    size_t qcopied;       /* bytes of copy items (memory held) */
+    unsigned puts_pending;/* put completions not yet reported */
+    uint32_t out_events;  /* EPOLLOUT wanted */
+
+    /* deferred failure report */
+    int fail_queued;
+    madrail_status_t fail_status;
+    char fail_reason[160];
+    mdr_list_t fail_link; /* rail->failq */
+};
+
+struct mdr_rail {
+    char name[64];      /* attr.name: "tcp:lo" */
+    char log_name[96];  /* "tcp:lo(127.0.0.1:4711)" for messages */
+    char ifname[IF_NAMESIZE];
+    struct sockaddr_in local; /* listen address (port filled after bind) */
+    int listen_fd;
+    int epfd;
+    uint64_t uuid;
+    const mdr_rail_upcalls_t *upcalls;
+    void *rail_cookie;
+    size_t slot_size;
+    mdr_tcp_config_t cfg;
+    double latency_us, bandwidth_mbs;
+
+    mdr_hash_t eps;          /* uuid -> ep that is not failed */
+    mdr_list_t eps_all;      /* every ep not yet destroyed */
+    mdr_list_t hs_eps;       /* eps waiting for a handshake (timeouts) */
+    mdr_list_t conns;        /* every live connection */
+    mdr_list_t zombie_conns; /* closed, freed at the end of progress */
+    mdr_list_t zombie_eps;   /* destroyed inside progress, freed at its end */
+    mdr_list_t failq;        /* eps whose failure is still to be reported */
+    mdr_list_t doneq;        /* written put items whose completion is due */
+    unsigned nwait_hello;    /* connections in WAIT_HELLO (timeouts) */
+    int in_progress;
+    double next_timeout_check;
+
+    uint8_t *rbuf; /* shared receive buffer, 8-byte aligned */
+    size_t rbuf_len;
+
+    /* registrations */
+    mdr_memh_t **regions;
+    uint32_t *region_gen;
+    uint32_t nregions; /* slots in use or free */
+    uint32_t region_cap;
+    uint32_t *region_free;
+    uint32_t nfree;
+    size_t nregistered;
+};
+
+/* epoll data for the listener: conn pointers never equal this. */
+extern char mdr_tcp_listener_tag;
+
+/* tcp_rail.c */
+void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h);
+
+/* tcp_ep.c */
+madrail_status_t mdr_tcp_conn_new(mdr_rail_t *rail, int fd, int outgoing, mdr_tcp_conn_t **conn_p);
+void mdr_tcp_conn_close(mdr_tcp_conn_t *conn);
+void mdr_tcp_conn_set_events(mdr_tcp_conn_t *conn, uint32_t events);
+void mdr_tcp_conn_handle(mdr_tcp_conn_t *conn, uint32_t events);
+void mdr_tcp_conn_free(mdr_tcp_conn_t *conn);
+void mdr_tcp_hello_fill(uint8_t *frame, int type, uint16_t status, uint64_t uuid,
+                        uint64_t target);
+int mdr_tcp_conn_send_hs(mdr_tcp_conn_t *conn);
+madrail_status_t mdr_tcp_ep_alloc(mdr_rail_t *rail, uint64_t uuid, void *cookie, mdr_ep_t **ep_p);
+void mdr_tcp_ep_attach(mdr_ep_t *ep, mdr_tcp_conn_t *conn);
+void mdr_tcp_ep_open(mdr_ep_t *ep);
+void mdr_tcp_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void mdr_tcp_ep_report_failures(mdr_rail_t *rail);
+int mdr_tcp_report_done(mdr_rail_t *rail);
+void mdr_tcp_ep_hs_list(mdr_ep_t *ep, int on);
+void mdr_tcp_ep_free(mdr_ep_t *ep);
+void mdr_tcp_sockopts(mdr_rail_t *rail, int fd);
+
+madrail_status_t mdr_tcp_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const void *addr,
+                                   size_t len, void *ep_cookie, mdr_ep_t **ep_p);
+void mdr_tcp_ep_destroy(mdr_ep_t *ep);
+size_t mdr_tcp_ep_backlog(mdr_ep_t *ep);
+int mdr_tcp_ep_idle(mdr_ep_t *ep);
+madrail_status_t mdr_tcp_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);
+madrail_status_t mdr_tcp_put(mdr_ep_t *ep, const void *local, size_t len, mdr_memh_t *lmemh,
+                             uint64_t raddr, const void *rkey, size_t rkey_len,
+                             mdr_completion_t *comp);
+
+/* tcp_mem.c */
+madrail_status_t mdr_tcp_mem_reg(mdr_rail_t *rail, void *addr, size_t len, unsigned access,
+                                 mdr_memh_t **memh_p);
+void mdr_tcp_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh);
+madrail_status_t mdr_tcp_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
+                                   size_t *len_p);
+/* Find the region for an incoming put; NULL with *why_p set if invalid. */
+mdr_memh_t *mdr_tcp_mem_lookup(mdr_rail_t *rail, uint64_t rkey, uint64_t raddr, uint64_t count,
+                               const char **why_p);
+void mdr_tcp_mem_unref(mdr_memh_t *memh);
+void mdr_tcp_mem_cleanup(mdr_rail_t *rail);
+
+#endif /* MDR_TCP_H */

@@ -1,0 +1,1131 @@
+/*
+ * Endpoints and connections of the tcp driver: framing, the send queue and
+ * the receive parser.
+ *
+ * Sending: when nothing is queued a frame goes straight to the socket with
+ * one gathered write (header, the caller's iovecs, padding); only what the
+ * socket does not take is copied into the ep's queue, so control buffers
+ * are reusable on return.  Put data is never copied: the queue keeps a
+ * pointer to the caller's buffer (the core keeps it alive until the
+ * completion).  Everything on one ep leaves through one queue, so a control
+ * message sent after a put is on the wire after the put's last byte.
+ *
+ * Receiving: all connections of a rail share one large receive buffer
+ * (progress reads one connection at a time); only an incomplete frame is
+ * carried over in the connection.  Put payloads are read straight into the
+ * registered target memory, with the bytes that follow landing in the
+ * shared buffer in the same readv.  Frames are padded to 8 bytes and the
+ * buffer position follows the stream position modulo 8, so a control
+ * payload handed to the core is always 8-byte aligned.
+ *
+ * Upcalls: only from progress().  Failures found elsewhere (a write error
+ * in ctrl_send) are queued and reported by the next progress(); put
+ * completions are queued and reported at the end of progress(), when no
+ * queue is being walked, so the core may send, put or destroy from inside
+ * any upcall.  Objects closed during progress() are freed at its end.
+ */
+#include "mdr_config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rails/tcp/tcp.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+static const uint8_t mdr_tcp_zeros[8];
+
+/* ---------------- connections ---------------- */
+
+void mdr_tcp_sockopts(mdr_rail_t *rail, int fd)
+{
+    int one = 1, v;
+
+    if (rail->cfg.nodelay && setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0)
+        mdr_warn("rail %s: TCP_NODELAY: %m", rail->log_name);
+    if (rail->cfg.sndbuf > 0) {
+        v = rail->cfg.sndbuf > INT_MAX ? INT_MAX : (int)rail->cfg.sndbuf;
+        if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)) != 0)
+            mdr_warn("rail %s: SO_SNDBUF=%d: %m", rail->log_name, v);
+    }
+    if (rail->cfg.rcvbuf > 0) {
+        v = rail->cfg.rcvbuf > INT_MAX ? INT_MAX : (int)rail->cfg.rcvbuf;
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)) != 0)
+            mdr_warn("rail %s: SO_RCVBUF=%d: %m", rail->log_name, v);
+    }
+}
+
+madrail_status_t mdr_tcp_conn_new(mdr_rail_t *rail, int fd, int outgoing, mdr_tcp_conn_t **conn_p)
+{
+    mdr_tcp_conn_t *conn;
+    struct epoll_event ev;
+
+    conn = calloc(1, sizeof(*conn));
+    if (conn == NULL)
+        return MADRAIL_ERR_NOMEM;
+    conn->part_cap = MDR_TCP_HDR_LEN + rail->slot_size + 8;
+    if (conn->part_cap < MDR_TCP_PUT_HDR_LEN)
+        conn->part_cap = MDR_TCP_PUT_HDR_LEN;
+    conn->part = malloc(conn->part_cap);
+    if (conn->part == NULL)
+        goto err_free;
+    conn->rail = rail;
+    conn->fd = fd;
+    conn->outgoing = outgoing;
+    conn->state = outgoing ? MDR_TCP_CONN_CONNECTING : MDR_TCP_CONN_WAIT_HELLO;
+    conn->ev_mask = EPOLLIN | (outgoing ? EPOLLOUT : 0);
+    memset(&ev, 0, sizeof(ev));
+    ev.events = conn->ev_mask;
+    ev.data.ptr = conn;
+    if (epoll_ctl(rail->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        mdr_error("rail %s: epoll_ctl(ADD): %m", rail->log_name);
+        goto err_part;
+    }
+    mdr_list_push_tail(&rail->conns, &conn->link);
+    *conn_p = conn;
+    return MADRAIL_OK;
+
+err_part:
+    free(conn->part);
+err_free:
+    free(conn);
+    return MADRAIL_ERR_NOMEM;
+}
+
+void mdr_tcp_conn_set_events(mdr_tcp_conn_t *conn, uint32_t events)
+{
+    struct epoll_event ev;
+
+    if (conn->state == MDR_TCP_CONN_CLOSED || events == conn->ev_mask)
+        return;
+    memset(&ev, 0, sizeof(ev));
+    ev.events = events;
+    ev.data.ptr = conn;
+    if (epoll_ctl(conn->rail->epfd, EPOLL_CTL_MOD, conn->fd, &ev) != 0)
+        mdr_warn("rail %s: epoll_ctl(MOD): %m", conn->rail->log_name);
+    else
+        conn->ev_mask = events;
+}
+
+void mdr_tcp_conn_free(mdr_tcp_conn_t *conn)
+{
+    free(conn->part);
+    free(conn);
+}
+
+/* Close the socket; the struct lives on (CLOSED) until progress() ends, so
+ * events already fetched for it are ignored safely. */
+void mdr_tcp_conn_close(mdr_tcp_conn_t *conn)
+{
+    mdr_rail_t *rail = conn->rail;
+
+    if (conn->state == MDR_TCP_CONN_CLOSED)
+        return;
+    if (conn->state == MDR_TCP_CONN_WAIT_HELLO && rail->nwait_hello > 0)
+        rail->nwait_hello--;
+    epoll_ctl(rail->epfd, EPOLL_CTL_DEL, conn->fd, NULL);
+    close(conn->fd);
+    conn->fd = -1;
+    conn->state = MDR_TCP_CONN_CLOSED;
+    if (conn->put_mh != NULL) {
+        mdr_tcp_mem_unref(conn->put_mh);
+        conn->put_mh = NULL;
+    }
+    if (conn->ep != NULL && conn->ep->conn == conn)
+        conn->ep->conn = NULL;
+    conn->ep = NULL;
+    mdr_list_del(&conn->link);
+    if (rail->in_progress)
+        mdr_list_push_tail(&rail->zombie_conns, &conn->link);
+    else
+        mdr_tcp_conn_free(conn);
+}
+
+void mdr_tcp_hello_fill(uint8_t *frame, int type, uint16_t status, uint64_t uuid,
+                        uint64_t target)
+{
+    mdr_tcp_hdr_t h;
+    mdr_tcp_hello_t b;
+
+    memset(&h, 0, sizeof(h));
+    memset(&b, 0, sizeof(b));
+    h.type = (uint8_t)type;
+    h.len = sizeof(b);
+    b.magic = MDR_TCP_MAGIC;
+    b.version = MDR_TCP_VERSION;
+    b.status = status;
+    b.uuid = uuid;
+    b.target = target;
+    memcpy(frame, &h, sizeof(h));
+    memcpy(frame + sizeof(h), &b, sizeof(b));
+}
+
+static ssize_t mdr_tcp_writev(int fd, struct iovec *iov, int iovcnt)
+{
+    struct msghdr msg;
+    ssize_t n;
+
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = iov;
+    msg.msg_iovlen = (size_t)iovcnt;
+    do {
+        n = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return 0;
+    return n;
+}
+
+/* Write the pending handshake frame; 1 = all written, 0 = partly, -1 = error. */
+int mdr_tcp_conn_send_hs(mdr_tcp_conn_t *conn)
+{
+    struct iovec iov;
+    ssize_t n;
+
+    if (conn->hs_off >= conn->hs_len)
+        return 1;
+    iov.iov_base = conn->hs_out + conn->hs_off;
+    iov.iov_len = conn->hs_len - conn->hs_off;
+    n = mdr_tcp_writev(conn->fd, &iov, 1);
+    if (n < 0)
+        return -1;
+    conn->hs_off += (size_t)n;
+    return conn->hs_off >= conn->hs_len;
+}
+
+/* ---------------- endpoints ---------------- */
+
+madrail_status_t mdr_tcp_ep_alloc(mdr_rail_t *rail, uint64_t uuid, void *cookie, mdr_ep_t **ep_p)
+{
+    mdr_ep_t *ep;
+    madrail_status_t st;
+
+    ep = calloc(1, sizeof(*ep));
+    if (ep == NULL)
+        return MADRAIL_ERR_NOMEM;
+    ep->rail = rail;
+    ep->uuid = uuid;
+    ep->cookie = cookie;
+    mdr_list_init(&ep->sendq);
+    mdr_list_init(&ep->hs_link);
+    mdr_list_init(&ep->fail_link);
+    st = mdr_hash_put(&rail->eps, uuid, ep);
+    if (st != MADRAIL_OK) {
+        free(ep);
+        return st;
+    }
+    ep->mapped = 1;
+    mdr_list_push_tail(&rail->eps_all, &ep->link);
+    *ep_p = ep;
+    return MADRAIL_OK;
+}
+
+static void mdr_tcp_ep_unmap(mdr_ep_t *ep)
+{
+    if (ep->mapped) {
+        if (mdr_hash_get(&ep->rail->eps, ep->uuid) == ep)
+            mdr_hash_del(&ep->rail->eps, ep->uuid);
+        ep->mapped = 0;
+    }
+}
+
+void mdr_tcp_ep_hs_list(mdr_ep_t *ep, int on)
+{
+    if (on && !ep->in_hs_list) {
+        mdr_list_push_tail(&ep->rail->hs_eps, &ep->hs_link);
+        ep->in_hs_list = 1;
+    } else if (!on && ep->in_hs_list) {
+        mdr_list_del(&ep->hs_link);
+        ep->in_hs_list = 0;
+    }
+}
+
+void mdr_tcp_ep_attach(mdr_ep_t *ep, mdr_tcp_conn_t *conn)
+{
+    ep->conn = conn;
+    conn->ep = ep;
+}
+
+static void mdr_tcp_sitem_free(mdr_ep_t *ep, mdr_tcp_sitem_t *it)
+{
+    if (!it->is_put)
+        ep->qcopied -= it->total;
+    free(it);
+}
+
+/* Free every queued item (no completion is reported). */
+static void mdr_tcp_ep_drop_queue(mdr_ep_t *ep)
+{
+    mdr_list_t *l;
+
+    while ((l = mdr_list_pop_head(&ep->sendq)) != NULL) {
+        mdr_tcp_sitem_t *it = mdr_container_of(l, mdr_tcp_sitem_t, link);
+        if (it->is_put && it->comp != NULL && ep->puts_pending > 0)
+            ep->puts_pending--;
+        mdr_tcp_sitem_free(ep, it);
+    }
+    ep->backlog = 0;
+}
+
+static void mdr_tcp_ep_update_events(mdr_ep_t *ep)
+{
+    mdr_tcp_conn_t *conn = ep->conn;
+    uint32_t ev = EPOLLIN;
+
+    if (conn == NULL || conn->state == MDR_TCP_CONN_CLOSED)
+        return;
+    if (conn->state == MDR_TCP_CONN_CONNECTING || conn->hs_off < conn->hs_len ||
+        (ep->state == MDR_TCP_EP_OPEN && !mdr_list_empty(&ep->sendq)))
+        ev |= EPOLLOUT;
+    mdr_tcp_conn_set_events(conn, ev);
+}
+
+void mdr_tcp_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...)
+{
+    mdr_rail_t *rail = ep->rail;
+    mdr_list_t *l, *tmp;
+    char peer[40] = "";
+    va_list ap;
+
+    if (ep->destroyed || ep->state == MDR_TCP_EP_FAILED)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(ep->fail_reason, sizeof(ep->fail_reason), fmt, ap);
+    va_end(ap);
+    if (ep->conn != NULL)
+        snprintf(peer, sizeof(peer), " (%s)", ep->conn->peer_str);
+    if (status == MADRAIL_ERR_RAIL_PROTO)
+        mdr_error("rail %s peer %016llx%s: %s; closing the connection", rail->log_name,
+                  (unsigned long long)ep->uuid, peer, ep->fail_reason);
+    else
+        mdr_info("rail %s peer %016llx%s: %s", rail->log_name, (unsigned long long)ep->uuid,
+                 peer, ep->fail_reason);
+    ep->fail_status = status;
+    ep->state = MDR_TCP_EP_FAILED;
+    mdr_tcp_ep_unmap(ep);
+    mdr_tcp_ep_hs_list(ep, 0);
+    if (ep->conn != NULL)
+        mdr_tcp_conn_close(ep->conn);
+    /* Queued control data is dropped; puts stay to be reported with an error. */
+    mdr_list_for_each_safe(l, tmp, &ep->sendq) {
+        mdr_tcp_sitem_t *it = mdr_container_of(l, mdr_tcp_sitem_t, link);
+        if (!it->is_put || it->comp == NULL) {
+            mdr_list_del(&it->link);
+            mdr_tcp_sitem_free(ep, it);
+        }
+    }
+    ep->backlog = 0;
+    if (!ep->fail_queued) {
+        ep->fail_queued = 1;
+        mdr_list_push_tail(&rail->failq, &ep->fail_link);
+    }
+}
+
+/* From progress(): report failures, then the failed eps' puts. */
+void mdr_tcp_ep_report_failures(mdr_rail_t *rail)
+{
+    mdr_list_t *l;
+
+    while ((l = mdr_list_pop_head(&rail->failq)) != NULL) {
+        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, fail_link);
+        ep->fail_queued = 0;
+        if (ep->destroyed)
+            continue;
+        if (ep->cookie != NULL)
+            rail->upcalls->ep_failed(ep->cookie, ep->fail_status, ep->fail_reason);
+        while (!ep->destroyed && (l = mdr_list_pop_head(&ep->sendq)) != NULL) {
+            mdr_tcp_sitem_t *it = mdr_container_of(l, mdr_tcp_sitem_t, link);
+            mdr_completion_t *comp = it->comp;
+            if (comp != NULL && ep->puts_pending > 0)
+                ep->puts_pending--;
+            mdr_tcp_sitem_free(ep, it);
+            if (comp != NULL)
+                comp->cb(comp, ep->fail_status);
+        }
+    }
+}
+
+void mdr_tcp_ep_free(mdr_ep_t *ep)
+{
+    free(ep);
+}
+
+void mdr_tcp_ep_destroy(mdr_ep_t *ep)
+{
+    mdr_rail_t *rail;
+
+    if (ep == NULL || ep->destroyed)
+        return;
+    rail = ep->rail;
+    ep->destroyed = 1;
+    mdr_tcp_ep_unmap(ep);
+    mdr_tcp_ep_hs_list(ep, 0);
+    if (ep->fail_queued) {
+        mdr_list_del(&ep->fail_link);
+        ep->fail_queued = 0;
+    }
+    if (ep->conn != NULL)
+        mdr_tcp_conn_close(ep->conn);
+    mdr_tcp_ep_drop_queue(ep);
+    ep->puts_pending = 0;
+    mdr_list_del(&ep->link);
+    if (rail->in_progress)
+        mdr_list_push_tail(&rail->zombie_eps, &ep->link);
+    else
+        mdr_tcp_ep_free(ep);
+}
+
+size_t mdr_tcp_ep_backlog(mdr_ep_t *ep)
+{
+    return ep != NULL ? ep->backlog : 0;
+}
+
+int mdr_tcp_ep_idle(mdr_ep_t *ep)
+{
+    if (ep == NULL)
+        return 1;
+    return mdr_list_empty(&ep->sendq) && ep->puts_pending == 0;
+}
+
+/* ---------------- sending ---------------- */
+
+/* Segments of a queued item from its current offset. */
+static int mdr_tcp_sitem_iov(const mdr_tcp_sitem_t *it, struct iovec *iov, int max)
+{
+    const uint8_t *base[3];
+    size_t len[3], off = it->off;
+    int i, n = 0, nseg;
+
+    if (!it->is_put) {
+        if (max < 1)
+            return 0;
+        iov[0].iov_base = it->buf + off;
+        iov[0].iov_len = it->total - off;
+        return 1;
+    }
+    base[0] = it->hdr;
+    len[0] = MDR_TCP_PUT_HDR_LEN;
+    base[1] = it->data;
+    len[1] = it->dlen;
+    base[2] = mdr_tcp_zeros;
+    len[2] = it->pad;
+    nseg = 3;
+    for (i = 0; i < nseg && n < max; i++) {
+        if (off >= len[i]) {
+            off -= len[i];
+            continue;
+        }
+        iov[n].iov_base = (void *)(base[i] + off);
+        iov[n].iov_len = len[i] - off;
+        off = 0;
+        n++;
+    }
+    return n;
+}
+
+/* Append bytes [skip, end) of the segments to the queue as copied data. */
+static madrail_status_t mdr_tcp_q_copy(mdr_ep_t *ep, const struct iovec *seg, int nseg,
+                                       size_t skip)
+{
+    mdr_tcp_sitem_t *it = NULL;
+    size_t need = 0, cap;
+    int i;
+
+    for (i = 0; i < nseg; i++)
+        need += seg[i].iov_len;
+    need -= skip;
+    if (!mdr_list_empty(&ep->sendq)) {
+        it = mdr_container_of(ep->sendq.prev, mdr_tcp_sitem_t, link);
+        if (it->is_put || it->cap - it->total < need)
+            it = NULL;
+    }
+    if (it == NULL) {
+        cap = need > MDR_TCP_QCHUNK ? need : MDR_TCP_QCHUNK;
+        it = malloc(sizeof(*it) + cap);
+        if (it == NULL)
+            return MADRAIL_ERR_NOMEM;
+        memset(it, 0, sizeof(*it));
+        it->ep = ep;
+        it->buf = (uint8_t *)(it + 1);
+        it->cap = cap;
+        mdr_list_push_tail(&ep->sendq, &it->link);
+    }
+    for (i = 0; i < nseg; i++) {
+        const uint8_t *p = seg[i].iov_base;
+        size_t l = seg[i].iov_len;
+        if (skip >= l) {
+            skip -= l;
+            continue;
+        }
+        memcpy(it->buf + it->total, p + skip, l - skip);
+        it->total += l - skip;
+        skip = 0;
+    }
+    ep->qcopied += need;
+    ep->backlog += need;
+    return MADRAIL_OK;
+}
+
+static int mdr_tcp_ep_can_write(const mdr_ep_t *ep)
+{
+    return ep->state == MDR_TCP_EP_OPEN && ep->conn != NULL &&
+           ep->conn->state == MDR_TCP_CONN_OPEN && ep->conn->hs_off >= ep->conn->hs_len &&
+           mdr_list_empty(&ep->sendq);
+}
+
+/* Write queued data (from progress); written puts go to rail->doneq. */
+static void mdr_tcp_ep_flush(mdr_ep_t *ep)
+{
+    mdr_tcp_conn_t *conn = ep->conn;
+    struct iovec iov[MDR_TCP_MAX_IOV];
+    size_t written = 0, want, n;
+    mdr_list_t *l;
+    ssize_t rc;
+    int cnt, r;
+
+    if (conn == NULL || conn->state == MDR_TCP_CONN_CLOSED ||
+        conn->state == MDR_TCP_CONN_CONNECTING)
+        return;
+    r = mdr_tcp_conn_send_hs(conn);
+    if (r < 0) {
+        mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "handshake send failed: %s", strerror(errno));
+        return;
+    }
+    if (r == 0 || ep->state != MDR_TCP_EP_OPEN) {
+        mdr_tcp_ep_update_events(ep);
+        return;
+    }
+    while (!mdr_list_empty(&ep->sendq) && written < MDR_TCP_TX_BUDGET) {
+        cnt = 0;
+        want = 0;
+        mdr_list_for_each(l, &ep->sendq) {
+            mdr_tcp_sitem_t *it = mdr_container_of(l, mdr_tcp_sitem_t, link);
+            int k, c = mdr_tcp_sitem_iov(it, iov + cnt, MDR_TCP_MAX_IOV - cnt);
+            for (k = 0; k < c; k++)
+                want += iov[cnt + k].iov_len;
+            cnt += c;
+            if (cnt >= MDR_TCP_MAX_IOV || want >= MDR_TCP_TX_BUDGET)
+                break;
+        }
+        rc = mdr_tcp_writev(conn->fd, iov, cnt);
+        if (rc < 0) {
+            mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "send failed: %s", strerror(errno));
+            return;
+        }
+        n = (size_t)rc;
+        written += n;
+        ep->backlog -= n < ep->backlog ? n : ep->backlog;
+        while (n > 0) {
+            mdr_tcp_sitem_t *it = mdr_container_of(ep->sendq.next, mdr_tcp_sitem_t, link);
+            size_t left = it->total - it->off;
+            if (n < left) {
+                it->off += n;
+                break;
+            }
+            n -= left;
+            it->off = it->total;
+            mdr_list_del(&it->link);
+            if (it->is_put && it->comp != NULL)
+                mdr_list_push_tail(&ep->rail->doneq, &it->link);
+            else
+                mdr_tcp_sitem_free(ep, it);
+        }
+        if ((size_t)rc < want)
+            break; /* socket full */
+    }
+    mdr_tcp_ep_update_events(ep);
+}
+
+/* From progress(): report written puts. */
+int mdr_tcp_report_done(mdr_rail_t *rail)
+{
+    mdr_list_t *l;
+    int n = 0;
+
+    while ((l = mdr_list_pop_head(&rail->doneq)) != NULL) {
+        mdr_tcp_sitem_t *it = mdr_container_of(l, mdr_tcp_sitem_t, link);
+        mdr_ep_t *ep = it->ep;
+        mdr_completion_t *comp = it->comp;
+        free(it);
+        if (ep->destroyed)
+            continue;
+        if (ep->puts_pending > 0)
+            ep->puts_pending--;
+        comp->cb(comp, MADRAIL_OK);
+        n++;
+    }
+    return n;
+}
+
+void mdr_tcp_ep_open(mdr_ep_t *ep)
+{
+    ep->state = MDR_TCP_EP_OPEN;
+    ep->conn->state = MDR_TCP_CONN_OPEN;
+    mdr_tcp_ep_hs_list(ep, 0);
+    mdr_tcp_ep_flush(ep);
+}
+
+madrail_status_t mdr_tcp_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt)
+{
+    struct iovec seg[MDR_TCP_MAX_IOV];
+    mdr_tcp_hdr_t hdr;
+    size_t len = 0, pad;
+    ssize_t n = 0;
+    madrail_status_t st;
+    int i, nseg;
+
+    if (ep == NULL || ep->destroyed || iovcnt < 0 || (iovcnt > 0 && iov == NULL))
+        return MADRAIL_ERR_INVALID;
+    if (ep->state == MDR_TCP_EP_FAILED)
+        return MADRAIL_ERR_RAIL_DOWN;
+    if (iovcnt > MDR_TCP_MAX_IOV - 2) {
+        mdr_error("rail %s: ctrl_send with %d iovecs (max %d)", ep->rail->log_name, iovcnt,
+                  MDR_TCP_MAX_IOV - 2);
+        return MADRAIL_ERR_INVALID;
+    }
+    for (i = 0; i < iovcnt; i++)
+        len += iov[i].iov_len;
+    if (len > ep->rail->slot_size) {
+        mdr_error("rail %s: control message of %zu bytes exceeds the slot size %zu",
+                  ep->rail->log_name, len, ep->rail->slot_size);
+        return MADRAIL_ERR_INVALID;
+    }
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = MDR_TCP_F_CTRL;
+    hdr.len = (uint32_t)len;
+    pad = MDR_TCP_PAD8(len);
+    seg[0].iov_base = &hdr;
+    seg[0].iov_len = sizeof(hdr);
+    nseg = 1;
+    for (i = 0; i < iovcnt; i++)
+        if (iov[i].iov_len > 0)
+            seg[nseg++] = iov[i];
+    if (pad > 0) {
+        seg[nseg].iov_base = (void *)mdr_tcp_zeros;
+        seg[nseg++].iov_len = pad;
+    }
+
+    if (mdr_tcp_ep_can_write(ep)) {
+        n = mdr_tcp_writev(ep->conn->fd, seg, nseg);
+        if (n < 0) {
+            /* reported by the next progress(); the core re-sends what is lost */
+            mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "send failed: %s", strerror(errno));
+            return MADRAIL_OK;
+        }
+        if ((size_t)n == sizeof(hdr) + len + pad)
+            return MADRAIL_OK;
+    } else if (ep->qcopied + sizeof(hdr) + len + pad > MDR_TCP_QCAP) {
+        return MADRAIL_ERR_NORESOURCE;
+    }
+    st = mdr_tcp_q_copy(ep, seg, nseg, (size_t)n);
+    if (st != MADRAIL_OK) {
+        if (n > 0) /* half a frame is on the wire: this connection is unusable */
+            mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "out of memory queueing a message");
+        return n > 0 ? MADRAIL_OK : MADRAIL_ERR_NORESOURCE;
+    }
+    mdr_tcp_ep_update_events(ep);
+    return MADRAIL_OK;
+}
+
+madrail_status_t mdr_tcp_put(mdr_ep_t *ep, const void *local, size_t len, mdr_memh_t *lmemh,
+                             uint64_t raddr, const void *rkey, size_t rkey_len,
+                             mdr_completion_t *comp)
+{
+    mdr_tcp_sitem_t *it;
+    mdr_tcp_hdr_t hdr;
+    mdr_tcp_put_ext_t ext;
+    struct iovec seg[3];
+    ssize_t n = 0;
+    int nseg;
+
+    (void)lmemh;
+    if (ep == NULL || ep->destroyed || rkey == NULL || (local == NULL && len > 0))
+        return MADRAIL_ERR_INVALID;
+    if (rkey_len != MDR_TCP_RKEY_LEN) {
+        mdr_error("rail %s: put with a %zu-byte remote key (expected %d)", ep->rail->log_name,
+                  rkey_len, MDR_TCP_RKEY_LEN);
+        return MADRAIL_ERR_INVALID;
+    }
+    if (ep->state == MDR_TCP_EP_FAILED)
+        return MADRAIL_ERR_RAIL_DOWN;
+    it = malloc(sizeof(*it));
+    if (it == NULL)
+        return MADRAIL_ERR_NORESOURCE;
+    memset(it, 0, sizeof(*it));
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = MDR_TCP_F_PUT;
+    hdr.len = sizeof(ext);
+    ext.raddr = raddr;
+    memcpy(&ext.rkey, rkey, sizeof(ext.rkey));
+    ext.count = len;
+    memcpy(it->hdr, &hdr, sizeof(hdr));
+    memcpy(it->hdr + sizeof(hdr), &ext, sizeof(ext));
+    it->ep = ep;
+    it->is_put = 1;
+    it->data = local;
+    it->dlen = len;
+    it->pad = MDR_TCP_PAD8(len);
+    it->total = MDR_TCP_PUT_HDR_LEN + len + it->pad;
+
+    if (mdr_tcp_ep_can_write(ep)) {
+        nseg = mdr_tcp_sitem_iov(it, seg, 3);
+        n = mdr_tcp_writev(ep->conn->fd, seg, nseg);
+        if (n < 0) {
+            free(it);
+            mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "send failed: %s", strerror(errno));
+            return MADRAIL_ERR_RAIL_DOWN;
+        }
+        if ((size_t)n == it->total) {
+            free(it);
+            return MADRAIL_OK;
+        }
+        it->off = (size_t)n;
+    }
+    it->comp = comp;
+    if (comp != NULL)
+        ep->puts_pending++;
+    ep->backlog += it->total - it->off;
+    mdr_list_push_tail(&ep->sendq, &it->link);
+    mdr_tcp_ep_update_events(ep);
+    return comp != NULL ? MADRAIL_INPROGRESS : MADRAIL_OK;
+}
+
+/* ---------------- ep_create ---------------- */
+
+madrail_status_t mdr_tcp_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const void *addr,
+                                   size_t len, void *ep_cookie, mdr_ep_t **ep_p)
+{
+    struct sockaddr_in sin, bind_addr;
+    const uint8_t *a = addr;
+    mdr_tcp_conn_t *conn;
+    madrail_status_t st;
+    uint32_t mark;
+    mdr_ep_t *ep;
+    int fd, rc;
+
+    if (rail == NULL || addr == NULL || ep_p == NULL)
+        return MADRAIL_ERR_INVALID;
+    if (len != MDR_TCP_ADDR_LEN) {
+        mdr_error("rail %s peer %016llx: address of %zu bytes (expected %d)", rail->log_name,
+                  (unsigned long long)remote_uuid, len, MDR_TCP_ADDR_LEN);
+        return MADRAIL_ERR_INVALID;
+    }
+    memcpy(&mark, a, 4);
+    if (mark != MDR_TCP_ADDR_MARK || a[10] != MDR_TCP_VERSION) {
+        mdr_error("rail %s peer %016llx: address has a foreign byte order or version "
+                  "(mark %08x version %u)", rail->log_name, (unsigned long long)remote_uuid,
+                  mark, a[10]);
+        return MADRAIL_ERR_INVALID;
+    }
+    if (mdr_hash_get(&rail->eps, remote_uuid) != NULL) {
+        mdr_error("rail %s peer %016llx: ep_create while an endpoint to that peer exists",
+                  rail->log_name, (unsigned long long)remote_uuid);
+        return MADRAIL_ERR_INVALID;
+    }
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    memcpy(&sin.sin_addr.s_addr, a + 4, 4);
+    memcpy(&sin.sin_port, a + 8, 2);
+
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        mdr_error("rail %s: socket: %m", rail->log_name);
+        return MADRAIL_ERR_IO;
+    }
+    mdr_tcp_sockopts(rail, fd);
+    bind_addr = rail->local;
+    bind_addr.sin_port = 0;
+    if (bind(fd, (struct sockaddr *)&bind_addr, sizeof(bind_addr)) != 0) {
+        mdr_error("rail %s: bind to %s: %m", rail->log_name, inet_ntoa(bind_addr.sin_addr));
+        st = MADRAIL_ERR_IO;
+        goto err_close;
+    }
+    rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
+    if (rc != 0 && errno != EINPROGRESS) {
+        mdr_info("rail %s peer %016llx: connect to %s:%u: %m", rail->log_name,
+                 (unsigned long long)remote_uuid, inet_ntoa(sin.sin_addr), ntohs(sin.sin_port));
+        st = MADRAIL_ERR_RAIL_DOWN;
+        goto err_close;
+    }
+    st = mdr_tcp_ep_alloc(rail, remote_uuid, ep_cookie, &ep);
+    if (st != MADRAIL_OK)
+        goto err_close;
+    st = mdr_tcp_conn_new(rail, fd, 1, &conn);
+    if (st != MADRAIL_OK)
+        goto err_ep;
+    snprintf(conn->peer_str, sizeof(conn->peer_str), "%s:%u", inet_ntoa(sin.sin_addr),
+             ntohs(sin.sin_port));
+    ep->raddr = sin;
+    ep->state = MDR_TCP_EP_CONNECTING;
+    ep->deadline = mdr_time_sec() + rail->cfg.connect_timeout;
+    mdr_tcp_ep_hs_list(ep, 1);
+    mdr_tcp_ep_attach(ep, conn);
+    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO, 0, rail->uuid, remote_uuid);
+    conn->hs_len = MDR_TCP_HELLO_LEN;
+    conn->hs_off = 0;
+    if (rc == 0) { /* connected at once (loopback) */
+        conn->state = MDR_TCP_CONN_HS_SENT;
+        mdr_tcp_ep_flush(ep);
+    }
+    mdr_debug("rail %s peer %016llx: connecting to %s", rail->log_name,
+              (unsigned long long)remote_uuid, conn->peer_str);
+    *ep_p = ep;
+    return MADRAIL_OK;
+
+err_ep:
+    mdr_tcp_ep_unmap(ep);
+    mdr_list_del(&ep->link);
+    mdr_tcp_ep_hs_list(ep, 0);
+    free(ep);
+err_close:
+    close(fd);
+    return st;
+}
+
+/* ---------------- receiving ---------------- */
+
+static void mdr_tcp_conn_proto(mdr_tcp_conn_t *conn, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void mdr_tcp_conn_proto(mdr_tcp_conn_t *conn, const char *fmt, ...)
+{
+    char reason[160];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof(reason), fmt, ap);
+    va_end(ap);
+    if (conn->ep != NULL && conn->ep->conn == conn) {
+        mdr_tcp_ep_fail(conn->ep, MADRAIL_ERR_RAIL_PROTO, "%s", reason);
+    } else {
+        mdr_error("rail %s: connection from %s: %s; closing it", conn->rail->log_name,
+                  conn->peer_str, reason);
+        mdr_tcp_conn_close(conn);
+    }
+}
+
+static void mdr_tcp_conn_lost(mdr_tcp_conn_t *conn, int err)
+{
+    const char *what = err ? strerror(err) : "connection closed by peer";
+
+    if (conn->ep != NULL && conn->ep->conn == conn) {
+        if (conn->state == MDR_TCP_CONN_OPEN)
+            mdr_tcp_ep_fail(conn->ep, MADRAIL_ERR_RAIL_DOWN, "%s", what);
+        else
+            mdr_tcp_ep_fail(conn->ep, MADRAIL_ERR_RAIL_DOWN, "%s during the handshake", what);
+    } else {
+        mdr_debug("rail %s: connection from %s: %s", conn->rail->log_name, conn->peer_str, what);
+        mdr_tcp_conn_close(conn);
+    }
+}
+
+static int mdr_tcp_hello_ok(const mdr_tcp_hello_t *h)
+{
+    return h->magic == MDR_TCP_MAGIC && h->version == MDR_TCP_VERSION;
+}
+
+/* HELLO_ACK on our outgoing connection. */
+static void mdr_tcp_ack_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
+{
+    mdr_ep_t *ep = conn->ep;
+    mdr_rail_t *rail = conn->rail;
+
+    if (!mdr_tcp_hello_ok(h)) {
+        mdr_tcp_conn_proto(conn, "bad handshake (magic %08x version %u)", h->magic, h->version);
+        return;
+    }
+    if (h->uuid != ep->uuid || h->target != rail->uuid) {
+        mdr_tcp_conn_proto(conn, "handshake answered by uuid %016llx (expected %016llx)",
+                           (unsigned long long)h->uuid, (unsigned long long)ep->uuid);
+        return;
+    }
+    switch (h->status) {
+    case MDR_TCP_ACK_OK:
+        mdr_debug("rail %s peer %016llx: connected", rail->log_name, (unsigned long long)ep->uuid);
+        mdr_tcp_ep_open(ep);
+        break;
+    case MDR_TCP_ACK_LOST:
+        /* simultaneous connect, the peer's connection wins: it is on its way */
+        mdr_debug("rail %s peer %016llx: simultaneous connect, waiting for the peer's",
+                  rail->log_name, (unsigned long long)ep->uuid);
+        mdr_tcp_conn_close(conn);
+        ep->state = MDR_TCP_EP_WAIT_PEER;
+        break;
+    case MDR_TCP_ACK_REFUSED:
+        mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "the peer refused the connection");
+        break;
+    default:
+        mdr_tcp_conn_proto(conn, "bad handshake answer (status %u)", h->status);
+        break;
+    }
+}
+
+static void mdr_tcp_put_finish(mdr_tcp_conn_t *conn)
+{
+    mdr_tcp_mem_unref(conn->put_mh);
+    conn->put_mh = NULL;
+    conn->put_dst = NULL;
+    conn->skip = conn->put_pad;
+}
+
+/* Write n payload bytes from p into the put target (or drop them). */
+static void mdr_tcp_put_bytes(mdr_tcp_conn_t *conn, const uint8_t *p, size_t n)
+{
+    if (conn->put_mh->dead)
+        conn->put_dst = NULL;
+    if (conn->put_dst != NULL) {
+        memcpy(conn->put_dst, p, n);
+        conn->put_dst += n;
+    }
+    conn->put_left -= n;
+    if (conn->put_left == 0)
+        mdr_tcp_put_finish(conn);
+}
+
+/* Parse buf (its frame starts are 8-byte aligned).  Stops when the
+ * connection is closed, possibly by an upcall. */
+static void mdr_tcp_process(mdr_tcp_conn_t *conn, uint8_t *buf, size_t len)
+{
+    mdr_rail_t *rail = conn->rail;
+    size_t off = 0, avail, take, flen;
+    mdr_tcp_hdr_t hdr;
+
+    while (off < len && conn->state != MDR_TCP_CONN_CLOSED) {
+        avail = len - off;
+        if (conn->put_left > 0) {
+            take = avail < conn->put_left ? avail : (size_t)conn->put_left;
+            mdr_tcp_put_bytes(conn, buf + off, take);
+            off += take;
+            continue;
+        }
+        if (conn->skip > 0) {
+            take = avail < conn->skip ? avail : conn->skip;
+            conn->skip -= take;
+            off += take;
+            continue;
+        }
+        if (avail < sizeof(hdr))
+            goto partial;
+        memcpy(&hdr, buf + off, sizeof(hdr));
+        switch (hdr.type) {
+        case MDR_TCP_F_CTRL:
+            if (conn->state != MDR_TCP_CONN_OPEN) {
+                mdr_tcp_conn_proto(conn, "data before the handshake");
+                return;
+            }
+            if (hdr.len > rail->slot_size) {
+                mdr_tcp_conn_proto(conn, "control frame of %u bytes exceeds the slot size %zu",
+                                   hdr.len, rail->slot_size);
+                return;
+            }
+            flen = sizeof(hdr) + hdr.len + MDR_TCP_PAD8(hdr.len);
+            if (avail < flen)
+                goto partial;
+            off += flen;
+            if (conn->ep->state == MDR_TCP_EP_OPEN)
+                rail->upcalls->ctrl_recv(conn->ep->cookie, buf + off - flen + sizeof(hdr),
+                                         hdr.len);
+            break;
+        case MDR_TCP_F_PUT: {
+            mdr_tcp_put_ext_t ext;
+            const char *why = NULL;
+            mdr_memh_t *mh;
+
+            if (conn->state != MDR_TCP_CONN_OPEN) {
+                mdr_tcp_conn_proto(conn, "data before the handshake");
+                return;
+            }
+            if (hdr.len != sizeof(ext)) {
+                mdr_tcp_conn_proto(conn, "put header of %u bytes", hdr.len);
+                return;
+            }
+            if (avail < MDR_TCP_PUT_HDR_LEN)
+                goto partial;
+            memcpy(&ext, buf + off + sizeof(hdr), sizeof(ext));
+            mh = mdr_tcp_mem_lookup(rail, ext.rkey, ext.raddr, ext.count, &why);
+            if (mh == NULL) {
+                mdr_tcp_conn_proto(conn, "put of %llu bytes at 0x%llx (key %016llx): %s",
+                                   (unsigned long long)ext.count,
+                                   (unsigned long long)ext.raddr,
+                                   (unsigned long long)ext.rkey, why);
+                return;
+            }
+            off += MDR_TCP_PUT_HDR_LEN;
+            conn->put_pad = MDR_TCP_PAD8(ext.count);
+            if (ext.count == 0) {
+                conn->skip = conn->put_pad;
+                break;
+            }
+            mh->refs++;
+            conn->put_mh = mh;
+            conn->put_dst = (uint8_t *)(uintptr_t)ext.raddr;
+            conn->put_left = ext.count;
+            break;
+        }
+        case MDR_TCP_F_HELLO:
+        case MDR_TCP_F_HELLO_ACK: {
+            mdr_tcp_hello_t h;
+
+            if (hdr.len != sizeof(h)) {
+                mdr_tcp_conn_proto(conn, "handshake frame of %u bytes", hdr.len);
+                return;
+            }
+            if (avail < MDR_TCP_HELLO_LEN)
+                goto partial;
+            memcpy(&h, buf + off + sizeof(hdr), sizeof(h));
+            off += MDR_TCP_HELLO_LEN;
+            if (hdr.type == MDR_TCP_F_HELLO && conn->state == MDR_TCP_CONN_WAIT_HELLO) {
+                if (!mdr_tcp_hello_ok(&h)) {
+                    mdr_tcp_conn_proto(conn, "bad handshake (magic %08x version %u)", h.magic,
+                                       h.version);
+                    return;
+                }
+                mdr_tcp_hello_received(conn, &h);
+            } else if (hdr.type == MDR_TCP_F_HELLO_ACK && conn->state == MDR_TCP_CONN_HS_SENT) {
+                mdr_tcp_ack_received(conn, &h);
+            } else {
+                mdr_tcp_conn_proto(conn, "unexpected handshake frame (type %u)", hdr.type);
+                return;
+            }
+            break;
+        }
+        default:
+            mdr_tcp_conn_proto(conn, "unknown frame type %u", hdr.type);
+            return;
+        }
+    }
+    return;
+
+partial:
+    if (avail > conn->part_cap) { /* cannot happen: frames were checked above */
+        mdr_tcp_conn_proto(conn, "frame too large");
+        return;
+    }
+    memcpy(conn->part, buf + off, avail);
+    conn->part_len = avail;
+}
+
+static void mdr_tcp_conn_read(mdr_tcp_conn_t *conn)
+{
+    mdr_rail_t *rail = conn->rail;
+    size_t budget = MDR_TCP_RX_BUDGET, want, base;
+    struct iovec iov[2];
+    ssize_t n;
+    int cnt;
+
+    while (budget > 0 && conn->state != MDR_TCP_CONN_CLOSED &&
+           conn->state != MDR_TCP_CONN_CONNECTING) {
+        if (conn->put_left > 0) {
+            /* payload straight into place; what follows lands in rbuf */
+            if (conn->put_mh->dead)
+                conn->put_dst = NULL;
+            if (conn->put_dst != NULL) {
+                base = (size_t)((conn->rx_pos + conn->put_left) & 7);
+                iov[0].iov_base = conn->put_dst;
+                iov[0].iov_len = conn->put_left > SSIZE_MAX / 2 ? SSIZE_MAX / 2
+                                                                 : (size_t)conn->put_left;
+                iov[1].iov_base = rail->rbuf + base;
+                iov[1].iov_len = rail->rbuf_len - base;
+                cnt = 2;
+            } else {
+                base = (size_t)(conn->rx_pos & 7);
+                iov[0].iov_base = rail->rbuf + base;
+                iov[0].iov_len = rail->rbuf_len - base;
+                if (iov[0].iov_len > conn->put_left)
+                    iov[0].iov_len = (size_t)conn->put_left;
+                cnt = 1;
+            }
+        } else {
+            if (conn->part_len > 0) {
+                memcpy(rail->rbuf, conn->part, conn->part_len);
+                base = 0;
+            } else {
+                base = (size_t)(conn->rx_pos & 7);
+            }
+            iov[0].iov_base = rail->rbuf + base + conn->part_len;
+            iov[0].iov_len = rail->rbuf_len - base - conn->part_len;
+            cnt = 1;
+        }
+        want = iov[0].iov_len + (cnt > 1 ? iov[1].iov_len : 0);
+        do {
+            n = readv(conn->fd, iov, cnt);
+        } while (n < 0 && errno == EINTR);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return;
+            mdr_tcp_conn_lost(conn, errno);
+            return;
+        }
+        if (n == 0) {
+            mdr_tcp_conn_lost(conn, 0);
+            return;
+        }
+        conn->rx_pos += (uint64_t)n;
+        budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
+        if (conn->put_left > 0) {
+            size_t got = (size_t)n, take;
+            uint8_t *dst = conn->put_dst;
+            take = got < conn->put_left ? got : (size_t)conn->put_left;
+            if (dst != NULL) {
+                /* bytes already in place: account for them without copying */
+                conn->put_dst += take;
+                conn->put_left -= take;
+                if (conn->put_left == 0)
+                    mdr_tcp_put_finish(conn);
+                if (got > take)
+                    mdr_tcp_process(conn, rail->rbuf + base, got - take);
+            } else {
+                conn->put_left -= take;
+                if (conn->put_left == 0)
+                    mdr_tcp_put_finish(conn);
+            }
+        } else {
+            size_t total = conn->part_len + (size_t)n;
+            conn->part_len = 0;
+            mdr_tcp_process(conn, rail->rbuf + base, total);
+        }
+        if ((size_t)n < want)
+            return; /* drained; level-triggered epoll calls us again */
+    }
+}
+
+void mdr_tcp_conn_handle(mdr_tcp_conn_t *conn, uint32_t events)
+{
+    mdr_ep_t *ep;
+    int err = 0;
+    socklen_t elen = sizeof(err);
+
+    if (conn->state == MDR_TCP_CONN_CLOSED)
+        return;
+    if (conn->state == MDR_TCP_CONN_CONNECTING) {
+        if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+            return;
+        ep = conn->ep;
+        if (getsockopt(conn->fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0)
+            err = errno;
+        if (err != 0) {
+            mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "connect to %s: %s", conn->peer_str,
+                            strerror(err));
+            return;
+        }
+        conn->state = MDR_TCP_CONN_HS_SENT;
+        mdr_tcp_ep_flush(ep);
+        return;
+    }
+    if ((events & EPOLLOUT) && conn->ep != NULL)
+        mdr_tcp_ep_flush(conn->ep);
+    if (conn->state == MDR_TCP_CONN_CLOSED)
+        return;
+    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+        mdr_tcp_conn_read(conn);
+}

@@ -1,0 +1,607 @@
+/*
+ * The tcp driver: one rail = one listening socket bound to one local IPv4
+ * address, one epoll set, and at most one connection per peer.  Outgoing
+ * sockets are bound to the rail's address too, so two rails on two
+ * interfaces really use two paths.  Everything is non-blocking and driven
+ * by progress() (epoll_wait with a zero timeout, level-triggered), with no
+ * thread: the core decides when the network is serviced.
+ *
+ * Connection arbitration: both sides may connect at once.  Nothing but
+ * handshake frames flows on a connection until its HELLO is answered with
+ * HELLO_ACK, and queued data waits in the ep, so keeping one connection
+ * and dropping the other loses nothing.  The rule is the same on both
+ * sides: the connection initiated by the smaller uuid wins.  The loser's
+ * initiator is told so (HELLO_ACK "lost") and waits for the winner.
+ */
+#include "mdr_config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rails/tcp/tcp.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+char mdr_tcp_listener_tag;
+
+/* ---------------- configuration ---------------- */
+
+#define MDR_TCP_CFG(_name, _type, _def, _min, _max, _field, _help)                           \
+    { _name, _type, _def, _min, _max, offsetof(mdr_tcp_config_t, _field), _help }
+
+static const mdr_cfg_entry_t mdr_tcp_cfg_entries[] = {
+    MDR_TCP_CFG("MADRAIL_TCP_SNDBUF", MDR_CFG_SIZE, "0", 0, 1073741824.0, sndbuf,
+                "tcp rails: socket send buffer (SO_SNDBUF); 0 = kernel default and "
+                "autotuning."),
+    MDR_TCP_CFG("MADRAIL_TCP_RCVBUF", MDR_CFG_SIZE, "0", 0, 1073741824.0, rcvbuf,
+                "tcp rails: socket receive buffer (SO_RCVBUF); 0 = kernel default and "
+                "autotuning."),
+    MDR_TCP_CFG("MADRAIL_TCP_NODELAY", MDR_CFG_BOOL, "1", 1, 0, nodelay,
+                "tcp rails: disable Nagle's algorithm (TCP_NODELAY)."),
+    MDR_TCP_CFG("MADRAIL_TCP_LATENCY_US", MDR_CFG_DOUBLE, "20", 0, 1e7, latency_us,
+                "tcp rails: one-way latency (us) in the rail profile used by the planner."),
+    MDR_TCP_CFG("MADRAIL_TCP_BANDWIDTH", MDR_CFG_DOUBLE, "0", 0, 1e7, bandwidth,
+                "tcp rails: bandwidth (MB/s) in the rail profile; 0 = from "
+                "/sys/class/net/<if>/speed, 1000 if unknown, 5000 on loopback."),
+    MDR_TCP_CFG("MADRAIL_TCP_CONNECT_TIMEOUT", MDR_CFG_TIME, "10s", 0.001, 86400, connect_timeout,
+                "tcp rails: time allowed for a connection and its handshake."),
+};
+
+const mdr_cfg_table_t mdr_tcp_cfg_table = {
+    "tcp", mdr_tcp_cfg_entries, sizeof(mdr_tcp_cfg_entries) / sizeof(mdr_tcp_cfg_entries[0])};
+
+/* ---------------- rail spec ---------------- */
+
+typedef struct mdr_tcp_opts {
+    const char *spec; /* for messages */
+    unsigned port;
+} mdr_tcp_opts_t;
+
+static madrail_status_t mdr_tcp_opt(const char *key, const char *val, void *arg)
+{
+    mdr_tcp_opts_t *o = arg;
+    const char *why = NULL;
+    unsigned port;
+
+    if (strcmp(key, "port") == 0) {
+        if (mdr_cfg_parse_value(MDR_CFG_UINT, val, &port, &why) != MADRAIL_OK || port > 65535) {
+            mdr_error("rail spec tcp:%s: port=%s: %s (expected 0..65535)", o->spec, val,
+                      why ? why : "out of range");
+            return MADRAIL_ERR_CONFIG;
+        }
+        o->port = port;
+        return MADRAIL_OK;
+    }
+    mdr_error("rail spec tcp:%s: unknown option '%s' (known: port)", o->spec, key);
+    return MADRAIL_ERR_CONFIG;
+}
+
+/* Resolve "" / interface name / IPv4 address to an interface and address. */
+static madrail_status_t mdr_tcp_resolve(const char *spec, const char *what, char *ifname,
+                                        struct in_addr *addr_p, int *loopback_p)
+{
+    struct ifaddrs *ifa_list, *ifa, *found = NULL, *lo = NULL;
+    struct in_addr want;
+    int is_ip, name_seen = 0;
+
+    is_ip = what[0] != '\0' && inet_pton(AF_INET, what, &want) == 1;
+    if (getifaddrs(&ifa_list) != 0) {
+        mdr_error("rail spec tcp:%s: getifaddrs: %m", spec);
+        return MADRAIL_ERR_CONFIG;
+    }
+    for (ifa = ifa_list; ifa != NULL; ifa = ifa->ifa_next) {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)ifa->ifa_addr;
+        if (what[0] != '\0' && !is_ip && strcmp(ifa->ifa_name, what) == 0)
+            name_seen = 1;
+        if (sin == NULL || sin->sin_family != AF_INET)
+            continue;
+        if (is_ip) {
+            if (sin->sin_addr.s_addr == want.s_addr) {
+                found = ifa;
+                break;
+            }
+        } else if (what[0] != '\0') {
+            if (strcmp(ifa->ifa_name, what) == 0) {
+                found = ifa;
+                break;
+            }
+        } else if (ifa->ifa_flags & IFF_UP) {
+            if (ifa->ifa_flags & IFF_LOOPBACK) {
+                if (lo == NULL)
+                    lo = ifa;
+            } else {
+                found = ifa;
+                break;
+            }
+        }
+    }
+    if (found == NULL && what[0] == '\0')
+        found = lo;
+    if (found == NULL) {
+        if (is_ip)
+            mdr_error("rail spec tcp:%s: address %s is not assigned to any local interface",
+                      spec, what);
+        else if (name_seen)
+            mdr_error("rail spec tcp:%s: interface %s has no IPv4 address", spec, what);
+        else if (what[0] != '\0')
+            mdr_error("rail spec tcp:%s: no interface or IPv4 address '%s'", spec, what);
+        else
+            mdr_error("rail spec tcp:%s: no interface with an IPv4 address is up", spec);
+        freeifaddrs(ifa_list);
+        return MADRAIL_ERR_CONFIG;
+    }
+    if (!(found->ifa_flags & IFF_UP))
+        mdr_warn("rail spec tcp:%s: interface %s is down", spec, found->ifa_name);
+    snprintf(ifname, IF_NAMESIZE, "%s", found->ifa_name);
+    *addr_p = ((const struct sockaddr_in *)found->ifa_addr)->sin_addr;
+    *loopback_p = (found->ifa_flags & IFF_LOOPBACK) != 0;
+    freeifaddrs(ifa_list);
+    return MADRAIL_OK;
+}
+
+/* Profile bandwidth (MB/s) of an interface from its link speed. */
+static double mdr_tcp_if_bandwidth(const char *ifname, int loopback)
+{
+    char path[96];
+    FILE *f;
+    long speed = -1;
+
+    if (loopback)
+        return 5000.0;
+    snprintf(path, sizeof(path), "/sys/class/net/%s/speed", ifname);
+    f = fopen(path, "r");
+    if (f != NULL) {
+        if (fscanf(f, "%ld", &speed) != 1)
+            speed = -1;
+        fclose(f);
+    }
+    return speed > 0 ? (double)speed / 8.0 : 1000.0; /* Mbit/s -> MB/s */
+}
+
+/* ---------------- open / close ---------------- */
+
+static madrail_status_t mdr_tcp_listen(mdr_rail_t *rail, unsigned port)
+{
+    struct sockaddr_in sin = rail->local;
+    socklen_t slen = sizeof(sin);
+    struct epoll_event ev;
+    int fd, one = 1;
+
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        mdr_error("rail %s: socket: %m", rail->name);
+        return MADRAIL_ERR_IO;
+    }
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0)
+        mdr_warn("rail %s: SO_REUSEADDR: %m", rail->name);
+    mdr_tcp_sockopts(rail, fd); /* accepted sockets inherit the buffer sizes */
+    sin.sin_port = htons((uint16_t)port);
+    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+        mdr_error("rail %s: bind to %s:%u: %m", rail->name, inet_ntoa(sin.sin_addr), port);
+        goto err_close;
+    }
+    if (listen(fd, SOMAXCONN) != 0) {
+        mdr_error("rail %s: listen: %m", rail->name);
+        goto err_close;
+    }
+    if (getsockname(fd, (struct sockaddr *)&sin, &slen) != 0) {
+        mdr_error("rail %s: getsockname: %m", rail->name);
+        goto err_close;
+    }
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    ev.data.ptr = &mdr_tcp_listener_tag;
+    if (epoll_ctl(rail->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        mdr_error("rail %s: epoll_ctl: %m", rail->name);
+        goto err_close;
+    }
+    rail->local.sin_port = sin.sin_port;
+    rail->listen_fd = fd;
+    return MADRAIL_OK;
+
+err_close:
+    close(fd);
+    return MADRAIL_ERR_IO;
+}
+
+static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *params,
+                                     mdr_rail_t **rail_p)
+{
+    mdr_tcp_opts_t opts = {spec, 0};
+    madrail_status_t st;
+    mdr_rail_t *rail;
+    char *copy, *first;
+    struct in_addr addr;
+    int loopback;
+
+    if (spec == NULL || params == NULL || params->upcalls == NULL || rail_p == NULL ||
+        params->slot_size == 0 || params->slot_size > UINT32_MAX)
+        return MADRAIL_ERR_INVALID;
+    rail = calloc(1, sizeof(*rail));
+    if (rail == NULL)
+        return MADRAIL_ERR_NOMEM;
+    rail->listen_fd = -1;
+    rail->epfd = -1;
+    st = mdr_cfg_parse(&mdr_tcp_cfg_table, params->overrides, &rail->cfg);
+    if (st != MADRAIL_OK)
+        goto err_cfg;
+
+    copy = strdup(spec);
+    if (copy == NULL) {
+        st = MADRAIL_ERR_NOMEM;
+        goto err_cfg;
+    }
+    st = mdr_spec_parse(copy, &first, mdr_tcp_opt, &opts);
+    if (st == MADRAIL_OK)
+        st = mdr_tcp_resolve(spec, first, rail->ifname, &addr, &loopback);
+    free(copy);
+    if (st != MADRAIL_OK) {
+        if (st != MADRAIL_ERR_NOMEM)
+            st = MADRAIL_ERR_CONFIG;
+        goto err_cfg;
+    }
+
+    rail->uuid = params->uuid;
+    rail->upcalls = params->upcalls;
+    rail->rail_cookie = params->rail_cookie;
+    rail->slot_size = params->slot_size;
+    rail->local.sin_family = AF_INET;
+    rail->local.sin_addr = addr;
+    rail->latency_us = rail->cfg.latency_us > 0 ? rail->cfg.latency_us : 20.0;
+    rail->bandwidth_mbs = rail->cfg.bandwidth > 0 ? rail->cfg.bandwidth
+                                                  : mdr_tcp_if_bandwidth(rail->ifname, loopback);
+    snprintf(rail->name, sizeof(rail->name), "tcp:%s", rail->ifname);
+    mdr_list_init(&rail->eps_all);
+    mdr_list_init(&rail->hs_eps);
+    mdr_list_init(&rail->conns);
+    mdr_list_init(&rail->zombie_conns);
+    mdr_list_init(&rail->zombie_eps);
+    mdr_list_init(&rail->failq);
+    mdr_list_init(&rail->doneq);
+
+    st = mdr_hash_init(&rail->eps, 16);
+    if (st != MADRAIL_OK)
+        goto err_cfg;
+    rail->rbuf_len = 2 * (rail->slot_size + 64);
+    if (rail->rbuf_len < MDR_TCP_RBUF_MIN)
+        rail->rbuf_len = MDR_TCP_RBUF_MIN;
+    rail->rbuf = malloc(rail->rbuf_len + 8);
+    if (rail->rbuf == NULL) {
+        st = MADRAIL_ERR_NOMEM;
+        goto err_hash;
+    }
+    rail->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (rail->epfd < 0) {
+        mdr_error("rail %s: epoll_create1: %m", rail->name);
+        st = MADRAIL_ERR_IO;
+        goto err_rbuf;
+    }
+    st = mdr_tcp_listen(rail, opts.port);
+    if (st != MADRAIL_OK)
+        goto err_epoll;
+    snprintf(rail->log_name, sizeof(rail->log_name), "%s(%s:%u)", rail->name,
+             inet_ntoa(rail->local.sin_addr), ntohs(rail->local.sin_port));
+    mdr_debug("rail %s: listening, profile %.1f us %.0f MB/s", rail->log_name, rail->latency_us,
+              rail->bandwidth_mbs);
+    *rail_p = rail;
+    return MADRAIL_OK;
+
+err_epoll:
+    close(rail->epfd);
+err_rbuf:
+    free(rail->rbuf);
+err_hash:
+    mdr_hash_cleanup(&rail->eps);
+err_cfg:
+    mdr_cfg_release(&mdr_tcp_cfg_table, &rail->cfg);
+    free(rail);
+    return st;
+}
+
+static void mdr_tcp_reap(mdr_rail_t *rail)
+{
+    mdr_list_t *l;
+
+    while ((l = mdr_list_pop_head(&rail->zombie_conns)) != NULL)
+        mdr_tcp_conn_free(mdr_container_of(l, mdr_tcp_conn_t, link));
+    while ((l = mdr_list_pop_head(&rail->zombie_eps)) != NULL)
+        mdr_tcp_ep_free(mdr_container_of(l, mdr_ep_t, link));
+}
+
+static void mdr_tcp_close(mdr_rail_t *rail)
+{
+    mdr_list_t *l;
+
+    if (rail == NULL)
+        return;
+    if (rail->in_progress) {
+        mdr_error("rail %s: close called from inside progress; leaking the rail",
+                  rail->log_name);
+        return;
+    }
+    while ((l = mdr_list_pop_head(&rail->doneq)) != NULL)
+        free(mdr_container_of(l, mdr_tcp_sitem_t, link));
+    while (!mdr_list_empty(&rail->eps_all))
+        mdr_tcp_ep_destroy(mdr_container_of(rail->eps_all.next, mdr_ep_t, link));
+    while (!mdr_list_empty(&rail->conns))
+        mdr_tcp_conn_close(mdr_container_of(rail->conns.next, mdr_tcp_conn_t, link));
+    mdr_tcp_reap(rail);
+    if (rail->listen_fd >= 0)
+        close(rail->listen_fd);
+    if (rail->epfd >= 0)
+        close(rail->epfd);
+    mdr_tcp_mem_cleanup(rail);
+    mdr_hash_cleanup(&rail->eps);
+    free(rail->rbuf);
+    mdr_cfg_release(&mdr_tcp_cfg_table, &rail->cfg);
+    free(rail);
+}
+
+static void mdr_tcp_query(mdr_rail_t *rail, mdr_rail_attr_t *attr)
+{
+    memset(attr, 0, sizeof(*attr));
+    snprintf(attr->name, sizeof(attr->name), "%s", rail->name);
+    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP;
+    attr->latency_us = rail->latency_us;
+    attr->bandwidth_mbs = rail->bandwidth_mbs;
+    attr->max_ctrl = rail->slot_size;
+    attr->addr_len = MDR_TCP_ADDR_LEN;
+    attr->max_rkey = MDR_TCP_RKEY_LEN;
+}
+
+static madrail_status_t mdr_tcp_addr_pack(mdr_rail_t *rail, void *buf, size_t len)
+{
+    uint8_t *p = buf;
+    uint32_t mark = MDR_TCP_ADDR_MARK;
+
+    if (rail == NULL || buf == NULL || len < MDR_TCP_ADDR_LEN)
+        return MADRAIL_ERR_INVALID;
+    memcpy(p, &mark, 4);
+    memcpy(p + 4, &rail->local.sin_addr.s_addr, 4);
+    memcpy(p + 8, &rail->local.sin_port, 2);
+    p[10] = MDR_TCP_VERSION;
+    p[11] = 0;
+    return MADRAIL_OK;
+}
+
+/* ---------------- accepting and arbitration ---------------- */
+
+static void mdr_tcp_accept_all(mdr_rail_t *rail)
+{
+    struct sockaddr_in sin;
+    socklen_t slen;
+    mdr_tcp_conn_t *conn;
+    int fd, i;
+
+    for (i = 0; i < MDR_TCP_MAX_EVENTS; i++) {
+        slen = sizeof(sin);
+        fd = accept4(rail->listen_fd, (struct sockaddr *)&sin, &slen,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+                errno != ECONNABORTED)
+                mdr_warn("rail %s: accept: %m", rail->log_name);
+            return;
+        }
+        mdr_tcp_sockopts(rail, fd);
+        if (mdr_tcp_conn_new(rail, fd, 0, &conn) != MADRAIL_OK) {
+            mdr_error("rail %s: out of memory accepting a connection", rail->log_name);
+            close(fd);
+            continue;
+        }
+        snprintf(conn->peer_str, sizeof(conn->peer_str), "%s:%u", inet_ntoa(sin.sin_addr),
+                 ntohs(sin.sin_port));
+        conn->deadline = mdr_time_sec() + rail->cfg.connect_timeout;
+        rail->nwait_hello++;
+    }
+}
+
+/* Answer a HELLO on conn with a refusal and close it. */
+static void mdr_tcp_reject(mdr_tcp_conn_t *conn, uint16_t status, uint64_t peer_uuid)
+{
+    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO_ACK, status, conn->rail->uuid, peer_uuid);
+    conn->hs_len = MDR_TCP_HELLO_LEN;
+    conn->hs_off = 0;
+    (void)mdr_tcp_conn_send_hs(conn); /* best effort: a fresh socket takes 32 bytes */
+    mdr_tcp_conn_close(conn);
+}
+
+/* Make conn (incoming) the ep's connection and answer OK. */
+static void mdr_tcp_adopt(mdr_ep_t *ep, mdr_tcp_conn_t *conn)
+{
+    mdr_rail_t *rail = conn->rail;
+
+    if (rail->nwait_hello > 0)
+        rail->nwait_hello--;
+    conn->state = MDR_TCP_CONN_OPEN; /* no longer WAIT_HELLO */
+    mdr_tcp_ep_attach(ep, conn);
+    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO_ACK, MDR_TCP_ACK_OK, rail->uuid, ep->uuid);
+    conn->hs_len = MDR_TCP_HELLO_LEN;
+    conn->hs_off = 0;
+}
+
+void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
+{
+    mdr_rail_t *rail = conn->rail;
+    uint64_t u = h->uuid;
+    mdr_ep_t *ep;
+    void *cookie;
+
+    if (h->target != rail->uuid) {
+        mdr_error("rail %s: connection from %s (uuid %016llx) is meant for uuid %016llx, "
+                  "we are %016llx; refusing it",
+                  rail->log_name, conn->peer_str, (unsigned long long)u,
+                  (unsigned long long)h->target, (unsigned long long)rail->uuid);
+        mdr_tcp_reject(conn, MDR_TCP_ACK_REFUSED, u);
+        return;
+    }
+    if (u == rail->uuid) {
+        mdr_error("rail %s: connection from %s carries our own uuid; refusing it",
+                  rail->log_name, conn->peer_str);
+        mdr_tcp_reject(conn, MDR_TCP_ACK_REFUSED, u);
+        return;
+    }
+    ep = mdr_hash_get(&rail->eps, u);
+    if (ep != NULL) {
+        if (ep->state == MDR_TCP_EP_CONNECTING || ep->state == MDR_TCP_EP_WAIT_PEER) {
+            /* simultaneous connect: the connection initiated by the smaller uuid wins */
+            if (u < rail->uuid) {
+                mdr_debug("rail %s peer %016llx: simultaneous connect, keeping the peer's",
+                          rail->log_name, (unsigned long long)u);
+                if (ep->conn != NULL)
+                    mdr_tcp_conn_close(ep->conn);
+                mdr_tcp_adopt(ep, conn);
+                mdr_tcp_ep_open(ep);
+            } else {
+                mdr_debug("rail %s peer %016llx: simultaneous connect, keeping ours",
+                          rail->log_name, (unsigned long long)u);
+                mdr_tcp_reject(conn, MDR_TCP_ACK_LOST, u);
+            }
+            return;
+        }
+        if (ep->state == MDR_TCP_EP_OPEN) {
+            if (ep->conn != NULL && ep->conn->outgoing && u > rail->uuid) {
+                /* the peer's losing half of a simultaneous connect, late */
+                mdr_tcp_reject(conn, MDR_TCP_ACK_LOST, u);
+                return;
+            }
+            /* the peer started over: it gave up the old connection.  Report
+             * that before offering the new one, so the core sees them in order. */
+            mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "the peer reconnected");
+            mdr_tcp_ep_report_failures(rail);
+            if (conn->state == MDR_TCP_CONN_CLOSED)
+                return;
+        } else {
+            /* ACCEPTING cannot be seen here; be safe */
+            mdr_tcp_reject(conn, MDR_TCP_ACK_REFUSED, u);
+            return;
+        }
+    }
+
+    if (mdr_tcp_ep_alloc(rail, u, NULL, &ep) != MADRAIL_OK) {
+        mdr_error("rail %s: out of memory accepting peer %016llx", rail->log_name,
+                  (unsigned long long)u);
+        mdr_tcp_reject(conn, MDR_TCP_ACK_REFUSED, u);
+        return;
+    }
+    ep->state = MDR_TCP_EP_ACCEPTING;
+    mdr_tcp_adopt(ep, conn);
+    conn->hs_len = 0; /* the answer depends on the core */
+    cookie = rail->upcalls->ep_accepted(rail->rail_cookie, u, ep);
+    if (ep->destroyed) /* the core destroyed it inside the upcall */
+        return;
+    if (cookie == NULL) {
+        mdr_debug("rail %s peer %016llx: refused by the core", rail->log_name,
+                  (unsigned long long)u);
+        if (ep->conn != NULL) {
+            conn = ep->conn;
+            ep->conn = NULL;
+            conn->ep = NULL;
+            mdr_tcp_reject(conn, MDR_TCP_ACK_REFUSED, u);
+        }
+        mdr_tcp_ep_destroy(ep);
+        return;
+    }
+    ep->cookie = cookie;
+    if (ep->state != MDR_TCP_EP_ACCEPTING || ep->conn == NULL)
+        return; /* failed meanwhile: the report follows */
+    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO_ACK, MDR_TCP_ACK_OK, rail->uuid, u);
+    conn->hs_len = MDR_TCP_HELLO_LEN;
+    conn->hs_off = 0;
+    mdr_debug("rail %s peer %016llx: accepted from %s", rail->log_name, (unsigned long long)u,
+              conn->peer_str);
+    mdr_tcp_ep_open(ep);
+}
+
+/* ---------------- progress ---------------- */
+
+static void mdr_tcp_timeouts(mdr_rail_t *rail)
+{
+    mdr_list_t *l, *tmp;
+    double now = mdr_time_sec();
+
+    if (now < rail->next_timeout_check)
+        return;
+    rail->next_timeout_check = now + 0.01;
+    mdr_list_for_each_safe(l, tmp, &rail->hs_eps) {
+        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, hs_link);
+        if (now > ep->deadline)
+            mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "no connection to %s:%u after %.1f s",
+                            inet_ntoa(ep->raddr.sin_addr), ntohs(ep->raddr.sin_port),
+                            rail->cfg.connect_timeout);
+    }
+    if (rail->nwait_hello == 0)
+        return;
+    mdr_list_for_each_safe(l, tmp, &rail->conns) {
+        mdr_tcp_conn_t *conn = mdr_container_of(l, mdr_tcp_conn_t, link);
+        if (conn->state == MDR_TCP_CONN_WAIT_HELLO && now > conn->deadline) {
+            mdr_warn("rail %s: connection from %s sent no handshake in %.1f s; closing it",
+                     rail->log_name, conn->peer_str, rail->cfg.connect_timeout);
+            mdr_tcp_conn_close(conn);
+        }
+    }
+}
+
+static int mdr_tcp_progress(mdr_rail_t *rail)
+{
+    struct epoll_event evs[MDR_TCP_MAX_EVENTS];
+    int i, n, count = 0, r;
+
+    if (rail == NULL || rail->in_progress)
+        return 0;
+    rail->in_progress = 1;
+    do {
+        n = epoll_wait(rail->epfd, evs, MDR_TCP_MAX_EVENTS, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        mdr_error("rail %s: epoll_wait: %m", rail->log_name);
+        n = 0;
+    }
+    for (i = 0; i < n; i++) {
+        if (evs[i].data.ptr == &mdr_tcp_listener_tag)
+            mdr_tcp_accept_all(rail);
+        else
+            mdr_tcp_conn_handle(evs[i].data.ptr, evs[i].events);
+    }
+    count += n;
+    if (!mdr_list_empty(&rail->hs_eps) || rail->nwait_hello > 0)
+        mdr_tcp_timeouts(rail);
+    /* upcalls may queue more of both: repeat until quiet */
+    while (!mdr_list_empty(&rail->doneq) || !mdr_list_empty(&rail->failq)) {
+        r = mdr_tcp_report_done(rail);
+        count += r;
+        if (!mdr_list_empty(&rail->failq)) {
+            mdr_tcp_ep_report_failures(rail);
+            count++;
+        }
+    }
+    mdr_tcp_reap(rail);
+    rail->in_progress = 0;
+    return count;
+}
+
+const mdr_rail_ops_t mdr_tcp_ops = {
+    .name = "tcp",
+    .open = mdr_tcp_open,
+    .close = mdr_tcp_close,
+    .query = mdr_tcp_query,
+    .addr_pack = mdr_tcp_addr_pack,
+    .ep_create = mdr_tcp_ep_create,
+    .ep_destroy = mdr_tcp_ep_destroy,
+    .ep_backlog = mdr_tcp_ep_backlog,
+    .ep_idle = mdr_tcp_ep_idle,
+    .ctrl_send = mdr_tcp_ctrl_send,
+    .mem_reg = mdr_tcp_mem_reg,
+    .mem_dereg = mdr_tcp_mem_dereg,
+    .rkey_pack = mdr_tcp_rkey_pack,
+    .put = mdr_tcp_put,
+    .progress = mdr_tcp_progress,
+};

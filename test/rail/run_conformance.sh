@@ -1,0 +1,32 @@
+#!/bin/sh
+# run_conformance.sh -- the driver conformance suite over every built
+# driver: the loop driver plain and with each fault knob (reordering across
+# its internal queues, refused resources, delay + bandwidth limit), and a
+# real tcp rail on loopback.  The suite skips checks by capability itself;
+# this wrapper only chooses the rails and finds the program.
+#
+# Run by `make check` (MDR_BUILDDIR is set by Makefile.am's
+# AM_TESTS_ENVIRONMENT); by hand: sh test/rail/run_conformance.sh from the
+# build directory.  Exit: the suite's (0 pass, 1 fail, 77 skip), 99 when
+# the program is missing.
+set -u
+
+prog=""
+for d in "${MDR_BUILDDIR:-}/test/rail" "$(pwd)/test/rail" "$(dirname "$0")"; do
+    if [ -x "$d/conformance" ]; then
+        prog=$d/conformance
+        break
+    fi
+done
+if [ -z "$prog" ]; then
+    echo "run_conformance.sh: test/rail/conformance not built (run make check)" >&2
+    exit 99
+fi
+
+echo "run_conformance.sh: $prog"
+exec "$prog" \
+    loop:f0 \
+    'loop:f1;reorder=1;seed=3' \
+    'loop:f2;nores=5' \
+    'loop:f3;delay=2;bw=200m' \
+    tcp:lo
