@@ -93,6 +93,12 @@ static int bench_parse_int(const char *text, int min, int *out_p)
     return 0;
 }
 
+const char *bench_progname(const char *argv0)
+{
+    const char *slash = argv0 ? strrchr(argv0, '/') : NULL;
+    return slash ? slash + 1 : argv0 ? argv0 : "madrail_bench";
+}
+
 int bench_parse_args(int argc, char **argv, bench_kind_t kind, bench_opts_t *opts)
 {
     enum { O_MIN = 256, O_MAX, O_ITERS, O_WARMUP, O_WINDOW, O_BIBW, O_VALIDATE, O_CSV };
@@ -107,7 +113,7 @@ int bench_parse_args(int argc, char **argv, bench_kind_t kind, bench_opts_t *opt
         {"csv", required_argument, NULL, O_CSV},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    const char *prog = argv[0];
+    const char *prog = bench_progname(argv[0]);
     int c;
 
     memset(opts, 0, sizeof(*opts));

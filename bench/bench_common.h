@@ -33,6 +33,9 @@ typedef struct bench_env {
     madrail_peer_t peer; /* the other rank */
 } bench_env_t;
 
+/* The program name without its directory (for messages). */
+const char *bench_progname(const char *argv0);
+
 /* Parse the command line.  Returns 0 to run, 1 when help was printed
  * (exit 0), -1 on a bad option (a message was printed; exit 1). */
 int bench_parse_args(int argc, char **argv, bench_kind_t kind, bench_opts_t *opts);

@@ -172,10 +172,10 @@ int main(int argc, char **argv)
     rc = bench_parse_args(argc, argv, BENCH_BW, &opts);
     if (rc != 0)
         return rc > 0 ? 0 : 1;
-    if (bench_setup(&env, argv[0]) != 0)
+    if (bench_setup(&env, bench_progname(argv[0])) != 0)
         return 1;
     if (bw_bufs_alloc(&bufs, &opts) != 0) {
-        fprintf(stderr, "%s: rank %d: cannot allocate buffers of %zu bytes\n", argv[0],
+        fprintf(stderr, "%s: rank %d: cannot allocate buffers of %zu bytes\n", env.prog,
                 env.rank, opts.max_size);
         return 1;
     }

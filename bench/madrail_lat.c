@@ -80,13 +80,13 @@ int main(int argc, char **argv)
     rc = bench_parse_args(argc, argv, BENCH_LAT, &opts);
     if (rc != 0)
         return rc > 0 ? 0 : 1;
-    if (bench_setup(&env, argv[0]) != 0)
+    if (bench_setup(&env, bench_progname(argv[0])) != 0)
         return 1;
 
     sbuf = bench_alloc(opts.max_size);
     rbuf = bench_alloc(opts.max_size);
     if (sbuf == NULL || rbuf == NULL) {
-        fprintf(stderr, "%s: rank %d: cannot allocate 2 x %zu bytes\n", argv[0], env.rank,
+        fprintf(stderr, "%s: rank %d: cannot allocate 2 x %zu bytes\n", env.prog, env.rank,
                 opts.max_size);
         failed = 1;
         goto out_bufs;

@@ -37,7 +37,7 @@ int main(int argc, char **argv)
     size_t len, size = 8;
     long iters = 200000, i;
     char buf[256] = {0};
-    double t0, t1;
+    double t0 = 0, t1;
 
     if (argc > 1)
         iters = atol(argv[1]);

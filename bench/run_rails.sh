@@ -56,10 +56,12 @@ done
 
 # ---------------------------------------------------------------- tools
 if [ -n "${MPIEXEC:-}" ]; then
-    command -v "$MPIEXEC" >/dev/null 2>&1 || { echo "$prog: MPIEXEC=$MPIEXEC not found" >&2; exit 1; }
+    command -v "$MPIEXEC" >/dev/null 2>&1 ||
+        { echo "$prog: MPIEXEC=$MPIEXEC not found" >&2; exit 1; }
 else
     MPIEXEC=$(command -v mpiexec.hydra || command -v mpiexec || true)
-    [ -n "$MPIEXEC" ] || { echo "$prog: no mpiexec in PATH (install mpich, or set MPIEXEC)" >&2; exit 1; }
+    [ -n "$MPIEXEC" ] ||
+        { echo "$prog: no mpiexec in PATH (install mpich, or set MPIEXEC)" >&2; exit 1; }
 fi
 find_bench() {
     local name=$1 here
@@ -112,11 +114,15 @@ run() {
     grep -E '^# (validation|rails)' "$OUT/$name.out" | sed "s/^# /# [$name] /" >&2 || true
 }
 
+LAT_ARGS=(${SIZES[@]+"${SIZES[@]}"} ${LAT_ITERS[@]+"${LAT_ITERS[@]}"} $VALIDATE
+          ${EXTRA[@]+"${EXTRA[@]}"})
+BW_ARGS=(${SIZES[@]+"${SIZES[@]}"} ${BW_ITERS[@]+"${BW_ITERS[@]}"} $VALIDATE
+         ${EXTRA[@]+"${EXTRA[@]}"})
 t0=$(date +%s)
-run lat1 "$RAILS1" "$LAT" ${SIZES[@]+"${SIZES[@]}"} ${LAT_ITERS[@]+"${LAT_ITERS[@]}"} $VALIDATE ${EXTRA[@]+"${EXTRA[@]}"}
-run lat2 "$RAILS2" "$LAT" ${SIZES[@]+"${SIZES[@]}"} ${LAT_ITERS[@]+"${LAT_ITERS[@]}"} $VALIDATE ${EXTRA[@]+"${EXTRA[@]}"}
-run bw1 "$RAILS1" "$BW" ${SIZES[@]+"${SIZES[@]}"} ${BW_ITERS[@]+"${BW_ITERS[@]}"} $VALIDATE ${EXTRA[@]+"${EXTRA[@]}"}
-run bw2 "$RAILS2" "$BW" ${SIZES[@]+"${SIZES[@]}"} ${BW_ITERS[@]+"${BW_ITERS[@]}"} $VALIDATE ${EXTRA[@]+"${EXTRA[@]}"}
+run lat1 "$RAILS1" "$LAT" "${LAT_ARGS[@]}"
+run lat2 "$RAILS2" "$LAT" "${LAT_ARGS[@]}"
+run bw1 "$RAILS1" "$BW" "${BW_ARGS[@]}"
+run bw2 "$RAILS2" "$BW" "${BW_ARGS[@]}"
 t1=$(date +%s)
 
 echo "# madrail: one rail ($RAILS1) vs two rails ($RAILS2), measured in the same run"

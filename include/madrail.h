@@ -312,10 +312,11 @@ void madrail_stats_print(madrail_context_t ctx, FILE *out);
 /** @} */
 
 /* ------------------------------------------------------------------ */
-/** @name Launch by a PMI-1 process manager (hydra mpiexec, Slurm's PMI-1)
+/** @name Launch by a PMI-1 process manager (hydra mpiexec)
  *
  * Reads PMI_FD (or PMI_PORT), PMI_RANK and PMI_SIZE as hydra sets them and
  * speaks the PMI-1 wire protocol; madrail has no launcher of its own.
+ * (Slurm serves PMI-1 only as a library, not on the wire: not supported.)
  * @{ */
 
 /** The job as the process manager describes it. */
@@ -331,7 +332,12 @@ typedef struct {
  * Fails with ::MADRAIL_ERR_PMI and a message if no PMI server is reachable.
  */
 madrail_status_t madrail_pmi_wireup(madrail_context_t ctx, madrail_job_t *job_p);
-/** @brief PMI barrier over the whole job. */
+/**
+ * @brief PMI barrier over the whole job.  While it waits it keeps driving
+ * the context given to madrail_pmi_wireup() (sends that completed locally
+ * may still need progress to leave), so that context must stay alive until
+ * madrail_pmi_finalize().
+ */
 madrail_status_t madrail_pmi_barrier(void);
 /** @brief Leave the PMI job and free job->peers. */
 madrail_status_t madrail_pmi_finalize(madrail_job_t *job);

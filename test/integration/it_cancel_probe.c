@@ -82,7 +82,10 @@ static void check_data(it_env_t *e, const char *what, const uint8_t *buf,
                   (unsigned long long)info->tag, size, tag))
         return;
     bad = it_verify(buf, size, seed_of(tag, size), &first);
-    it_check(e, bad == 0, "%s: content (%zu bad bytes, first at %zu)", what, bad, first);
+    if (bad == 0)
+        it_check(e, 1, "%s: content byte-exact", what);
+    else
+        it_check(e, 0, "%s: %zu bad bytes, first at offset %zu", what, bad, first);
 }
 
 static void step_sync(it_env_t *e, madrail_peer_t peer, int step)

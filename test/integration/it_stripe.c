@@ -39,12 +39,14 @@ static void check_split(it_env_t *e, const char *dir, int nrails, const uint64_t
     for (r = 0; r < nrails; r++)
         printf("rank %d: rail %d %s_put_bytes %llu (%.1f%%)\n", e->rank, r, dir,
                (unsigned long long)bytes[r], sum ? 100.0 * (double)bytes[r] / (double)sum : 0.0);
-    it_check(e, sum == (uint64_t)NMSG * MSGSZ, "%s_put_bytes over all rails = %llu (payload %llu)",
-             dir, (unsigned long long)sum, (unsigned long long)((uint64_t)NMSG * MSGSZ));
+    it_check(e, sum == (uint64_t)NMSG * MSGSZ,
+             "%s_put_bytes over all rails = %llu (payload %llu)", dir,
+             (unsigned long long)sum, (unsigned long long)((uint64_t)NMSG * MSGSZ));
     if (sum > 0) {
         double f = (double)bytes[0] / (double)sum;
-        it_check(e, f >= lo && f <= hi, "rail 0 carries %.1f%% of %s put bytes (expected %.0f%%..%.0f%%)",
-                 100.0 * f, dir, 100.0 * lo, 100.0 * hi);
+        it_check(e, f >= lo && f <= hi,
+                 "rail 0 carries %.1f%% of %s put bytes (expected %.0f%%..%.0f%%)", 100.0 * f,
+                 dir, 100.0 * lo, 100.0 * hi);
     }
 }
 

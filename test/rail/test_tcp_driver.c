@@ -412,6 +412,9 @@ static void test_ctrl(side_t *a, side_t *b)
     CHECK(st == MADRAIL_OK, "ep_create A->B: %s", madrail_status_str(st));
     if (st != MADRAIL_OK)
         return;
+    pump(NULL, NULL, 0.05);
+    CHECK(b->accepted == 0 && ops->ep_idle(a->ep) && ops->ep_backlog(a->ep) == 0,
+          "connection is lazy: nothing at the peer before traffic");
     /* sent before the connection is up: queued in the ep */
     for (i = 0; i < nsizes; i++)
         if (send_msg(a, sizes[i], (unsigned)i) != MADRAIL_OK)
@@ -696,6 +699,10 @@ static void test_bad_put(int bad_key)
     CHECK(st == MADRAIL_OK || st == MADRAIL_INPROGRESS, "%s put accepted by the sender",
           bad_key ? "bad-key" : "out-of-region");
     pump(have_fail, &b.epc, 5);
+    if (st == MADRAIL_INPROGRESS)
+        pump(flag_set, &pc.done, 5);
+    CHECK(st == MADRAIL_INPROGRESS && pc.done == 1 && pc.status != MADRAIL_OK,
+          "sender's put completion reports an error (%s)", madrail_status_str(pc.status));
     CHECK(b.epc.failed == 1 && b.epc.fail_status == MADRAIL_ERR_RAIL_PROTO,
           "receiver reported ep_failed RAIL_PROTO (%d, %s: %s)", b.epc.failed,
           madrail_status_str(b.epc.fail_status), b.epc.fail_reason);
@@ -841,6 +848,12 @@ static void test_refused(side_t *a)
         pump_set(a, NULL);
         st = ops->ep_create(a->rail, 0x9999, addr, a->attr.addr_len, c, &ep);
         if (st == MADRAIL_OK) {
+            uint8_t m[8] = {0};
+            struct iovec iov = {m, 8};
+            madrail_status_t st2 = ops->ctrl_send(ep, &iov, 1);
+            CHECK(st2 == MADRAIL_OK || st2 == MADRAIL_ERR_RAIL_DOWN,
+                  "ctrl_send to a closed port: %s", madrail_status_str(st2));
+            CHECK(c->failed == 0, "no upcall from inside ctrl_send");
             pump(have_fail, c, 5);
             CHECK(c->failed == 1 && c->fail_status == MADRAIL_ERR_RAIL_DOWN,
                   "connect to a closed port: ep_failed RAIL_DOWN (%s)", c->fail_reason);
@@ -1255,6 +1268,66 @@ out:
     side_close(&a);
 }
 
+/* The same put checks with completion on write (MADRAIL_TCP_PUT_ACK=0). */
+static void test_put_noack(void)
+{
+    static const char *const noack[] = {"MADRAIL_TCP_PUT_ACK=0", NULL};
+    side_t a, b;
+    want_t w;
+
+    if (side_open(&a, "An", 0x91, "lo", noack) != MADRAIL_OK ||
+        side_open(&b, "Bn", 0x92, "lo", noack) != MADRAIL_OK) {
+        CHECK(0, "open rails with MADRAIL_TCP_PUT_ACK=0");
+        return;
+    }
+    printf("---- MADRAIL_TCP_PUT_ACK=0\n");
+    pump_set(&a, &b);
+    ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.epc, &a.ep);
+    send_msg(&a, 8, 1);
+    w.c = &b.epc;
+    w.n = 1;
+    if (pump(have_msgs, &w, 5))
+        test_put(&a, &b);
+    else
+        CHECK(0, "connect with MADRAIL_TCP_PUT_ACK=0");
+    side_close(&a);
+    side_close(&b);
+}
+
+/* The accepting side (larger uuid) drops its ep and connects back. */
+static void test_reconnect_back(void)
+{
+    side_t q, p;
+    want_t w;
+
+    if (side_open(&q, "Q", 0x71, "lo", NULL) != MADRAIL_OK ||
+        side_open(&p, "P", 0x72, "lo", NULL) != MADRAIL_OK) {
+        CHECK(0, "setup for reconnect back");
+        return;
+    }
+    pump_set(&q, &p);
+    ops->ep_create(q.rail, p.uuid, p.addr, p.attr.addr_len, &q.epc, &q.ep);
+    send_msg(&q, 8, 1);
+    w.c = &p.epc;
+    w.n = 1;
+    pump(have_msgs, &w, 5);
+    CHECK(p.accepted == 1 && p.ep != NULL, "P accepted Q's connection");
+    ops->ep_destroy(p.ep);
+    p.ep = NULL;
+    ops->ep_create(p.rail, q.uuid, q.addr, q.attr.addr_len, &p.epc, &p.ep);
+    send_msg(&p, 8, 2);
+    w.c = &q.epc;
+    w.n = 1;
+    CHECK(pump(have_msgs, &w, 5) && check_msg(&q.epc.msgs[0], 8, 2),
+          "P's message on its new connection reaches Q");
+    CHECK(q.accepted == 1 && q.epc.failed == 1 && q.epc.fail_status == MADRAIL_ERR_RAIL_DOWN,
+          "Q reported its old ep down (%s) and accepted the new one", q.epc.fail_reason);
+    pump(NULL, NULL, 0.05);
+    CHECK(p.epc.failed == 0, "P's new ep is fine");
+    side_close(&q);
+    side_close(&p);
+}
+
 int main(int argc, char **argv)
 {
     side_t a, b;
@@ -1299,8 +1372,10 @@ int main(int argc, char **argv)
     test_dereg_midput();
     test_destroy_in_upcall();
     test_reconnect();
+    test_reconnect_back();
     test_dribble();
     test_timeouts();
+    test_put_noack();
 
     printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;

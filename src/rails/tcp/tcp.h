@@ -30,7 +30,8 @@ enum {
     MDR_TCP_F_CTRL = 1,      /* control message: hdr.len payload bytes follow */
     MDR_TCP_F_PUT = 2,       /* put: mdr_tcp_put_ext_t, then count data bytes */
     MDR_TCP_F_HELLO = 3,     /* first frame of an outgoing connection */
-    MDR_TCP_F_HELLO_ACK = 4  /* acceptor's answer to HELLO */
+    MDR_TCP_F_HELLO_ACK = 4, /* acceptor's answer to HELLO */
+    MDR_TCP_F_PUT_ACK = 5    /* receiver placed hdr.len more puts (in order) */
 };
 
 /* Every frame starts with this header and is padded to a multiple of 8
@@ -40,7 +41,8 @@ typedef struct mdr_tcp_hdr {
     uint8_t type;
     uint8_t flags;
     uint16_t pad;
-    uint32_t len; /* CTRL: payload bytes; PUT/HELLO/HELLO_ACK: extension bytes */
+    uint32_t len; /* CTRL: payload bytes; PUT/HELLO/HELLO_ACK: extension bytes;
+                   * PUT_ACK: number of puts acknowledged */
 } mdr_tcp_hdr_t;
 
 typedef struct mdr_tcp_put_ext {
@@ -94,6 +96,7 @@ typedef struct mdr_tcp_config {
     double latency_us;      /* MADRAIL_TCP_LATENCY_US, 0 = built-in profile */
     double bandwidth;       /* MADRAIL_TCP_BANDWIDTH (MB/s), 0 = from the interface */
     double connect_timeout; /* MADRAIL_TCP_CONNECT_TIMEOUT, seconds */
+    int put_ack;            /* MADRAIL_TCP_PUT_ACK: complete puts when the peer placed them */
 } mdr_tcp_config_t;
 
 /* ---------------- objects ---------------- */
@@ -142,9 +145,11 @@ typedef struct mdr_tcp_conn {
     size_t put_pad;         /* padding after the payload */
     size_t skip;            /* padding bytes to skip */
     uint64_t rx_pos;        /* bytes read so far: frame starts are at 0 mod 8 */
+    uint32_t acks_owed;     /* puts placed, PUT_ACK not yet sent */
 } mdr_tcp_conn_t;
 
 typedef enum {
+    MDR_TCP_EP_IDLE,       /* created, no traffic yet: no connection (lazy) */
     MDR_TCP_EP_CONNECTING, /* outgoing connection in progress / HELLO sent */
     MDR_TCP_EP_WAIT_PEER,  /* lost a simultaneous connect: waiting for the peer's HELLO */
     MDR_TCP_EP_ACCEPTING,  /* accepted, inside ep_accepted, ACK not yet sent */
@@ -188,6 +193,7 @@ struct mdr_ep {
     size_t backlog;       /* bytes queued, not yet written */
     size_t qcopied;       /* bytes of copy items (memory held) */
     unsigned puts_pending;/* put completions not yet reported */
+    mdr_list_t acks;      /* written puts waiting for the peer's PUT_ACK */
     uint32_t out_events;  /* EPOLLOUT wanted */
 
     /* deferred failure report */
@@ -243,6 +249,8 @@ extern char mdr_tcp_listener_tag;
 void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h);
 
 /* tcp_ep.c */
+/* "a.b.c.d:port" (thread-safe, unlike inet_ntoa); returns buf. */
+char *mdr_tcp_addr_str(const struct sockaddr_in *sin, char *buf, size_t len);
 madrail_status_t mdr_tcp_conn_new(mdr_rail_t *rail, int fd, int outgoing, mdr_tcp_conn_t **conn_p);
 void mdr_tcp_conn_close(mdr_tcp_conn_t *conn);
 void mdr_tcp_conn_set_events(mdr_tcp_conn_t *conn, uint32_t events);
@@ -251,6 +259,7 @@ void mdr_tcp_conn_free(mdr_tcp_conn_t *conn);
 void mdr_tcp_hello_fill(uint8_t *frame, int type, uint16_t status, uint64_t uuid,
                         uint64_t target);
 int mdr_tcp_conn_send_hs(mdr_tcp_conn_t *conn);
+void mdr_tcp_ep_start(mdr_ep_t *ep);
 madrail_status_t mdr_tcp_ep_alloc(mdr_rail_t *rail, uint64_t uuid, void *cookie, mdr_ep_t **ep_p);
 void mdr_tcp_ep_attach(mdr_ep_t *ep, mdr_tcp_conn_t *conn);
 void mdr_tcp_ep_open(mdr_ep_t *ep);

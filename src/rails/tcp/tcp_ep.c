@@ -8,7 +8,11 @@
  * are reusable on return.  Put data is never copied: the queue keeps a
  * pointer to the caller's buffer (the core keeps it alive until the
  * completion).  Everything on one ep leaves through one queue, so a control
- * message sent after a put is on the wire after the put's last byte.
+ * message sent after a put is on the wire after the put's last byte.  A put
+ * completes when the receiver acknowledges it (PUT_ACK, counted in order):
+ * like an RDMA write completion it then means "placed", and a put the
+ * receiver rejects fails at the sender too.  MADRAIL_TCP_PUT_ACK=0 completes
+ * on the last byte written instead, one round trip earlier.
  *
  * Receiving: all connections of a rail share one large receive buffer
  * (progress reads one connection at a time); only an incomplete frame is
@@ -46,6 +50,16 @@
 static const uint8_t mdr_tcp_zeros[8];
 
 /* ---------------- connections ---------------- */
+
+char *mdr_tcp_addr_str(const struct sockaddr_in *sin, char *buf, size_t len)
+{
+    char ip[INET_ADDRSTRLEN];
+
+    if (inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip)) == NULL)
+        snprintf(ip, sizeof(ip), "?");
+    snprintf(buf, len, "%s:%u", ip, ntohs(sin->sin_port));
+    return buf;
+}
 
 void mdr_tcp_sockopts(mdr_rail_t *rail, int fd)
 {
@@ -217,6 +231,7 @@ madrail_status_t mdr_tcp_ep_alloc(mdr_rail_t *rail, uint64_t uuid, void *cookie,
     ep->uuid = uuid;
     ep->cookie = cookie;
     mdr_list_init(&ep->sendq);
+    mdr_list_init(&ep->acks);
     mdr_list_init(&ep->hs_link);
     mdr_list_init(&ep->fail_link);
     st = mdr_hash_put(&rail->eps, uuid, ep);
@@ -268,6 +283,8 @@ static void mdr_tcp_ep_drop_queue(mdr_ep_t *ep)
 {
     mdr_list_t *l;
 
+    while ((l = mdr_list_pop_head(&ep->acks)) != NULL)
+        mdr_list_push_tail(&ep->sendq, l);
     while ((l = mdr_list_pop_head(&ep->sendq)) != NULL) {
         mdr_tcp_sitem_t *it = mdr_container_of(l, mdr_tcp_sitem_t, link);
         if (it->is_put && it->comp != NULL && ep->puts_pending > 0)
@@ -316,7 +333,14 @@ void mdr_tcp_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...
     mdr_tcp_ep_hs_list(ep, 0);
     if (ep->conn != NULL)
         mdr_tcp_conn_close(ep->conn);
-    /* Queued control data is dropped; puts stay to be reported with an error. */
+    /* Puts waiting for their acknowledgement were issued first: they go in
+     * front.  Queued control data is dropped; puts stay to be reported with
+     * an error. */
+    while (!mdr_list_empty(&ep->acks)) {
+        l = ep->acks.prev;
+        mdr_list_del(l);
+        mdr_list_push_head(&ep->sendq, l);
+    }
     mdr_list_for_each_safe(l, tmp, &ep->sendq) {
         mdr_tcp_sitem_t *it = mdr_container_of(l, mdr_tcp_sitem_t, link);
         if (!it->is_put || it->comp == NULL) {
@@ -394,7 +418,7 @@ int mdr_tcp_ep_idle(mdr_ep_t *ep)
 {
     if (ep == NULL)
         return 1;
-    return mdr_list_empty(&ep->sendq) && ep->puts_pending == 0;
+    return mdr_list_empty(&ep->sendq) && mdr_list_empty(&ep->acks) && ep->puts_pending == 0;
 }
 
 /* ---------------- sending ---------------- */
@@ -535,7 +559,9 @@ static void mdr_tcp_ep_flush(mdr_ep_t *ep)
             n -= left;
             it->off = it->total;
             mdr_list_del(&it->link);
-            if (it->is_put && it->comp != NULL)
+            if (it->is_put && ep->rail->cfg.put_ack)
+                mdr_list_push_tail(&ep->acks, &it->link); /* completes on PUT_ACK */
+            else if (it->is_put && it->comp != NULL)
                 mdr_list_push_tail(&ep->rail->doneq, &it->link);
             else
                 mdr_tcp_sitem_free(ep, it);
@@ -586,8 +612,6 @@ madrail_status_t mdr_tcp_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
 
     if (ep == NULL || ep->destroyed || iovcnt < 0 || (iovcnt > 0 && iov == NULL))
         return MADRAIL_ERR_INVALID;
-    if (ep->state == MDR_TCP_EP_FAILED)
-        return MADRAIL_ERR_RAIL_DOWN;
     if (iovcnt > MDR_TCP_MAX_IOV - 2) {
         mdr_error("rail %s: ctrl_send with %d iovecs (max %d)", ep->rail->log_name, iovcnt,
                   MDR_TCP_MAX_IOV - 2);
@@ -600,6 +624,10 @@ madrail_status_t mdr_tcp_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
                   ep->rail->log_name, len, ep->rail->slot_size);
         return MADRAIL_ERR_INVALID;
     }
+    if (ep->state == MDR_TCP_EP_IDLE)
+        mdr_tcp_ep_start(ep);
+    if (ep->state == MDR_TCP_EP_FAILED)
+        return MADRAIL_ERR_RAIL_DOWN;
     memset(&hdr, 0, sizeof(hdr));
     hdr.type = MDR_TCP_F_CTRL;
     hdr.len = (uint32_t)len;
@@ -617,10 +645,9 @@ madrail_status_t mdr_tcp_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
 
     if (mdr_tcp_ep_can_write(ep)) {
         n = mdr_tcp_writev(ep->conn->fd, seg, nseg);
-        if (n < 0) {
-            /* reported by the next progress(); the core re-sends what is lost */
+        if (n < 0) { /* nothing sent; the failure is reported by the next progress() */
             mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "send failed: %s", strerror(errno));
-            return MADRAIL_OK;
+            return MADRAIL_ERR_RAIL_DOWN;
         }
         if ((size_t)n == sizeof(hdr) + len + pad)
             return MADRAIL_OK;
@@ -656,6 +683,8 @@ madrail_status_t mdr_tcp_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
                   rkey_len, MDR_TCP_RKEY_LEN);
         return MADRAIL_ERR_INVALID;
     }
+    if (ep->state == MDR_TCP_EP_IDLE)
+        mdr_tcp_ep_start(ep);
     if (ep->state == MDR_TCP_EP_FAILED)
         return MADRAIL_ERR_RAIL_DOWN;
     it = malloc(sizeof(*it));
@@ -685,15 +714,19 @@ madrail_status_t mdr_tcp_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
             mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "send failed: %s", strerror(errno));
             return MADRAIL_ERR_RAIL_DOWN;
         }
-        if ((size_t)n == it->total) {
+        it->off = (size_t)n;
+        if (it->off == it->total && !ep->rail->cfg.put_ack) {
             free(it);
             return MADRAIL_OK;
         }
-        it->off = (size_t)n;
     }
     it->comp = comp;
     if (comp != NULL)
         ep->puts_pending++;
+    if (it->off == it->total) {
+        mdr_list_push_tail(&ep->acks, &it->link); /* written: wait for PUT_ACK */
+        return comp != NULL ? MADRAIL_INPROGRESS : MADRAIL_OK;
+    }
     ep->backlog += it->total - it->off;
     mdr_list_push_tail(&ep->sendq, &it->link);
     mdr_tcp_ep_update_events(ep);
@@ -702,16 +735,17 @@ madrail_status_t mdr_tcp_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
 
 /* ---------------- ep_create ---------------- */
 
+/* Connections are lazy: ep_create only records the address; the first
+ * ctrl_send or put connects (the core creates eps on first traffic anyway,
+ * and a peer that never talks to us costs no socket). */
 madrail_status_t mdr_tcp_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const void *addr,
                                    size_t len, void *ep_cookie, mdr_ep_t **ep_p)
 {
-    struct sockaddr_in sin, bind_addr;
+    struct sockaddr_in sin;
     const uint8_t *a = addr;
-    mdr_tcp_conn_t *conn;
     madrail_status_t st;
     uint32_t mark;
     mdr_ep_t *ep;
-    int fd, rc;
 
     if (rail == NULL || addr == NULL || ep_p == NULL)
         return MADRAIL_ERR_INVALID;
@@ -736,60 +770,66 @@ madrail_status_t mdr_tcp_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
     sin.sin_family = AF_INET;
     memcpy(&sin.sin_addr.s_addr, a + 4, 4);
     memcpy(&sin.sin_port, a + 8, 2);
+    st = mdr_tcp_ep_alloc(rail, remote_uuid, ep_cookie, &ep);
+    if (st != MADRAIL_OK)
+        return st;
+    ep->raddr = sin;
+    ep->state = MDR_TCP_EP_IDLE;
+    *ep_p = ep;
+    return MADRAIL_OK;
+}
 
+/* Start the outgoing connection of an IDLE ep; failures are reported by
+ * the next progress(). */
+void mdr_tcp_ep_start(mdr_ep_t *ep)
+{
+    mdr_rail_t *rail = ep->rail;
+    struct sockaddr_in bind_addr;
+    mdr_tcp_conn_t *conn;
+    char dest[32];
+    int fd, rc;
+
+    mdr_tcp_addr_str(&ep->raddr, dest, sizeof(dest));
+    ep->state = MDR_TCP_EP_CONNECTING;
     fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        mdr_error("rail %s: socket: %m", rail->log_name);
-        return MADRAIL_ERR_IO;
+        mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "socket: %s", strerror(errno));
+        return;
     }
     mdr_tcp_sockopts(rail, fd);
     bind_addr = rail->local;
     bind_addr.sin_port = 0;
     if (bind(fd, (struct sockaddr *)&bind_addr, sizeof(bind_addr)) != 0) {
-        mdr_error("rail %s: bind to %s: %m", rail->log_name, inet_ntoa(bind_addr.sin_addr));
-        st = MADRAIL_ERR_IO;
-        goto err_close;
+        char src[32];
+        mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "bind to %s: %s",
+                        mdr_tcp_addr_str(&bind_addr, src, sizeof(src)), strerror(errno));
+        close(fd);
+        return;
     }
-    rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
+    rc = connect(fd, (struct sockaddr *)&ep->raddr, sizeof(ep->raddr));
     if (rc != 0 && errno != EINPROGRESS) {
-        mdr_info("rail %s peer %016llx: connect to %s:%u: %m", rail->log_name,
-                 (unsigned long long)remote_uuid, inet_ntoa(sin.sin_addr), ntohs(sin.sin_port));
-        st = MADRAIL_ERR_RAIL_DOWN;
-        goto err_close;
+        mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "connect to %s: %s", dest, strerror(errno));
+        close(fd);
+        return;
     }
-    st = mdr_tcp_ep_alloc(rail, remote_uuid, ep_cookie, &ep);
-    if (st != MADRAIL_OK)
-        goto err_close;
-    st = mdr_tcp_conn_new(rail, fd, 1, &conn);
-    if (st != MADRAIL_OK)
-        goto err_ep;
-    snprintf(conn->peer_str, sizeof(conn->peer_str), "%s:%u", inet_ntoa(sin.sin_addr),
-             ntohs(sin.sin_port));
-    ep->raddr = sin;
-    ep->state = MDR_TCP_EP_CONNECTING;
+    if (mdr_tcp_conn_new(rail, fd, 1, &conn) != MADRAIL_OK) {
+        mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "out of memory connecting to %s", dest);
+        close(fd);
+        return;
+    }
+    snprintf(conn->peer_str, sizeof(conn->peer_str), "%s", dest);
     ep->deadline = mdr_time_sec() + rail->cfg.connect_timeout;
     mdr_tcp_ep_hs_list(ep, 1);
     mdr_tcp_ep_attach(ep, conn);
-    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO, 0, rail->uuid, remote_uuid);
+    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO, 0, rail->uuid, ep->uuid);
     conn->hs_len = MDR_TCP_HELLO_LEN;
     conn->hs_off = 0;
+    mdr_debug("rail %s peer %016llx: connecting to %s", rail->log_name,
+              (unsigned long long)ep->uuid, dest);
     if (rc == 0) { /* connected at once (loopback) */
         conn->state = MDR_TCP_CONN_HS_SENT;
         mdr_tcp_ep_flush(ep);
     }
-    mdr_debug("rail %s peer %016llx: connecting to %s", rail->log_name,
-              (unsigned long long)remote_uuid, conn->peer_str);
-    *ep_p = ep;
-    return MADRAIL_OK;
-
-err_ep:
-    mdr_tcp_ep_unmap(ep);
-    mdr_list_del(&ep->link);
-    mdr_tcp_ep_hs_list(ep, 0);
-    free(ep);
-err_close:
-    close(fd);
-    return st;
 }
 
 /* ---------------- receiving ---------------- */
@@ -872,6 +912,7 @@ static void mdr_tcp_ack_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
 
 static void mdr_tcp_put_finish(mdr_tcp_conn_t *conn)
 {
+    conn->acks_owed++;
     mdr_tcp_mem_unref(conn->put_mh);
     conn->put_mh = NULL;
     conn->put_dst = NULL;
@@ -964,12 +1005,39 @@ static void mdr_tcp_process(mdr_tcp_conn_t *conn, uint8_t *buf, size_t len)
             conn->put_pad = MDR_TCP_PAD8(ext.count);
             if (ext.count == 0) {
                 conn->skip = conn->put_pad;
+                conn->acks_owed++;
                 break;
             }
             mh->refs++;
             conn->put_mh = mh;
             conn->put_dst = (uint8_t *)(uintptr_t)ext.raddr;
             conn->put_left = ext.count;
+            break;
+        }
+        case MDR_TCP_F_PUT_ACK: {
+            uint32_t k;
+
+            if (conn->state != MDR_TCP_CONN_OPEN) {
+                mdr_tcp_conn_proto(conn, "data before the handshake");
+                return;
+            }
+            off += sizeof(hdr);
+            if (!rail->cfg.put_ack)
+                break; /* our puts completed when written */
+            for (k = 0; k < hdr.len; k++) {
+                mdr_list_t *l = mdr_list_pop_head(&conn->ep->acks);
+                mdr_tcp_sitem_t *it;
+                if (l == NULL) {
+                    mdr_tcp_conn_proto(conn, "acknowledgement of %u puts, %u were outstanding",
+                                       hdr.len, k);
+                    return;
+                }
+                it = mdr_container_of(l, mdr_tcp_sitem_t, link);
+                if (it->comp != NULL)
+                    mdr_list_push_tail(&rail->doneq, &it->link);
+                else
+                    mdr_tcp_sitem_free(conn->ep, it);
+            }
             break;
         }
         case MDR_TCP_F_HELLO:
@@ -1015,7 +1083,7 @@ partial:
     conn->part_len = avail;
 }
 
-static void mdr_tcp_conn_read(mdr_tcp_conn_t *conn)
+static void mdr_tcp_conn_read_frames(mdr_tcp_conn_t *conn)
 {
     mdr_rail_t *rail = conn->rail;
     size_t budget = MDR_TCP_RX_BUDGET, want, base;
@@ -1097,6 +1165,44 @@ static void mdr_tcp_conn_read(mdr_tcp_conn_t *conn)
         if ((size_t)n < want)
             return; /* drained; level-triggered epoll calls us again */
     }
+}
+
+/* Tell the sender how many of its puts are in place (one frame per read). */
+static void mdr_tcp_conn_send_acks(mdr_tcp_conn_t *conn)
+{
+    mdr_ep_t *ep = conn->ep;
+    mdr_tcp_hdr_t hdr;
+    struct iovec seg;
+    ssize_t n = 0;
+
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = MDR_TCP_F_PUT_ACK;
+    hdr.len = conn->acks_owed;
+    conn->acks_owed = 0;
+    seg.iov_base = &hdr;
+    seg.iov_len = sizeof(hdr);
+    if (mdr_tcp_ep_can_write(ep)) {
+        n = mdr_tcp_writev(conn->fd, &seg, 1);
+        if (n < 0) {
+            mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "send failed: %s", strerror(errno));
+            return;
+        }
+        if ((size_t)n == sizeof(hdr))
+            return;
+    }
+    if (mdr_tcp_q_copy(ep, &seg, 1, (size_t)n) != MADRAIL_OK) {
+        mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "out of memory queueing an acknowledgement");
+        return;
+    }
+    mdr_tcp_ep_update_events(ep);
+}
+
+static void mdr_tcp_conn_read(mdr_tcp_conn_t *conn)
+{
+    mdr_tcp_conn_read_frames(conn);
+    if (conn->acks_owed > 0 && conn->state == MDR_TCP_CONN_OPEN && conn->ep != NULL &&
+        conn->ep->state == MDR_TCP_EP_OPEN)
+        mdr_tcp_conn_send_acks(conn);
 }
 
 void mdr_tcp_conn_handle(mdr_tcp_conn_t *conn, uint32_t events)

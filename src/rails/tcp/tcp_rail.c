@@ -4,7 +4,8 @@
  * sockets are bound to the rail's address too, so two rails on two
  * interfaces really use two paths.  Everything is non-blocking and driven
  * by progress() (epoll_wait with a zero timeout, level-triggered), with no
- * thread: the core decides when the network is serviced.
+ * thread: the core decides when the network is serviced.  Connections are
+ * lazy: ep_create records the address, the first ctrl_send or put connects.
  *
  * Connection arbitration: both sides may connect at once.  Nothing but
  * handshake frames flows on a connection until its HELLO is answered with
@@ -19,6 +20,7 @@
 #include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +55,10 @@ static const mdr_cfg_entry_t mdr_tcp_cfg_entries[] = {
                 "/sys/class/net/<if>/speed, 1000 if unknown, 5000 on loopback."),
     MDR_TCP_CFG("MADRAIL_TCP_CONNECT_TIMEOUT", MDR_CFG_TIME, "10s", 0.001, 86400, connect_timeout,
                 "tcp rails: time allowed for a connection and its handshake."),
+    MDR_TCP_CFG("MADRAIL_TCP_PUT_ACK", MDR_CFG_BOOL, "1", 1, 0, put_ack,
+                "tcp rails: 1 = a put completes when the receiver has placed the data "
+                "(and an invalid put fails at the sender); 0 = when its last byte is "
+                "written to the socket (one round trip earlier)."),
 };
 
 const mdr_cfg_table_t mdr_tcp_cfg_table = {
@@ -185,7 +191,9 @@ static madrail_status_t mdr_tcp_listen(mdr_rail_t *rail, unsigned port)
     mdr_tcp_sockopts(rail, fd); /* accepted sockets inherit the buffer sizes */
     sin.sin_port = htons((uint16_t)port);
     if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
-        mdr_error("rail %s: bind to %s:%u: %m", rail->name, inet_ntoa(sin.sin_addr), port);
+        char where[32];
+        mdr_error("rail %s: bind to %s: %m", rail->name,
+                  mdr_tcp_addr_str(&sin, where, sizeof(where)));
         goto err_close;
     }
     if (listen(fd, SOMAXCONN) != 0) {
@@ -287,8 +295,11 @@ static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *
     st = mdr_tcp_listen(rail, opts.port);
     if (st != MADRAIL_OK)
         goto err_epoll;
-    snprintf(rail->log_name, sizeof(rail->log_name), "%s(%s:%u)", rail->name,
-             inet_ntoa(rail->local.sin_addr), ntohs(rail->local.sin_port));
+    {
+        char where[32];
+        snprintf(rail->log_name, sizeof(rail->log_name), "%s(%s)", rail->name,
+                 mdr_tcp_addr_str(&rail->local, where, sizeof(where)));
+    }
     mdr_debug("rail %s: listening, profile %.1f us %.0f MB/s", rail->log_name, rail->latency_us,
               rail->bandwidth_mbs);
     *rail_p = rail;
@@ -397,8 +408,7 @@ static void mdr_tcp_accept_all(mdr_rail_t *rail)
             close(fd);
             continue;
         }
-        snprintf(conn->peer_str, sizeof(conn->peer_str), "%s:%u", inet_ntoa(sin.sin_addr),
-                 ntohs(sin.sin_port));
+        mdr_tcp_addr_str(&sin, conn->peer_str, sizeof(conn->peer_str));
         conn->deadline = mdr_time_sec() + rail->cfg.connect_timeout;
         rail->nwait_hello++;
     }
@@ -428,6 +438,17 @@ static void mdr_tcp_adopt(mdr_ep_t *ep, mdr_tcp_conn_t *conn)
     conn->hs_off = 0;
 }
 
+/* The peer has closed its end (its FIN arrived), whatever data is unread. */
+static int mdr_tcp_conn_peer_closed(const mdr_tcp_conn_t *conn)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+
+    if (conn->fd < 0 || getsockopt(conn->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+        return 0;
+    return ti.tcpi_state == TCP_CLOSE_WAIT || ti.tcpi_state == TCP_CLOSE;
+}
+
 void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
 {
     mdr_rail_t *rail = conn->rail;
@@ -451,6 +472,14 @@ void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
     }
     ep = mdr_hash_get(&rail->eps, u);
     if (ep != NULL) {
+        if (ep->state == MDR_TCP_EP_IDLE) {
+            /* created but never used: no connection of ours to arbitrate */
+            mdr_debug("rail %s peer %016llx: connected by the peer", rail->log_name,
+                      (unsigned long long)u);
+            mdr_tcp_adopt(ep, conn);
+            mdr_tcp_ep_open(ep);
+            return;
+        }
         if (ep->state == MDR_TCP_EP_CONNECTING || ep->state == MDR_TCP_EP_WAIT_PEER) {
             /* simultaneous connect: the connection initiated by the smaller uuid wins */
             if (u < rail->uuid) {
@@ -468,7 +497,8 @@ void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
             return;
         }
         if (ep->state == MDR_TCP_EP_OPEN) {
-            if (ep->conn != NULL && ep->conn->outgoing && u > rail->uuid) {
+            if (ep->conn != NULL && ep->conn->outgoing && u > rail->uuid &&
+                !mdr_tcp_conn_peer_closed(ep->conn)) {
                 /* the peer's losing half of a simultaneous connect, late */
                 mdr_tcp_reject(conn, MDR_TCP_ACK_LOST, u);
                 return;
