@@ -318,6 +318,11 @@ static void mdr_peer_destroy(mdr_ctx_t *ctx, mdr_peer_t *peer)
         free(mdr_container_of(it, mdr_txq_item_t, link));
     while ((it = mdr_list_pop_head(&peer->rfs_stored)))
         free(mdr_container_of(it, mdr_rfs_t, link));
+    while ((it = mdr_list_pop_head(&peer->dead_eps))) {
+        mdr_dead_ep_t *d = mdr_container_of(it, mdr_dead_ep_t, link);
+        ctx->rails[d->rail].ops->ep_destroy(d->ep);
+        free(d);
+    }
     mdr_hash_cleanup(&peer->inflight);
     free(peer);
 }
@@ -460,6 +465,7 @@ static madrail_status_t mdr_peer_create(mdr_ctx_t *ctx, uint64_t uuid, mdr_peer_
     mdr_list_init(&peer->sendq);
     mdr_list_init(&peer->rfs_stored);
     mdr_list_init(&peer->active_link);
+    mdr_list_init(&peer->dead_eps);
     for (r = 0; r < ctx->nrails; r++) {
         peer->rails[r].peer = peer;
         peer->rails[r].rail = r;

@@ -210,7 +210,15 @@ struct mdr_peer {
     int active;
     int anonymous;                         /* connected to us before we knew its address */
     uint32_t pack_next_id;                 /* pack API: next message id to this peer */
+    mdr_list_t dead_eps;                   /* failed eps replaced by a reconnection */
 };
+
+/* A failed ep kept until finalize (never destroyed inside a driver upcall). */
+typedef struct mdr_dead_ep {
+    mdr_list_t link;
+    int rail;
+    mdr_ep_t *ep;
+} mdr_dead_ep_t;
 
 /* Sender-side record of a receiver-first CTS. */
 typedef struct mdr_rfs {

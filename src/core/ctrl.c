@@ -338,8 +338,24 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
     }
     pr = &peer->rails[rs->index];
     if (pr->ep && pr->ep != ep) {
-        mdr_warn("rail %s peer %u: second connection refused", rs->attr.name, peer->index);
-        return NULL;
+        mdr_dead_ep_t *d;
+        if (!pr->down) {
+            mdr_warn("rail %s peer %u: second connection refused", rs->attr.name, peer->index);
+            return NULL;
+        }
+        /* the peer reconnected after this rail failed: start afresh on the
+         * new connection; the old ep is destroyed at finalize */
+        d = malloc(sizeof(*d));
+        if (!d)
+            return NULL;
+        d->rail = rs->index;
+        d->ep = pr->ep;
+        mdr_list_push_tail(&peer->dead_eps, &d->link);
+        pr->down = 0;
+        pr->credits = ctx->cfg.credits;
+        pr->ret_pending = 0;
+        pr->credit_queued = 0;
+        mdr_info("rail %s peer %u: reconnected", rs->attr.name, peer->index);
     }
     pr->ep = ep;
     return pr;

@@ -48,8 +48,9 @@ typedef struct mdr_rail_attr {
 /* Upcalls from driver to core.  They may be called only from inside the
  * driver's progress() (never from inside ctrl_send/put/ep_create). */
 typedef struct mdr_rail_upcalls {
-    /* A control message arrived on ep.  data is valid only during the call;
-     * the core copies what it keeps.  This frees the slot at once. */
+    /* A control message arrived on ep.  data is 8-byte aligned and valid
+     * only during the call; the core copies what it keeps.  This frees the
+     * slot at once. */
     void (*ctrl_recv)(void *ep_cookie, const void *data, size_t len);
     /* A peer we have no ep for connected to us (identified by the uuid it
      * gave at its rail open).  The driver created new_ep; the core returns
@@ -101,6 +102,7 @@ typedef struct mdr_rail_ops {
      * then uses one connection per peer per rail, merging the two). */
     madrail_status_t (*ep_create)(mdr_rail_t *rail, uint64_t remote_uuid, const void *addr,
                                   size_t len, void *ep_cookie, mdr_ep_t **ep_p);
+    /* Pending put completions of a destroyed ep are dropped, never called. */
     void (*ep_destroy)(mdr_ep_t *ep);
     /* Bytes accepted by ctrl_send/put but not yet handed to the network. */
     size_t (*ep_backlog)(mdr_ep_t *ep);
@@ -109,14 +111,17 @@ typedef struct mdr_rail_ops {
 
     /* Send a control message (total <= slot_size).  The buffers are
      * reusable on return.  Messages on one ep are delivered in order.
-     * Returns MADRAIL_OK or MADRAIL_ERR_NORESOURCE (nothing was sent). */
+     * Returns MADRAIL_OK, MADRAIL_ERR_NORESOURCE (nothing was sent, try
+     * later) or MADRAIL_ERR_RAIL_DOWN (the ep has failed; ep_failed is or
+     * will be reported from progress). */
     madrail_status_t (*ctrl_send)(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);
 
     /* Register memory for puts (local source or remote target). */
     madrail_status_t (*mem_reg)(mdr_rail_t *rail, void *addr, size_t len, unsigned access,
                                 mdr_memh_t **memh_p);
     void (*mem_dereg)(mdr_rail_t *rail, mdr_memh_t *memh);
-    /* Pack the remote key of memh (<= attr.max_rkey bytes); *len_p = bytes. */
+    /* Pack the remote key of memh into buf (room for *len_p bytes, at least
+     * attr.max_rkey); on success *len_p = bytes written. */
     madrail_status_t (*rkey_pack)(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
                                   size_t *len_p);
 
@@ -124,7 +129,8 @@ typedef struct mdr_rail_ops {
      * rail has MDR_RAIL_CAP_REG_CHEAP) to the peer's raddr, inside the
      * region of the packed rkey.  Returns MADRAIL_OK (done, comp not
      * called), MADRAIL_INPROGRESS (comp->cb follows) or
-     * MADRAIL_ERR_NORESOURCE.  Ordering promise: once comp reports OK, a
+     * MADRAIL_ERR_NORESOURCE, or MADRAIL_ERR_RAIL_DOWN on a failed ep.
+     * Ordering promise: once comp reports OK, a
      * control message sent later on the same ep is delivered after the data
      * is visible in the target memory. */
     madrail_status_t (*put)(mdr_ep_t *ep, const void *local, size_t len, mdr_memh_t *lmemh,

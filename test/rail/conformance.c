@@ -970,7 +970,7 @@ static int chk_put_bad(const t_spec_t *sp, char *why, int kind)
     t_target_t t;
     t_comp_t tc;
     uint64_t raddr;
-    int rc;
+    int rc, hw, i;
     long d;
     t_pair_t p;
 
@@ -1000,23 +1000,37 @@ static int chk_put_bad(const t_spec_t *sp, char *why, int kind)
         p.b.ops->mem_dereg(p.b.rail, t.memh);
         t.memh = NULL;
     }
+    /* A software put is checked by the target, which must close the
+     * connection with RAIL_PROTO; hardware RMA (PUT_HW) never involves the
+     * target's CPU, so there only the initiator can report the error. */
+    hw = (p.a.attr.caps & MDR_RAIL_CAP_PUT_HW) != 0;
     st = t_put_start(&p, &p.a.own, src, 100, NULL, raddr, t.rkey, t.rkey_len, &tc);
     if (st == MADRAIL_INPROGRESS)
-        T_WAIT(&p, p.b.acc.nfailed > 0 && tc.calls > 0);
+        T_WAIT(&p, (hw || p.b.acc.nfailed > 0) && tc.calls > 0);
+    else if (!hw)
+        T_WAIT(&p, p.b.acc.nfailed > 0);
     T_CHECK(st != MADRAIL_OK && tc.status != MADRAIL_OK,
             "bad put reported success (returned %s, completion %s)", madrail_status_str(st),
             madrail_status_str(tc.status));
-    T_CHECK(p.b.acc.nfailed > 0, "receiver reported no ep_failed (put returned %s)",
-            madrail_status_str(st));
-    T_CHECK(p.b.acc.fail_status == MADRAIL_ERR_RAIL_PROTO,
-            "receiver's ep_failed status %s, want MADRAIL_ERR_RAIL_PROTO (%s)",
-            madrail_status_str(p.b.acc.fail_status), p.b.acc.fail_reason);
+    if (!hw) {
+        T_CHECK(p.b.acc.nfailed > 0, "receiver reported no ep_failed (put returned %s)",
+                madrail_status_str(st));
+        T_CHECK(p.b.acc.fail_status == MADRAIL_ERR_RAIL_PROTO,
+                "receiver's ep_failed status %s, want MADRAIL_ERR_RAIL_PROTO (%s)",
+                madrail_status_str(p.b.acc.fail_status), p.b.acc.fail_reason);
+    }
     d = t_target_diff(&t);
     T_CHECK(d < 0, "target byte %ld (region offset %ld) was written", d, d - (long)t.reg_off);
     T_CHECK(st != MADRAIL_INPROGRESS || tc.calls == 1,
             "sender's completion called %d times, want once with an error", tc.calls);
-    /* Nothing more may arrive on the failed ep. */
-    T_CHECK(p.b.acc.nfailed == 1, "ep_failed reported %d times", p.b.acc.nfailed);
+    /* Reported once; nothing more arrives on the failed ep. */
+    for (i = 0; i < 10; i++)
+        t_prog2(&p);
+    T_CHECK(p.b.acc.nfailed <= 1 && p.a.own.nfailed <= 1 && tc.calls <= 1,
+            "failure reported more than once (receiver %d, sender %d, completion %d)",
+            p.b.acc.nfailed, p.a.own.nfailed, tc.calls);
+    T_CHECK(p.b.acc.nrecv == 1, "%llu messages after the failure",
+            (unsigned long long)p.b.acc.nrecv - 1);
 out:
     t_target_free(&p.b, &t);
     t_pair_close(&p);
@@ -1645,6 +1659,7 @@ out:
 
 static int chk_knob_bw(const t_spec_t *sp, const char *fab, char *why, char *note)
 {
+    double capped = 1e9;
     const size_t half = 512u << 10;
     uint8_t *src = NULL;
     char rest[128];
@@ -1697,8 +1712,11 @@ static int chk_knob_bw(const t_spec_t *sp, const char *fab, char *why, char *not
                     "and >= 0.1",
                     el[0], el[1]);
             snprintf(note, 128, "2 x 512 KiB at bw=10m: %.3f s, %.3f s", el[0], el[1]);
+            capped = el[1];
         } else {
-            T_CHECK(el[1] < 0.095, "without bw the puts took %.3f s", el[1]);
+            /* compared with the capped run of this same test, not a fixed time */
+            T_CHECK(el[1] < capped, "without bw the puts took %.3f s, capped %.3f s", el[1],
+                    capped);
         }
         t_target_free(&p.b, &t);
         t_pair_close(&p);

@@ -563,9 +563,10 @@ static void mdr_tcp_timeouts(mdr_rail_t *rail)
     rail->next_timeout_check = now + 0.01;
     mdr_list_for_each_safe(l, tmp, &rail->hs_eps) {
         mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, hs_link);
+        char dest[32];
         if (now > ep->deadline)
-            mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "no connection to %s:%u after %.1f s",
-                            inet_ntoa(ep->raddr.sin_addr), ntohs(ep->raddr.sin_port),
+            mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "no connection to %s after %.1f s",
+                            mdr_tcp_addr_str(&ep->raddr, dest, sizeof(dest)),
                             rail->cfg.connect_timeout);
     }
     if (rail->nwait_hello == 0)
