@@ -45,6 +45,10 @@ AS_CASE([$mdr_with_$1],
     dnl an installation directory
     AS_IF([test ! -d "$mdr_with_$1"],
         [AC_MSG_ERROR([--with-$2=$mdr_with_$1: no such directory])])
+    dnl The compiler would also search the system paths: make sure the
+    dnl header is really under DIR, or a system copy would be used silently.
+    AS_IF([test ! -f "$mdr_with_$1/include/$4"],
+        [AC_MSG_ERROR([--with-$2=$mdr_with_$1: $mdr_with_$1/include/$4 not found])])
     $1_CPPFLAGS="-I$mdr_with_$1/include"
     AS_IF([test -d "$mdr_with_$1/lib64"],
         [$1_LDFLAGS="-L$mdr_with_$1/lib64 -Wl,-rpath,$mdr_with_$1/lib64"],

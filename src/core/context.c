@@ -377,11 +377,13 @@ madrail_status_t madrail_context_finalize(madrail_context_t ctx)
             if (ctx->reqtab[i]) {
                 mdr_req_t *req = ctx->reqtab[i];
                 free(req->cts);
+                free(req->puts);
                 free(req);
             }
         free(ctx->reqtab);
         free(ctx->reqgen);
         free(ctx->reqfree);
+        mdr_req_cache_cleanup(ctx);
     }
     mdr_close_rails(ctx);
     mdr_hash_cleanup(&ctx->peer_by_uuid);

@@ -267,7 +267,7 @@ struct madrail_request {
     int puts_left;        /* chunks not yet completed */
     int fins_left;        /* FINs not yet queued */
     int nputs;
-    mdr_put_op_t puts[MDR_MAX_RAILS];
+    mdr_put_op_t *puts;   /* nputs entries, allocated for rendezvous only */
     uint8_t *cts;         /* copy of CTS/RFS key block (puts point into it) */
     uint64_t peer_req_id; /* rendezvous: the other side's request id */
     int rfs_consumed;     /* send: this send consumed a receiver-first CTS */
@@ -328,6 +328,8 @@ struct madrail_context {
     mdr_list_t active;             /* peers with queued work */
     int rail_order[MDR_MAX_RAILS]; /* rails by profile latency, lowest first */
     uint64_t active_sends;         /* send requests not complete */
+    mdr_req_t *req_cache;          /* released requests kept for reuse */
+    unsigned nreq_cache;
     const char *const *overrides;
     int in_progress;               /* progress recursion guard */
     int finalizing;
@@ -354,6 +356,7 @@ mdr_req_t *mdr_req_alloc(mdr_ctx_t *ctx, int type);
 mdr_req_t *mdr_req_lookup(mdr_ctx_t *ctx, uint64_t id);
 void mdr_req_complete(mdr_req_t *req, madrail_status_t status);
 void mdr_req_release(mdr_req_t *req);
+void mdr_req_cache_cleanup(mdr_ctx_t *ctx);
 
 /* Peers and control messages (ctrl.c) */
 madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail);
@@ -389,6 +392,17 @@ void mdr_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...) __attribute__((fo
 /* Matching (match.c) */
 void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
 int mdr_match_fits(const mdr_req_t *req, const mdr_peer_t *peer, uint64_t tag, unsigned hflags);
+/* The same test from the receive's fields (no request needed). */
+static inline int mdr_match_test(madrail_peer_t src, uint64_t rtag, uint64_t ignore,
+                                 unsigned rflags, const mdr_peer_t *peer, uint64_t tag,
+                                 unsigned hflags)
+{
+    if (src != MADRAIL_ANY_PEER && src != peer->index)
+        return 0;
+    if (!!(rflags & MDR_FLAG_INTERNAL) != !!(hflags & MDR_HF_INTERNAL))
+        return 0;
+    return ((rtag ^ tag) & ~ignore) == 0;
+}
 void mdr_peer_activate(mdr_peer_t *peer);
 void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status);
 

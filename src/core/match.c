@@ -21,11 +21,7 @@
 
 int mdr_match_fits(const mdr_req_t *req, const mdr_peer_t *peer, uint64_t tag, unsigned hflags)
 {
-    if (req->peer != MADRAIL_ANY_PEER && req->peer != peer->index)
-        return 0;
-    if (!!(req->flags & MDR_FLAG_INTERNAL) != !!(hflags & MDR_HF_INTERNAL))
-        return 0;
-    return ((req->tag ^ tag) & ~req->ignore) == 0;
+    return mdr_match_test(req->peer, req->tag, req->ignore, req->flags, peer, tag, hflags);
 }
 
 static mdr_req_t *mdr_match_posted(mdr_ctx_t *ctx, mdr_peer_t *peer, uint64_t tag,
@@ -398,15 +394,9 @@ static mdr_inmsg_t *mdr_match_unexpected(mdr_ctx_t *ctx, madrail_peer_t src, uin
                                          uint64_t ignore, unsigned flags)
 {
     mdr_list_t *it;
-    mdr_req_t probe;
-    memset(&probe, 0, sizeof(probe));
-    probe.peer = src;
-    probe.tag = tag;
-    probe.ignore = ignore;
-    probe.flags = flags;
     mdr_list_for_each(it, &ctx->unexpected) {
         mdr_inmsg_t *m = mdr_container_of(it, mdr_inmsg_t, link);
-        if (mdr_match_fits(&probe, m->peer, m->tag, m->flags))
+        if (mdr_match_test(src, tag, ignore, flags, m->peer, m->tag, m->flags))
             return m;
     }
     return NULL;

@@ -176,6 +176,10 @@ static madrail_status_t mdr_plan_puts(mdr_peer_rail_t *pr, mdr_req_t *req, const
         return MADRAIL_ERR_PEER_UNREACHABLE;
     }
     nch = mdr_stripe_plan(rails, w, n, (uintptr_t)req->buf, xfer, &ctx->stripe, ch);
+    free(req->puts);
+    req->puts = nch ? calloc((size_t)nch, sizeof(*req->puts)) : NULL;
+    if (nch && !req->puts)
+        return MADRAIL_ERR_NOMEM;
     req->nputs = nch;
     req->puts_left = nch;
     for (i = 0; i < nch; i++) {

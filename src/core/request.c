@@ -12,6 +12,8 @@
 
 #include "core/core.h"
 
+#define MDR_REQ_CACHE_MAX 1024 /* released requests kept for reuse */
+
 static int mdr_reqtab_grow(mdr_ctx_t *ctx)
 {
     uint32_t cap = ctx->reqtab_cap ? ctx->reqtab_cap * 2 : 256, i;
@@ -46,9 +48,16 @@ mdr_req_t *mdr_req_alloc(mdr_ctx_t *ctx, int type)
 
     if (ctx->nreqfree == 0 && mdr_reqtab_grow(ctx) != 0)
         return NULL;
-    req = calloc(1, sizeof(*req));
-    if (!req)
-        return NULL;
+    if (ctx->req_cache) {
+        req = ctx->req_cache;
+        ctx->req_cache = *(mdr_req_t **)req;
+        ctx->nreq_cache--;
+        memset(req, 0, sizeof(*req));
+    } else {
+        req = calloc(1, sizeof(*req));
+        if (!req)
+            return NULL;
+    }
     idx = ctx->reqfree[--ctx->nreqfree];
     ctx->reqtab[idx] = req;
     req->id = ((uint64_t)ctx->reqgen[idx] << 32) | idx;
@@ -78,7 +87,24 @@ void mdr_req_release(mdr_req_t *req)
         ctx->reqgen[idx] = 1;
     ctx->reqfree[ctx->nreqfree++] = idx;
     free(req->cts);
-    free(req);
+    free(req->puts);
+    if (ctx->nreq_cache < MDR_REQ_CACHE_MAX) {
+        *(mdr_req_t **)req = ctx->req_cache;
+        ctx->req_cache = req;
+        ctx->nreq_cache++;
+    } else {
+        free(req);
+    }
+}
+
+void mdr_req_cache_cleanup(mdr_ctx_t *ctx)
+{
+    while (ctx->req_cache) {
+        mdr_req_t *req = ctx->req_cache;
+        ctx->req_cache = *(mdr_req_t **)req;
+        free(req);
+    }
+    ctx->nreq_cache = 0;
 }
 
 void mdr_req_complete(mdr_req_t *req, madrail_status_t status)

@@ -86,6 +86,10 @@ enum {
 #define MDR_TCP_TX_BUDGET (2u * 1024 * 1024) /* bytes written per ep per progress */
 #define MDR_TCP_QCHUNK (64 * 1024)          /* copy-chunk size of the send queue */
 #define MDR_TCP_QCAP ((size_t)64 << 20)     /* copied bytes queued per ep before NORESOURCE */
+/* Control frames up to MADRAIL_TCP_COALESCE bytes are coalesced: queued and written together
+ * by the rail's next progress (one writev for a burst of small messages);
+ * a larger one, or a queue reaching MDR_TCP_COALESCE_FLUSH, is written at once. */
+#define MDR_TCP_COALESCE_FLUSH (64 * 1024)
 #define MDR_TCP_MAX_IOV 64
 #define MDR_TCP_MAX_EVENTS 64
 
@@ -97,6 +101,7 @@ typedef struct mdr_tcp_config {
     double bandwidth;       /* MADRAIL_TCP_BANDWIDTH (MB/s), 0 = from the interface */
     double connect_timeout; /* MADRAIL_TCP_CONNECT_TIMEOUT, seconds */
     int put_ack;            /* MADRAIL_TCP_PUT_ACK: complete puts when the peer placed them */
+    size_t coalesce;        /* MADRAIL_TCP_COALESCE: largest coalesced control frame, 0 = off */
 } mdr_tcp_config_t;
 
 /* ---------------- objects ---------------- */
@@ -195,6 +200,8 @@ struct mdr_ep {
     unsigned puts_pending;/* put completions not yet reported */
     mdr_list_t acks;      /* written puts waiting for the peer's PUT_ACK */
     uint32_t out_events;  /* EPOLLOUT wanted */
+    mdr_list_t flush_link;/* rail->flushq: small messages queued for one writev */
+    int in_flushq;
 
     /* deferred failure report */
     int fail_queued;
@@ -225,6 +232,7 @@ struct mdr_rail {
     mdr_list_t zombie_eps;   /* destroyed inside progress, freed at its end */
     mdr_list_t failq;        /* eps whose failure is still to be reported */
     mdr_list_t doneq;        /* written put items whose completion is due */
+    mdr_list_t flushq;       /* eps with coalesced control messages to write */
     unsigned nwait_hello;    /* connections in WAIT_HELLO (timeouts) */
     int in_progress;
     double next_timeout_check;
@@ -267,6 +275,8 @@ void mdr_tcp_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...
     __attribute__((format(printf, 3, 4)));
 void mdr_tcp_ep_report_failures(mdr_rail_t *rail);
 int mdr_tcp_report_done(mdr_rail_t *rail);
+/* Write what ctrl_send coalesced (from progress). */
+int mdr_tcp_flush_coalesced(mdr_rail_t *rail);
 void mdr_tcp_ep_hs_list(mdr_ep_t *ep, int on);
 void mdr_tcp_ep_free(mdr_ep_t *ep);
 void mdr_tcp_sockopts(mdr_rail_t *rail, int fd);

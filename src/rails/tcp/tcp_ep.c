@@ -234,6 +234,7 @@ madrail_status_t mdr_tcp_ep_alloc(mdr_rail_t *rail, uint64_t uuid, void *cookie,
     mdr_list_init(&ep->acks);
     mdr_list_init(&ep->hs_link);
     mdr_list_init(&ep->fail_link);
+    mdr_list_init(&ep->flush_link);
     st = mdr_hash_put(&rail->eps, uuid, ep);
     if (st != MADRAIL_OK) {
         free(ep);
@@ -398,6 +399,10 @@ void mdr_tcp_ep_destroy(mdr_ep_t *ep)
         mdr_list_del(&ep->fail_link);
         ep->fail_queued = 0;
     }
+    if (ep->in_flushq) {
+        mdr_list_del(&ep->flush_link);
+        ep->in_flushq = 0;
+    }
     if (ep->conn != NULL)
         mdr_tcp_conn_close(ep->conn);
     mdr_tcp_ep_drop_queue(ep);
@@ -500,11 +505,15 @@ static madrail_status_t mdr_tcp_q_copy(mdr_ep_t *ep, const struct iovec *seg, in
     return MADRAIL_OK;
 }
 
-static int mdr_tcp_ep_can_write(const mdr_ep_t *ep)
+static int mdr_tcp_ep_is_open(const mdr_ep_t *ep)
 {
     return ep->state == MDR_TCP_EP_OPEN && ep->conn != NULL &&
-           ep->conn->state == MDR_TCP_CONN_OPEN && ep->conn->hs_off >= ep->conn->hs_len &&
-           mdr_list_empty(&ep->sendq);
+           ep->conn->state == MDR_TCP_CONN_OPEN && ep->conn->hs_off >= ep->conn->hs_len;
+}
+
+static int mdr_tcp_ep_can_write(const mdr_ep_t *ep)
+{
+    return mdr_tcp_ep_is_open(ep) && mdr_list_empty(&ep->sendq);
 }
 
 /* Write queued data (from progress); written puts go to rail->doneq. */
@@ -643,7 +652,7 @@ madrail_status_t mdr_tcp_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
         seg[nseg++].iov_len = pad;
     }
 
-    if (mdr_tcp_ep_can_write(ep)) {
+    if (mdr_tcp_ep_can_write(ep) && sizeof(hdr) + len + pad > ep->rail->cfg.coalesce) {
         n = mdr_tcp_writev(ep->conn->fd, seg, nseg);
         if (n < 0) { /* nothing sent; the failure is reported by the next progress() */
             mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "send failed: %s", strerror(errno));
@@ -660,8 +669,32 @@ madrail_status_t mdr_tcp_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
             mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "out of memory queueing a message");
         return n > 0 ? MADRAIL_OK : MADRAIL_ERR_NORESOURCE;
     }
+    if (n == 0 && mdr_tcp_ep_is_open(ep) && !ep->out_events) {
+        /* coalesced: written with its neighbours by the next progress */
+        if (ep->backlog >= MDR_TCP_COALESCE_FLUSH) {
+            mdr_tcp_ep_flush(ep);
+        } else if (!ep->in_flushq) {
+            ep->in_flushq = 1;
+            mdr_list_push_tail(&ep->rail->flushq, &ep->flush_link);
+        }
+        return MADRAIL_OK;
+    }
     mdr_tcp_ep_update_events(ep);
     return MADRAIL_OK;
+}
+
+int mdr_tcp_flush_coalesced(mdr_rail_t *rail)
+{
+    mdr_list_t *l;
+    int n = 0;
+    while ((l = mdr_list_pop_head(&rail->flushq)) != NULL) {
+        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, flush_link);
+        ep->in_flushq = 0;
+        if (!ep->destroyed && ep->state != MDR_TCP_EP_FAILED)
+            mdr_tcp_ep_flush(ep);
+        n++;
+    }
+    return n;
 }
 
 madrail_status_t mdr_tcp_put(mdr_ep_t *ep, const void *local, size_t len, mdr_memh_t *lmemh,

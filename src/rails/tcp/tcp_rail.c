@@ -59,6 +59,10 @@ static const mdr_cfg_entry_t mdr_tcp_cfg_entries[] = {
                 "tcp rails: 1 = a put completes when the receiver has placed the data "
                 "(and an invalid put fails at the sender); 0 = when its last byte is "
                 "written to the socket (one round trip earlier)."),
+    MDR_TCP_CFG("MADRAIL_TCP_COALESCE", MDR_CFG_SIZE, "2k", 0, 1024 * 1024, coalesce,
+                "tcp rails: control frames up to this size are queued and written together "
+                "by the next progress (one writev for a burst of small messages); 0 writes "
+                "each at once."),
 };
 
 const mdr_cfg_table_t mdr_tcp_cfg_table = {
@@ -274,6 +278,7 @@ static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *
     mdr_list_init(&rail->zombie_eps);
     mdr_list_init(&rail->failq);
     mdr_list_init(&rail->doneq);
+    mdr_list_init(&rail->flushq);
 
     st = mdr_hash_init(&rail->eps, 16);
     if (st != MADRAIL_OK)
@@ -589,6 +594,8 @@ static int mdr_tcp_progress(mdr_rail_t *rail)
     if (rail == NULL || rail->in_progress)
         return 0;
     rail->in_progress = 1;
+    if (!mdr_list_empty(&rail->flushq))
+        count += mdr_tcp_flush_coalesced(rail);
     do {
         n = epoll_wait(rail->epfd, evs, MDR_TCP_MAX_EVENTS, 0);
     } while (n < 0 && errno == EINTR);
@@ -614,6 +621,9 @@ static int mdr_tcp_progress(mdr_rail_t *rail)
             count++;
         }
     }
+    /* replies the upcalls queued go out now, in one write per ep */
+    if (!mdr_list_empty(&rail->flushq))
+        count += mdr_tcp_flush_coalesced(rail);
     mdr_tcp_reap(rail);
     rail->in_progress = 0;
     return count;
