@@ -52,7 +52,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-cd "$(dirname "$0")"
+cd "$(dirname "$0")" || exit 1
 SRC=$PWD
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 NSTEPS=5

@@ -126,6 +126,18 @@ void mdr_req_complete(mdr_req_t *req, madrail_status_t status)
     }
 }
 
+/* A completed send may sit in a driver's coalescing buffer: push it out
+ * before the application goes on (it may block elsewhere next). */
+static void mdr_req_flush(const mdr_req_t *req)
+{
+    mdr_ctx_t *ctx = req->ctx;
+    int r;
+    if (req->type != MDR_REQ_SEND)
+        return;
+    for (r = 0; r < ctx->nrails; r++)
+        ctx->rails[r].ops->flush(ctx->rails[r].rail);
+}
+
 madrail_status_t madrail_test(madrail_request_t *req_p, int *flag_p, madrail_info_t *info_p)
 {
     mdr_req_t *req;
@@ -144,6 +156,7 @@ madrail_status_t madrail_test(madrail_request_t *req_p, int *flag_p, madrail_inf
     st = req->info.status;
     if (info_p)
         *info_p = req->info;
+    mdr_req_flush(req);
     mdr_req_release(req);
     *req_p = NULL;
     *flag_p = 1;
@@ -163,6 +176,7 @@ madrail_status_t madrail_wait(madrail_request_t *req_p, madrail_info_t *info_p)
     st = req->info.status;
     if (info_p)
         *info_p = req->info;
+    mdr_req_flush(req);
     mdr_req_release(req);
     *req_p = NULL;
     return st;

@@ -58,3 +58,9 @@ madrail_status_t mdr_rail_unsup_put(mdr_ep_t *ep, const void *local, size_t len,
     (void)comp;
     return MADRAIL_ERR_UNSUPPORTED;
 }
+
+int mdr_rail_noop_flush(mdr_rail_t *rail)
+{
+    (void)rail;
+    return 0;
+}

@@ -139,6 +139,13 @@ typedef struct mdr_rail_ops {
 
     /* Make progress; returns the number of events handled. */
     int (*progress)(mdr_rail_t *rail);
+
+    /* Hand to the network what ctrl_send accepted but kept back to send
+     * together with later messages (coalescing), without polling for
+     * input.  The core calls it when the application collects a completed
+     * send, so a blocking send's data leaves before the caller goes idle.
+     * Drivers that keep nothing back use mdr_rail_noop_flush. */
+    int (*flush)(mdr_rail_t *rail);
 } mdr_rail_ops_t;
 
 /* Registry of built drivers. */
@@ -155,6 +162,8 @@ madrail_status_t mdr_rail_unsup_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, vo
 madrail_status_t mdr_rail_unsup_put(mdr_ep_t *ep, const void *local, size_t len,
                                     mdr_memh_t *lmemh, uint64_t raddr, const void *rkey,
                                     size_t rkey_len, mdr_completion_t *comp);
+
+int mdr_rail_noop_flush(mdr_rail_t *rail);
 
 /* The drivers. */
 extern const mdr_rail_ops_t mdr_tcp_ops;

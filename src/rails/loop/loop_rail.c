@@ -1066,4 +1066,5 @@ const mdr_rail_ops_t mdr_loop_ops = {
     .rkey_pack = mdr_loop_rkey_pack,
     .put = mdr_loop_put,
     .progress = mdr_loop_progress,
+    .flush = mdr_rail_noop_flush,
 };

@@ -629,6 +629,13 @@ static int mdr_tcp_progress(mdr_rail_t *rail)
     return count;
 }
 
+static int mdr_tcp_flush(mdr_rail_t *rail)
+{
+    if (rail == NULL || mdr_list_empty(&rail->flushq))
+        return 0;
+    return mdr_tcp_flush_coalesced(rail);
+}
+
 const mdr_rail_ops_t mdr_tcp_ops = {
     .name = "tcp",
     .open = mdr_tcp_open,
@@ -645,4 +652,5 @@ const mdr_rail_ops_t mdr_tcp_ops = {
     .rkey_pack = mdr_tcp_rkey_pack,
     .put = mdr_tcp_put,
     .progress = mdr_tcp_progress,
+    .flush = mdr_tcp_flush,
 };
