@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/uio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -220,6 +221,41 @@ madrail_status_t madrail_send(madrail_context_t ctx, madrail_peer_t peer, const 
 /** @brief Blocking receive (irecv + wait). */
 madrail_status_t madrail_recv(madrail_context_t ctx, madrail_peer_t src, void *buf, size_t len,
                               uint64_t tag, uint64_t ignore, madrail_info_t *info_p);
+
+/* ------------------------------------------------------------------ */
+/** @name Active messages
+ *
+ * For runtimes that match messages themselves (the MPICH netmod carries
+ * MPIDIG's active messages this way).  An active message fits in one
+ * control slot (madrail_am_max() bytes); it is delivered to the receiver's
+ * handler from inside progress, in send order with respect to every other
+ * active or tagged message from the same sender, whatever rail it took.
+ * Larger payloads travel as tagged messages (rendezvous and striping).
+ * @{ */
+
+/**
+ * Handler of incoming active messages.  @p data (8-byte aligned) is valid
+ * only during the call.  The handler may send (active or tagged messages)
+ * and post receives, but must not wait or call progress.
+ */
+typedef void (*madrail_am_handler_t)(void *arg, madrail_peer_t src, uint64_t id,
+                                     const void *data, size_t len);
+
+/** @brief Set the context's active-message handler (NULL: messages are dropped with a warning). */
+madrail_status_t madrail_am_set_handler(madrail_context_t ctx, madrail_am_handler_t cb, void *arg);
+
+/** @return the largest active-message payload in bytes. */
+size_t madrail_am_max(madrail_context_t ctx);
+
+/**
+ * @brief Send an active message gathered from @p iov (total <= madrail_am_max()).
+ * The buffers may be reused on return; the message leaves now or, without
+ * credits, from progress (it is never dropped).
+ * @param id  64 bits handed to the receiver's handler
+ */
+madrail_status_t madrail_am_send(madrail_context_t ctx, madrail_peer_t peer, uint64_t id,
+                                 const struct iovec *iov, int iovcnt);
+/** @} */
 
 /* ------------------------------------------------------------------ */
 /** @name Madeleine-style incremental messages

@@ -246,6 +246,11 @@ madrail_status_t madrail_context_init(const madrail_context_params_t *params,
 
     ctx->uuid = mdr_make_uuid();
     ctx->eager_max = ctx->cfg.slot_size - sizeof(mdr_eager_hdr_t);
+    ctx->am_scratch = malloc(ctx->cfg.slot_size);
+    if (!ctx->am_scratch) {
+        st = MADRAIL_ERR_NOMEM;
+        goto err_cfg;
+    }
     ctx->stripe.align = ctx->cfg.stripe_align;
     ctx->stripe.min_chunk = ctx->cfg.stripe_min;
     ctx->upcalls.ctrl_recv = mdr_ctrl_recv_upcall;
@@ -282,6 +287,7 @@ err_hash:
 err_pool:
     mdr_pool_cleanup(&ctx->pool);
 err_cfg:
+    free(ctx->am_scratch);
     mdr_cfg_release(&mdr_core_cfg_table, &ctx->cfg);
     free(ctx);
     return st;
@@ -389,6 +395,7 @@ madrail_status_t madrail_context_finalize(madrail_context_t ctx)
     mdr_hash_cleanup(&ctx->peer_by_uuid);
     mdr_pool_cleanup(&ctx->pool);
     mdr_cfg_release(&mdr_core_cfg_table, &ctx->cfg);
+    free(ctx->am_scratch);
     free(ctx);
     return MADRAIL_OK;
 }

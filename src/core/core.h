@@ -47,7 +47,8 @@ enum {
 enum {
     MDR_HF_SYNC = 1u << 0,         /* EAGER/RTS: sender wants an ACK when matched */
     MDR_HF_INTERNAL = 1u << 1,     /* message lives in the internal tag space (pack pieces) */
-    MDR_HF_RFS_CONSUMED = 1u << 2  /* EAGER: this message consumed RFS rreq_id */
+    MDR_HF_RFS_CONSUMED = 1u << 2, /* EAGER: this message consumed RFS rreq_id */
+    MDR_HF_AM = 1u << 3            /* EAGER: active message, one fragment, for the handler */
 };
 
 typedef struct mdr_hdr {
@@ -332,6 +333,9 @@ struct madrail_context {
     unsigned nreq_cache;
     const char *const *overrides;
     int in_progress;               /* progress recursion guard */
+    madrail_am_handler_t am_cb;    /* active-message handler */
+    void *am_arg;
+    uint8_t *am_scratch;           /* gathers an active message (slot_size bytes) */
     int finalizing;
 };
 

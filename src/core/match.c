@@ -127,6 +127,16 @@ static void mdr_bind(mdr_ctx_t *ctx, mdr_inmsg_t *m, mdr_req_t *req)
     }
 }
 
+static void mdr_am_deliver(mdr_ctx_t *ctx, mdr_peer_t *peer, uint64_t id, const void *data,
+                           size_t len)
+{
+    if (ctx->am_cb)
+        ctx->am_cb(ctx->am_arg, peer->index, id, data, len);
+    else
+        mdr_warn("peer %u: active message %llx dropped: no handler", peer->index,
+                 (unsigned long long)id);
+}
+
 /* m's sequence number has come up: match it or park it as unexpected. */
 static void mdr_in_order(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, mdr_inmsg_t *m)
 {
@@ -135,6 +145,12 @@ static void mdr_in_order(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, mdr_inmsg_t *m)
 
     m->in_order = 1;
     peer->expected_seq++;
+    if (m->flags & MDR_HF_AM) {
+        mdr_hash_del(&peer->inflight, m->seq);
+        mdr_am_deliver(ctx, peer, m->tag, m->data, m->total);
+        mdr_inmsg_free(ctx, m);
+        return;
+    }
     if (m->type == MDR_MSG_RFS_DATA) {
         req = mdr_req_lookup(ctx, m->id);
         mdr_hash_del(&peer->inflight, m->seq);
@@ -230,6 +246,10 @@ void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
         id = e->id;
         pl = (const uint8_t *)(e + 1);
         plen = len - sizeof(*e);
+        if ((hdr->flags & MDR_HF_AM) && (off != 0 || plen != total)) {
+            mdr_proto_fail(pr, "active message in fragments");
+            return;
+        }
         if (total > mdr_eager_total_max(ctx) || off > total || plen > total - off) {
             mdr_proto_fail(pr, "EAGER fragment %llu+%zu of a %llu-byte message",
                            (unsigned long long)off, plen, (unsigned long long)total);
@@ -281,6 +301,13 @@ void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
     if (seq < peer->expected_seq || seq - peer->expected_seq > (1ull << 40)) {
         mdr_proto_fail(pr, "sequence %llu, expected %llu or later", (unsigned long long)seq,
                        (unsigned long long)peer->expected_seq);
+        return;
+    }
+
+    if (seq == peer->expected_seq && (hdr->flags & MDR_HF_AM)) {
+        peer->expected_seq++;
+        mdr_am_deliver(ctx, peer, tag, pl, plen);
+        mdr_drain_reorder(ctx, pr);
         return;
     }
 
@@ -584,4 +611,62 @@ void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
         if (req->type == MDR_REQ_SEND || req->matched)
             mdr_req_complete(req, status);
     }
+}
+
+/* ---------------- active messages ---------------- */
+
+madrail_status_t madrail_am_set_handler(madrail_context_t ctx, madrail_am_handler_t cb, void *arg)
+{
+    if (!ctx)
+        return MADRAIL_ERR_INVALID;
+    ctx->am_cb = cb;
+    ctx->am_arg = arg;
+    return MADRAIL_OK;
+}
+
+size_t madrail_am_max(madrail_context_t ctx)
+{
+    return ctx ? ctx->eager_max : 0;
+}
+
+madrail_status_t madrail_am_send(madrail_context_t ctx, madrail_peer_t peer_idx, uint64_t id,
+                                 const struct iovec *iov, int iovcnt)
+{
+    mdr_peer_t *peer;
+    mdr_eager_hdr_t e;
+    const void *payload = NULL;
+    size_t total = 0, off = 0;
+    int i;
+
+    if (!ctx || iovcnt < 0 || (iovcnt && !iov))
+        return MADRAIL_ERR_INVALID;
+    peer = mdr_peer_get(ctx, peer_idx);
+    if (!peer) {
+        mdr_error("am_send: no peer %u", peer_idx);
+        return MADRAIL_ERR_INVALID;
+    }
+    for (i = 0; i < iovcnt; i++)
+        total += iov[i].iov_len;
+    if (total > ctx->eager_max) {
+        mdr_error("am_send: %zu bytes, at most %zu in an active message", total,
+                  ctx->eager_max);
+        return MADRAIL_ERR_INVALID;
+    }
+    if (iovcnt == 1) {
+        payload = iov[0].iov_base;
+    } else if (total) {
+        for (i = 0; i < iovcnt; i++) {
+            if (iov[i].iov_len)
+                memcpy(ctx->am_scratch + off, iov[i].iov_base, iov[i].iov_len);
+            off += iov[i].iov_len;
+        }
+        payload = ctx->am_scratch;
+    }
+    memset(&e, 0, sizeof(e));
+    e.h.type = MDR_MSG_EAGER;
+    e.h.flags = MDR_HF_AM;
+    e.seq = peer->next_send_seq++;
+    e.tag = id;
+    e.total = total;
+    return mdr_ctrl_send(peer, -1, &e.h, sizeof(e), payload, total);
 }

@@ -510,6 +510,108 @@ static void test_malformed(void)
     pair_close(&p);
 }
 
+/* ---- active messages ---- */
+typedef struct {
+    pair_t *p;
+    int count, bad, replies;
+    uint64_t next;
+    int reply; /* handler answers each message with an AM of its own */
+} am_state_t;
+
+static void am_handler(void *arg, madrail_peer_t src, uint64_t id, const void *data, size_t len)
+{
+    am_state_t *st = arg;
+    uint64_t v = 0;
+    if (((uintptr_t)data & 7) != 0)
+        st->bad++;
+    if (len >= sizeof(v))
+        memcpy(&v, data, sizeof(v));
+    if (id != st->next || (len >= sizeof(v) && v != id)) {
+        if (st->bad++ < 3)
+            printf("  am: got id %llu (payload %llu) expected %llu\n", (unsigned long long)id,
+                   (unsigned long long)v, (unsigned long long)st->next);
+    }
+    st->next = id + 1;
+    st->count++;
+    if (st->reply) {
+        struct iovec iov = {&v, sizeof(v)};
+        if (madrail_am_send(st->p->b, src, id, &iov, 1) != MADRAIL_OK)
+            st->bad++;
+    }
+}
+
+static void am_reply_handler(void *arg, madrail_peer_t src, uint64_t id, const void *data,
+                             size_t len)
+{
+    am_state_t *st = arg;
+    (void)src;
+    (void)data;
+    (void)len;
+    if (id != st->next)
+        st->bad++;
+    st->next = id + 1;
+    st->replies++;
+}
+
+static void test_am(const char *rails)
+{
+    const char *ov[] = {rails, "MADRAIL_CREDITS=3", "MADRAIL_SLOT_SIZE=1k", NULL};
+    enum { N = 3000 };
+    pair_t p;
+    am_state_t rs, ss;
+    uint8_t big[2048];
+    int i, ok = 1;
+    madrail_request_t tr[N / 100 + 1];
+    uint64_t tb[N / 100 + 1];
+    int nt = 0;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "open");
+        return;
+    }
+    memset(&rs, 0, sizeof(rs));
+    memset(&ss, 0, sizeof(ss));
+    rs.p = ss.p = &p;
+    rs.reply = 1;
+    madrail_am_set_handler(p.b, am_handler, &rs);
+    madrail_am_set_handler(p.a, am_reply_handler, &ss);
+    CHECK(madrail_am_max(p.a) == 1024 - sizeof(mdr_eager_hdr_t), "am_max is the slot payload");
+    for (i = 0; i < N; i++) {
+        uint64_t v = (uint64_t)i;
+        size_t extra = (size_t)(i * 37) % (madrail_am_max(p.a) - 8);
+        struct iovec iov[3] = {{&v, sizeof(v)}, {big, extra / 2}, {big, extra - extra / 2}};
+        CHECK(madrail_am_send(p.a, p.a2b, (uint64_t)i, iov, 3) == MADRAIL_OK, "am_send %d", i);
+        if (i % 100 == 0) { /* tagged messages interleaved, matched in order too */
+            tb[nt] = (uint64_t)i;
+            madrail_isend(p.a, p.a2b, &tb[nt], sizeof(uint64_t), 77, 0, &tr[nt]);
+            nt++;
+        }
+        if (i % 7 == 0)
+            spin(&p);
+    }
+    for (i = 0; i < 20000 && (rs.count < N || ss.replies < N); i++)
+        spin(&p);
+    CHECK(rs.count == N && rs.bad == 0, "%s: %d active messages in order, 8-byte aligned (%d bad)",
+          rails, rs.count, rs.bad);
+    CHECK(ss.replies == N && ss.bad == 0, "%s: %d replies sent from inside the handler",
+          rails, ss.replies);
+    for (i = 0; i < nt; i++) {
+        uint64_t v = ~0ull;
+        madrail_request_t rr;
+        madrail_irecv(p.b, p.b2a, &v, sizeof(v), 77, 0, &rr);
+        if (pwait(&p, &rr, NULL) != MADRAIL_OK || v != tb[i])
+            ok = 0;
+        pwait(&p, &tr[i], NULL);
+    }
+    CHECK(ok, "tagged messages between active messages keep their order");
+    {
+        struct iovec iov = {big, madrail_am_max(p.a) + 1};
+        CHECK(madrail_am_send(p.a, p.a2b, 1, &iov, 1) == MADRAIL_ERR_INVALID,
+              "an active message above am_max is refused");
+    }
+    pair_close(&p);
+}
+
 static void test_config_errors(void)
 {
     madrail_context_t c;
@@ -535,6 +637,8 @@ int main(void)
     test_stripe("MADRAIL_RAIL_WEIGHTS=1,1", 0.30, 0.70);
     test_stripe("MADRAIL_RAIL_WEIGHTS=3,1", 0.65, 0.85);
     test_rfs();
+    test_am("MADRAIL_RAILS=loop:am0");
+    test_am("MADRAIL_RAILS=loop:am1;reorder=1;seed=2,loop:am2;reorder=1;seed=4;nores=5");
     test_probe_cancel_sync();
     test_malformed();
     printf("%d checks, %d failed\n", checks, failures);
