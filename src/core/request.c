@@ -7,12 +7,14 @@
  */
 #include "mdr_config.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/core.h"
 
 #define MDR_REQ_CACHE_MAX 1024 /* released requests kept for reuse */
+#define MDR_WAIT_SPINS 64      /* idle polls in madrail_wait before sched_yield */
 
 static int mdr_reqtab_grow(mdr_ctx_t *ctx)
 {
@@ -167,12 +169,20 @@ madrail_status_t madrail_wait(madrail_request_t *req_p, madrail_info_t *info_p)
 {
     mdr_req_t *req;
     madrail_status_t st;
+    unsigned idle = 0;
 
     if (!req_p || !*req_p)
         return MADRAIL_ERR_INVALID;
     req = *req_p;
-    while (!req->complete)
-        madrail_progress(req->ctx);
+    while (!req->complete) {
+        /* Spin, but give the core away after a run of idle polls: with more
+         * processes than cores (tests, shared nodes) the peer we wait for
+         * may need this core to make progress. */
+        if (madrail_progress(req->ctx) == 0 && ++idle == MDR_WAIT_SPINS) {
+            sched_yield();
+            idle = 0;
+        }
+    }
     st = req->info.status;
     if (info_p)
         *info_p = req->info;

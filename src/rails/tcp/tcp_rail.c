@@ -59,7 +59,7 @@ static const mdr_cfg_entry_t mdr_tcp_cfg_entries[] = {
                 "tcp rails: 1 = a put completes when the receiver has placed the data "
                 "(and an invalid put fails at the sender); 0 = when its last byte is "
                 "written to the socket (one round trip earlier)."),
-    MDR_TCP_CFG("MADRAIL_TCP_COALESCE", MDR_CFG_SIZE, "2k", 0, 1024 * 1024, coalesce,
+    MDR_TCP_CFG("MADRAIL_TCP_COALESCE", MDR_CFG_SIZE, "16k", 0, 1024 * 1024, coalesce,
                 "tcp rails: control frames up to this size are queued and written together "
                 "by the next progress (one writev for a burst of small messages); 0 writes "
                 "each at once."),
