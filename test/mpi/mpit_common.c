@@ -137,6 +137,32 @@ MPIT_UNUSED __attribute__((format(printf, 2, 3))) static int mpit_check(int ok, 
     return ok;
 }
 
+/* Collective over MPI_COMM_WORLD: `bad` is this rank's count of failed
+ * sub-checks; rank 0 prints one line for all ranks (fewer interleaved lines
+ * from mpiexec), and the failure is counted once, on rank 0.  Returns the
+ * total. */
+MPIT_UNUSED __attribute__((format(printf, 2, 3))) static long mpit_check_all(long bad,
+                                                                           const char *fmt, ...)
+{
+    long total = 0;
+    va_list ap;
+
+    MPIT_CALL(MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD));
+    if (mpit_rank == 0) {
+        mpit_checks++;
+        if (total)
+            mpit_fails++;
+        printf("%s - ", total ? "FAIL" : "ok");
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        if (total)
+            printf(" [%ld failures over all ranks]", total);
+        putchar('\n');
+    }
+    return total;
+}
+
 /* Printed only on failure (bulk checks), at most MPIT_MAX_FAIL_LINES lines.
  * Returns ok. */
 MPIT_UNUSED __attribute__((format(printf, 2, 3))) static int mpit_expect(int ok, const char *fmt,
@@ -200,6 +226,29 @@ MPIT_UNUSED static void mpit_need_ranks(int n)
         snprintf(why, sizeof(why), "needs at least %d ranks, run with %d", n, mpit_size);
         mpit_skip(why);
     }
+}
+
+MPIT_UNUSED static MPI_Status *mpit_malloc_sts(int n)
+{
+    MPI_Status *p = calloc((size_t)(n > 0 ? n : 1), sizeof(MPI_Status));
+    if (!p) {
+        printf("FAIL - [r%d] %s: out of memory (%d statuses)\n", mpit_rank, mpit_name, n);
+        fflush(stdout);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        exit(1);
+    }
+    return p;
+}
+
+/* MPI_Waitall with statuses that are checked for errors only.  (Passing
+ * MPI_STATUSES_IGNORE, MPICH's (MPI_Status *)1, trips gcc 12's
+ * -Wstringop-overflow on MPICH's prototype.) */
+MPIT_UNUSED static void mpit_waitall(int n, MPI_Request *reqs)
+{
+    MPI_Status *sts = mpit_malloc_sts(n);
+
+    MPIT_CALL(MPI_Waitall(n, reqs, sts));
+    free(sts);
 }
 
 /* ------------------------------------------------------------ data patterns */

@@ -1009,9 +1009,15 @@ static int chk_put_bad(const t_spec_t *sp, char *why, int kind)
         T_WAIT(&p, (hw || p.b.acc.nfailed > 0) && tc.calls > 0);
     else if (!hw)
         T_WAIT(&p, p.b.acc.nfailed > 0);
-    T_CHECK(st != MADRAIL_OK && tc.status != MADRAIL_OK,
-            "bad put reported success (returned %s, completion %s)", madrail_status_str(st),
-            madrail_status_str(tc.status));
+    /* The sender must learn: either the put itself fails, or (a software put
+     * that completes when written, with no acknowledgement) its ep fails, so
+     * nothing sent after the put is delivered as if the data were there. */
+    T_WAIT(&p, (st != MADRAIL_OK && st != MADRAIL_INPROGRESS) ||
+                   (tc.calls > 0 && tc.status != MADRAIL_OK) || p.a.own.nfailed > 0);
+    T_CHECK((st != MADRAIL_OK && tc.status != MADRAIL_OK) || p.a.own.nfailed > 0,
+            "bad put reported success and the sender's ep stayed up (returned %s, "
+            "completion %s)",
+            madrail_status_str(st), madrail_status_str(tc.status));
     if (!hw) {
         T_CHECK(p.b.acc.nfailed > 0, "receiver reported no ep_failed (put returned %s)",
                 madrail_status_str(st));

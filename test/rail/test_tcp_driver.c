@@ -674,8 +674,12 @@ static void test_bad_put(int bad_key)
     want_t w;
     madrail_status_t st;
 
-    if (side_open(&a, "A2", 0x5555, "lo", NULL) != MADRAIL_OK ||
-        side_open(&b, "B2", 0x6666, "lo", NULL) != MADRAIL_OK) {
+    /* with acknowledged puts the sender's completion itself reports the
+     * rejection (the default, completion on write, is checked further on) */
+    static const char *const ack[] = {"MADRAIL_TCP_PUT_ACK=1", NULL};
+
+    if (side_open(&a, "A2", 0x5555, "lo", ack) != MADRAIL_OK ||
+        side_open(&b, "B2", 0x6666, "lo", ack) != MADRAIL_OK) {
         CHECK(0, "open rails for the bad put");
         return;
     }

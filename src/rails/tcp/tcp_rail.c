@@ -55,7 +55,7 @@ static const mdr_cfg_entry_t mdr_tcp_cfg_entries[] = {
                 "/sys/class/net/<if>/speed, 1000 if unknown, 5000 on loopback."),
     MDR_TCP_CFG("MADRAIL_TCP_CONNECT_TIMEOUT", MDR_CFG_TIME, "10s", 0.001, 86400, connect_timeout,
                 "tcp rails: time allowed for a connection and its handshake."),
-    MDR_TCP_CFG("MADRAIL_TCP_PUT_ACK", MDR_CFG_BOOL, "1", 1, 0, put_ack,
+    MDR_TCP_CFG("MADRAIL_TCP_PUT_ACK", MDR_CFG_BOOL, "0", 1, 0, put_ack,
                 "tcp rails: 1 = a put completes when the receiver has placed the data "
                 "(and an invalid put fails at the sender); 0 = when its last byte is "
                 "written to the socket (one round trip earlier)."),

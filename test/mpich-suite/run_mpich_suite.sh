@@ -1,0 +1,548 @@
+#!/usr/bin/env bash
+# run_mpich_suite.sh -- run MPICH's own test suite (test/mpi of the MPICH
+# source we build against) on an installed MPICH, by default ours built
+# with the ch4:madrail netmod, with traffic forced through the netmod over
+# two TCP rails on loopback.
+#
+# Why it is built this way:
+#  - test/mpi is copied with `cp -a` (cp -r changes the timestamps and make
+#    then tries to rerun automake 1.15, so every test fails to build) into a
+#    work directory outside the repository, one per MPICH prefix; configuring
+#    and compiling it is cached there, so a repeated run compiles nothing.
+#  - runtests has no exclusion mechanism: this script writes a filtered
+#    testlist (testlist.mdr) in every directory it runs, without the
+#    entries of exclude.txt and, with --subset quick, without the entries
+#    outside the quick subset, and runs `runtests -tests=testlist.mdr`.
+#  - Test programs are compiled with `make -j` before runtests starts (it
+#    would otherwise compile them one by one between runs) and kept
+#    (MPITEST_CLEANUP=0).
+#  - Results come from the TAP file runtests writes; the table and the last
+#    line ("N passed, N failed") are computed here.
+#
+# See test/mpich-suite/README.md and docs/testing.md.
+set -uo pipefail
+
+SELF_DIR=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$SELF_DIR/../.." && pwd)
+
+usage() {
+    cat <<'EOF'
+Usage: test/mpich-suite/run_mpich_suite.sh [options]
+
+Runs MPICH's test suite (test/mpi) against an installed MPICH.
+
+Options:
+  --mpich-prefix P    MPICH to test: P/bin/mpicc and P/bin/mpiexec
+                      (default: <repo>/_install/mpich)
+  --system            test Debian's MPICH instead (mpicc.mpich,
+                      mpiexec.mpich; installs mpich and libmpich-dev with
+                      apt-get when missing)
+  --mpich-src DIR     MPICH 4.0.2 source tree holding test/mpi (default: the
+                      tree scripts/build-mpich.sh unpacked, else
+                      /tmp/mpich-src/mpich-4.0.2, else fetched with
+                      `apt-get source mpich` into the work dir)
+  --dirs LIST         comma-separated test/mpi directories
+                      (default: pt2pt,coll,comm,part,init)
+  --subset quick|full quick (default): the fixed subset ./check.sh runs (see
+                      README.md); full: every entry of the directories
+  --only TESTS        run only these entries, comma-separated, each
+                      `dir/name` or `dir/name:np` (ignores --subset and the
+                      exclude file; use it to reproduce one failure)
+  --exclude FILE      exclude file (default: exclude.txt next to this script)
+  --jobs N            parallel make jobs when compiling tests (default 2)
+  --timeout-mult N    MPITEST_TIMEOUT_MULTIPLIER: each test's time limit
+                      (180 s unless its testlist line says timeLimit=) is
+                      multiplied by N (default 2: 2 cores, oversubscribed)
+  --maxnp N           run tests that ask for more than N processes with N
+                      (runtests -maxnp; default: as many as each test asks)
+  --work-dir DIR      where configured test trees are cached
+                      (default /var/tmp/madrail-mpich-suite)
+  --fresh             delete the cached tree for this MPICH first
+  --list              print the entries that would run, then stop
+  -h, --help          this text
+
+Environment given to every test (each can be overridden by exporting it):
+  MADRAIL_RAILS=tcp:lo,tcp:lo   two TCP rails on loopback
+  MPIR_CVAR_NOLOCAL=1           every rank is "remote": no shared memory,
+                                all traffic goes through the netmod
+  LD_LIBRARY_PATH               <repo>/_install/lib and P/lib first
+
+Prints a table per directory (passed, failed, excluded, skipped, times),
+the output of failing tests with a command to reproduce each, and ends
+with one line "N passed, N failed".  Exit status: 0 when nothing failed,
+1 when a test failed, 2 on a usage or setup error.
+EOF
+}
+
+die() { echo "run_mpich_suite: $*" >&2; exit 2; }
+say() { echo "[mpich-suite] $*"; }
+
+# ------------------------------------------------------------------ options
+PREFIX=""
+SYSTEM=no
+MPICH_SRC=""
+DIRS="pt2pt,coll,comm,part,init"
+SUBSET=quick
+ONLY=""
+EXCLUDE_FILE="$SELF_DIR/exclude.txt"
+JOBS=2
+TMULT=2
+MAXNP=""
+WORK="/var/tmp/madrail-mpich-suite"
+FRESH=no
+LIST_ONLY=no
+
+need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || die "$1 needs a value (see --help)"; }
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -h|--help) usage; exit 0 ;;
+        --mpich-prefix) need_arg "$@"; PREFIX=$2; shift ;;
+        --mpich-prefix=*) PREFIX=${1#*=} ;;
+        --system) SYSTEM=yes ;;
+        --mpich-src) need_arg "$@"; MPICH_SRC=$2; shift ;;
+        --mpich-src=*) MPICH_SRC=${1#*=} ;;
+        --dirs) need_arg "$@"; DIRS=$2; shift ;;
+        --dirs=*) DIRS=${1#*=} ;;
+        --subset) need_arg "$@"; SUBSET=$2; shift ;;
+        --subset=*) SUBSET=${1#*=} ;;
+        --only) need_arg "$@"; ONLY=$2; shift ;;
+        --only=*) ONLY=${1#*=} ;;
+        --exclude) need_arg "$@"; EXCLUDE_FILE=$2; shift ;;
+        --exclude=*) EXCLUDE_FILE=${1#*=} ;;
+        --jobs|-j) need_arg "$@"; JOBS=$2; shift ;;
+        --jobs=*) JOBS=${1#*=} ;;
+        --timeout-mult) need_arg "$@"; TMULT=$2; shift ;;
+        --timeout-mult=*) TMULT=${1#*=} ;;
+        --maxnp) need_arg "$@"; MAXNP=$2; shift ;;
+        --maxnp=*) MAXNP=${1#*=} ;;
+        --work-dir) need_arg "$@"; WORK=$2; shift ;;
+        --work-dir=*) WORK=${1#*=} ;;
+        --fresh) FRESH=yes ;;
+        --list) LIST_ONLY=yes ;;
+        *) die "unknown option '$1' (see --help)" ;;
+    esac
+    shift
+done
+
+case "$SUBSET" in quick|full) ;; *) die "--subset must be quick or full" ;; esac
+[[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || die "--jobs needs a positive integer"
+[[ "$TMULT" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--timeout-mult needs a number"
+[ -z "$MAXNP" ] || [[ "$MAXNP" =~ ^[1-9][0-9]*$ ]] || die "--maxnp needs a positive integer"
+[ "$SYSTEM" = yes ] && [ -n "$PREFIX" ] && die "--system and --mpich-prefix exclude each other"
+
+# --only implies its directories.
+if [ -n "$ONLY" ]; then
+    DIRS=$(echo "$ONLY" | tr ',' '\n' | sed 's|/[^/]*$||' | awk '!seen[$0]++' | paste -sd, -)
+fi
+IFS=',' read -r -a DIR_LIST <<<"$DIRS"
+[ ${#DIR_LIST[@]} -gt 0 ] || die "--dirs is empty"
+
+T_START=$(date +%s)
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", b - a }'; }
+
+# ------------------------------------------------------------------ the MPICH
+if [ "$SYSTEM" = yes ]; then
+    if ! command -v mpicc.mpich >/dev/null 2>&1 || ! command -v mpiexec.mpich >/dev/null 2>&1; then
+        say "Debian's MPICH is missing: apt-get install mpich libmpich-dev"
+        [ "$(id -u)" = 0 ] || die "not root: install mpich and libmpich-dev first"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+            mpich libmpich-dev >/dev/null || die "apt-get install mpich libmpich-dev failed"
+    fi
+    MPICC=$(command -v mpicc.mpich)
+    MPIEXEC=$(command -v mpiexec.mpich)
+    PREFIX_DESC="system (Debian mpich: $MPICC)"
+    KEY_NAME=system
+else
+    PREFIX=${PREFIX:-$REPO/_install/mpich}
+    [ -d "$PREFIX" ] || die "no MPICH at $PREFIX (build it with scripts/build-mpich.sh, or use --mpich-prefix / --system)"
+    PREFIX=$(cd "$PREFIX" && pwd)
+    MPICC=$PREFIX/bin/mpicc
+    MPIEXEC=$PREFIX/bin/mpiexec
+    [ -x "$MPICC" ] || die "$MPICC missing or not executable"
+    [ -x "$MPIEXEC" ] || die "$MPIEXEC missing or not executable"
+    PREFIX_DESC=$PREFIX
+    KEY_NAME=$(basename "$PREFIX")
+fi
+
+# ------------------------------------------------------------------ the source
+find_src() {
+    local d
+    if [ -n "$MPICH_SRC" ]; then
+        [ -f "$MPICH_SRC/test/mpi/runtests.in" ] ||
+            die "--mpich-src $MPICH_SRC: no test/mpi/runtests.in there"
+        (cd "$MPICH_SRC" && pwd)
+        return
+    fi
+    # Where scripts/build-mpich.sh keeps the tree it builds (checked first,
+    # so the suite matches the MPICH we built), then the usual places.
+    for d in "$REPO/_mpich/mpich-4.0.2" "$REPO/_build-mpich/mpich-4.0.2" \
+             /tmp/mpich-src/mpich-4.0.2 "$WORK/src/mpich-4.0.2"; do
+        if [ -f "$d/test/mpi/runtests.in" ]; then
+            (cd "$d" && pwd)
+            return
+        fi
+    done
+    # A fresh machine: Debian's source package (deb-src must be enabled).
+    mkdir -p "$WORK/src" || die "cannot create $WORK/src"
+    say "no MPICH source found: apt-get source mpich into $WORK/src" >&2
+    (cd "$WORK/src" && apt-get source mpich >fetch.log 2>&1) ||
+        die "apt-get source mpich failed (see $WORK/src/fetch.log); pass --mpich-src"
+    [ -f "$WORK/src/mpich-4.0.2/test/mpi/runtests.in" ] ||
+        die "apt-get source did not give mpich-4.0.2 (see $WORK/src/fetch.log); pass --mpich-src"
+    echo "$WORK/src/mpich-4.0.2"
+}
+SRC=$(find_src) || exit 2
+TESTSRC=$SRC/test/mpi
+
+# ------------------------------------------------------------------ the work tree
+# --enable-xfail: entries MPICH marks xfail= run too; the ones that fail
+# are listed in exclude.txt with their reason like any other.
+CONF_ARGS=(--disable-fortran --disable-cxx --disable-spawn --enable-xfail)
+# The thread level only decides whether test/mpi/threads is configured.
+threads=funneled
+for d in "${DIR_LIST[@]}"; do
+    case "$d" in threads|threads/*) threads=multiple ;; esac
+done
+CONF_ARGS+=("--enable-threads=$threads")
+
+# Key: the MPICH (prefix or system).  The fingerprint inside decides whether
+# the cached tree still fits: same source, same compiler wrapper and same
+# mpi.h (the test programs link libmpi dynamically, so a rebuilt MPICH with
+# the same headers needs no recompiling; a static-only MPICH is fingerprinted
+# by its archive).
+key_hash=$(printf '%s' "$PREFIX_DESC" | sha1sum | cut -c1-10)
+KEYDIR=$WORK/$KEY_NAME-$key_hash
+TREE=$KEYDIR/mpi
+mkdir -p "$KEYDIR" || die "cannot create $KEYDIR"
+
+exec 9>"$KEYDIR/lock"
+flock -n 9 || die "another run uses $KEYDIR (lock held)"
+
+mpi_h=$("$MPICC" -show 2>/dev/null | tr ' ' '\n' | sed -n 's/^-I//p' |
+        while read -r inc; do [ -f "$inc/mpi.h" ] && echo "$inc/mpi.h" && break; done)
+[ -n "$mpi_h" ] || mpi_h=$PREFIX/include/mpi.h
+libfp=""
+if [ "$SYSTEM" = no ] && ! ls "$PREFIX"/lib/libmpi.so* >/dev/null 2>&1; then
+    libfp=$(sha1sum "$PREFIX"/lib/libmpi.a 2>/dev/null | cut -c1-40)
+fi
+FINGERPRINT=$(
+    echo "src=$SRC"
+    echo "runtests=$(sha1sum <"$TESTSRC/runtests.in" | cut -c1-40)"
+    echo "mpicc=$MPICC"
+    echo "show=$("$MPICC" -show 2>/dev/null)"
+    echo "mpi.h=$(sha1sum <"$mpi_h" 2>/dev/null | cut -c1-40)"
+    echo "static=$libfp"
+    echo "configure=${CONF_ARGS[*]}"
+)
+
+if [ "$FRESH" = yes ] || { [ -f "$KEYDIR/fingerprint" ] && [ "$(cat "$KEYDIR/fingerprint")" != "$FINGERPRINT" ]; }; then
+    [ "$FRESH" = yes ] && say "--fresh: removing $TREE" || say "MPICH or source changed: removing $TREE"
+    rm -rf "$TREE" "$KEYDIR/fingerprint"
+fi
+
+T_CONF=0
+if [ ! -f "$KEYDIR/fingerprint" ] || [ ! -x "$TREE/runtests" ]; then
+    rm -rf "$TREE"
+    say "copying $TESTSRC to $TREE (cp -a)"
+    cp -a "$TESTSRC" "$TREE" || die "cp -a failed"
+    say "configuring the test suite: MPICC=$MPICC MPIEXEC=$MPIEXEC ${CONF_ARGS[*]}"
+    t0=$(now)
+    if ! (cd "$TREE" && ./configure MPICC="$MPICC" MPIEXEC="$MPIEXEC" "${CONF_ARGS[@]}" \
+            >configure.out 2>&1); then
+        tail -n 30 "$TREE/configure.out"
+        die "configure failed (see $TREE/configure.out)"
+    fi
+    T_CONF=$(secs "$t0" "$(now)")
+    say "configured in ${T_CONF}s"
+    echo "$FINGERPRINT" >"$KEYDIR/fingerprint"
+else
+    say "reusing the configured tree $TREE"
+fi
+
+for d in "${DIR_LIST[@]}"; do
+    [ -d "$TREE/$d" ] || die "no directory $d in test/mpi"
+    [ -f "$TREE/$d/testlist" ] || die "$d has no testlist (not configured? try --fresh)"
+done
+
+# ------------------------------------------------------------------ exclusions
+# exclude.txt: "dir/name [np] [key=value ...] # reason", one per line.  np
+# and key=value tokens (args, env, ...) narrow the match to those testlist
+# entries; the reason is required.
+EXCL=$KEYDIR/exclude.parsed
+: >"$EXCL"
+if [ -z "$ONLY" ] && [ -f "$EXCLUDE_FILE" ]; then
+    lineno=0
+    while IFS= read -r line || [ -n "$line" ]; do
+        lineno=$((lineno + 1))
+        body=${line%%#*}
+        body=$(echo "$body" | sed 's/^[[:space:]]*//; s/[[:space:]]*$//')
+        [ -z "$body" ] && continue
+        case "$line" in
+            *'#'*) reason=$(echo "${line#*#}" | sed 's/^[[:space:]]*//; s/[[:space:]]*$//') ;;
+            *) reason="" ;;
+        esac
+        [ -n "$reason" ] || die "$EXCLUDE_FILE:$lineno: no reason after '#'"
+        printf '%s\t%s\t%s\n' "$lineno" "$body" "$reason" >>"$EXCL"
+    done <"$EXCLUDE_FILE"
+elif [ -z "$ONLY" ]; then
+    say "no exclude file $EXCLUDE_FILE: nothing excluded"
+fi
+
+# ------------------------------------------------------------------ selection
+# The quick subset ./check.sh runs.  Fixed, documented in README.md with
+# the times measured: whole directories except coll, where only the
+# entries with at most QUICK_COLL_MAXNP processes run.
+QUICK_COLL_MAXNP=4
+
+# select_entries DIR: read DIR/testlist (recursing into sub-directory
+# entries), write DIR/testlist.mdr and print one line per entry:
+#   state<TAB>dir<TAB>name<TAB>np<TAB>line<TAB>reason
+# state is run, excluded or subset (left out by --subset quick).
+select_entries() {
+    local dir=$1
+    awk -v dir="$dir" -v subset="$SUBSET" -v qmax="$QUICK_COLL_MAXNP" \
+        -v only="$ONLY" -v exclfile="$EXCL" -v tree="$TREE" -v matched="$KEYDIR/exclude.used" '
+    function strip(s) { sub(/#.*/, "", s); gsub(/^[ \t]+|[ \t\r]+$/, "", s); return s }
+    BEGIN {
+        nex = 0
+        while ((getline l < exclfile) > 0) {
+            split(l, f, "\t"); nex++
+            exline[nex] = f[1]; exreason[nex] = f[3]
+            n = split(f[2], t, /[ \t]+/)
+            exname[nex] = t[1]; exnp[nex] = ""; exkv[nex] = ""
+            for (i = 2; i <= n; i++) {
+                if (t[i] ~ /^[0-9]+$/ && i == 2) exnp[nex] = t[i]
+                else exkv[nex] = exkv[nex] " " t[i]
+            }
+        }
+        nonly = split(only, onl, ",")
+    }
+    # process(sub): read tree/sub/testlist, write tree/sub/testlist.mdr
+    function process(sub,    file, out, line, n, tok, name, np, full, k, i, j, state, reason, hit, m, kv, o, want) {
+        file = tree "/" sub "/testlist"; out = tree "/" sub "/testlist.mdr"
+        printf "" > out
+        while ((getline line < file) > 0) {
+            line = strip(line)
+            if (line == "") continue
+            if (line ~ /^!/) { print line > out; continue }
+            n = split(line, tok, /[ \t]+/)
+            name = tok[1]
+            if (system("test -d \"" tree "/" sub "/" name "\"") == 0) {
+                print line > out
+                process(sub "/" name)
+                continue
+            }
+            np = (n >= 2 && tok[2] ~ /^[0-9]+$/) ? tok[2] : 2
+            full = sub "/" name
+            state = "run"; reason = ""
+            if (nonly > 0) {
+                state = "subset"
+                for (o = 1; o <= nonly; o++) {
+                    want = onl[o]
+                    if (want == full || want == full ":" np) state = "run"
+                }
+            } else {
+                if (subset == "quick" && sub ~ /^coll(\/|$)/ && np + 0 > qmax + 0) state = "subset"
+                for (k = 1; k <= nex && state == "run"; k++) {
+                    if (exname[k] != full) continue
+                    if (exnp[k] != "" && exnp[k] != np) continue
+                    hit = 1
+                    m = split(exkv[k], kv, " ")
+                    for (i = 1; i <= m; i++) {
+                        j = 0
+                        for (o = 2; o <= n; o++) if (tok[o] == kv[i]) j = 1
+                        if (!j) hit = 0
+                    }
+                    if (hit) {
+                        state = "excluded"
+                        reason = exreason[k] " (exclude.txt:" exline[k] ")"
+                        print exline[k] >> matched
+                    }
+                }
+            }
+            if (state == "run") print line > out
+            else print "# " state ": " line > out
+            printf "%s\t%s\t%s\t%s\t%s\t%s\n", state, sub, name, np, line, reason
+        }
+        close(file); close(out)
+    }
+    BEGIN { process(dir) }'
+}
+
+ENTRIES=$KEYDIR/entries.tsv
+: >"$ENTRIES"
+: >"$KEYDIR/exclude.used"
+for d in "${DIR_LIST[@]}"; do
+    select_entries "$d" >>"$ENTRIES"
+done
+
+if [ -n "$ONLY" ]; then
+    IFS=',' read -r -a only_list <<<"$ONLY"
+    for o in "${only_list[@]}"; do
+        t=${o%%:*}
+        awk -F'\t' -v t="$t" '$1 == "run" && $2 "/" $3 == t { f = 1 } END { exit !f }' "$ENTRIES" ||
+            die "--only $o: no such entry in $(dirname "$t")/testlist"
+    done
+fi
+
+# Exclusions that match nothing are stale (a test renamed, a typo).
+if [ -s "$EXCL" ]; then
+    while IFS=$'\t' read -r ln body _; do
+        edir=${body%%/*}
+        in_dirs=no
+        for d in "${DIR_LIST[@]}"; do [ "$d" = "$edir" ] && in_dirs=yes; done
+        [ "$in_dirs" = yes ] || continue
+        grep -qx "$ln" "$KEYDIR/exclude.used" ||
+            say "warning: exclude.txt:$ln '$body' matches no testlist entry"
+    done <"$EXCL"
+fi
+
+if [ "$LIST_ONLY" = yes ]; then
+    awk -F'\t' '{ printf "%-9s %s/%s\n", $1, $2, $5 }' "$ENTRIES"
+    awk -F'\t' '{ c[$1]++ } END { printf "%d to run, %d excluded, %d outside the subset\n", c["run"], c["excluded"], c["subset"] }' "$ENTRIES"
+    exit 0
+fi
+
+# ------------------------------------------------------------------ environment
+export MADRAIL_RAILS=${MADRAIL_RAILS:-tcp:lo,tcp:lo}
+export MPIR_CVAR_NOLOCAL=${MPIR_CVAR_NOLOCAL:-1}
+if [ "$SYSTEM" = yes ]; then
+    LD_LIBRARY_PATH=$REPO/_install/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+else
+    LD_LIBRARY_PATH=$REPO/_install/lib:$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+export LD_LIBRARY_PATH
+export MPITEST_TIMEOUT_MULTIPLIER=$TMULT
+export MPITEST_CLEANUP=0           # keep the compiled programs (the cache)
+export USER=${USER:-$(id -un)}     # runtests lists the user's processes with ps -U
+RUN_ENV="MADRAIL_RAILS=$MADRAIL_RAILS MPIR_CVAR_NOLOCAL=$MPIR_CVAR_NOLOCAL LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+say "MPICH: $PREFIX_DESC"
+say "source: $SRC"
+say "tree: $TREE"
+say "environment: $RUN_ENV MPITEST_TIMEOUT_MULTIPLIER=$TMULT"
+say "load before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# ------------------------------------------------------------------ build + run
+OUT=$KEYDIR/results
+mkdir -p "$OUT"
+declare -A T_BUILD T_RUN
+RUNTESTS_ARGS=(-srcdir=. -tests=testlist.mdr "-mpiexec=$MPIEXEC")
+[ -n "$MAXNP" ] && RUNTESTS_ARGS+=("-maxnp=$MAXNP")
+
+# The support libraries every test links.
+if ! make -C "$TREE/util" libmtest_single.la >"$OUT/build-util.log" 2>&1 ||
+   ! make -C "$TREE/dtpools" -j"$JOBS" >>"$OUT/build-util.log" 2>&1; then
+    tail -n 30 "$OUT/build-util.log"
+    die "building util/ and dtpools/ failed (see $OUT/build-util.log)"
+fi
+
+for d in "${DIR_LIST[@]}"; do
+    rm -f "$OUT/$d.tap" "$OUT/$d.xml" "$OUT/$d.runtests.out"
+    # Compile this directory's programs, -k: a test that does not build is
+    # reported by runtests as a failure with the compiler's output.
+    t0=$(now)
+    : >"$OUT/$d.build.log"
+    awk -F'\t' '$1 == "run" { print $2 "\t" $3 }' "$ENTRIES" | awk -F'\t' -v d="$d" '$1 == d || index($1, d "/") == 1' |
+        sort -u | awk -F'\t' '{ p[$1] = p[$1] " " $2 } END { for (s in p) print s "\t" p[s] }' |
+        while IFS=$'\t' read -r sub progs; do
+            # shellcheck disable=SC2086
+            make -k -C "$TREE/$sub" -j"$JOBS" $progs >>"$OUT/$d.build.log" 2>&1
+        done
+    T_BUILD[$d]=$(secs "$t0" "$(now)")
+    nrun=$(awk -F'\t' -v d="$d" '$1 == "run" && ($2 == d || index($2, d "/") == 1)' "$ENTRIES" | wc -l)
+    say "$d: compiled in ${T_BUILD[$d]}s; running $nrun entries..."
+    t0=$(now)
+    (cd "$TREE" && ./runtests "${RUNTESTS_ARGS[@]}" -testdirs="$d" \
+        -xmlfile="$OUT/$d.xml" -tapfile="$OUT/$d.tap") >"$OUT/$d.runtests.out" 2>&1
+    T_RUN[$d]=$(secs "$t0" "$(now)")
+    say "$d: ran in ${T_RUN[$d]}s ($(grep -c '^ok' "$OUT/$d.tap" 2>/dev/null || echo 0) ok, $(grep -c '^not ok' "$OUT/$d.tap" 2>/dev/null || echo 0) not ok)"
+done
+
+# ------------------------------------------------------------------ results
+# Pair the TAP lines with the entries run, in order (runtests writes one TAP
+# line per entry: ok, not ok, or ok # SKIP), to recover arguments and
+# environment of each failing entry for its reproduce command.
+TOTAL_PASS=0; TOTAL_FAIL=0
+FAILS=$KEYDIR/failures.txt
+: >"$FAILS"
+ROWS=()
+for d in "${DIR_LIST[@]}"; do
+    tap=$OUT/$d.tap
+    nexcl=$(awk -F'\t' -v d="$d" '$1 == "excluded" && ($2 == d || index($2, d "/") == 1)' "$ENTRIES" | wc -l)
+    nsub=$(awk -F'\t' -v d="$d" '$1 == "subset" && ($2 == d || index($2, d "/") == 1)' "$ENTRIES" | wc -l)
+    nrun=$(awk -F'\t' -v d="$d" '$1 == "run" && ($2 == d || index($2, d "/") == 1)' "$ENTRIES" | wc -l)
+    if [ ! -f "$tap" ]; then
+        pass=0; fail=$nrun; skip=0
+        echo "== $d: runtests wrote no TAP file; its output:" >>"$FAILS"
+        tail -n 30 "$OUT/$d.runtests.out" >>"$FAILS"
+    else
+        read -r pass fail skip < <(awk '
+            /^ok .*# SKIP/ { s++; next }
+            /^ok /         { p++; next }
+            /^not ok /     { f++ }
+            END { print p + 0, f + 0, s + 0 }' "$tap")
+        # Entries that never got a TAP line (runtests stopped early: too many
+        # timeouts, a stop file) count as failures.
+        missing=$((nrun - pass - fail - skip))
+        if [ "$missing" -gt 0 ]; then
+            fail=$((fail + missing))
+            echo "== $d: $missing entries did not run; end of runtests output:" >>"$FAILS"
+            tail -n 15 "$OUT/$d.runtests.out" >>"$FAILS"
+        fi
+        awk -F'\t' -v d="$d" '$1 == "run" && ($2 == d || index($2, d "/") == 1)' "$ENTRIES" >"$OUT/$d.run.tsv"
+        awk -v tsv="$OUT/$d.run.tsv" -v tree="$TREE" -v mpiexec="$MPIEXEC" \
+            -v runenv="$RUN_ENV" -v tmult="$TMULT" -v script="$0" -v prefix_opt="$( [ "$SYSTEM" = yes ] && echo "--system" || echo "--mpich-prefix $PREFIX")" '
+        function flush() {
+            if (cur == "") return
+            print "----- FAILED: " cur " -----"
+            printf "%s", body
+            print "  reproduce: " script " " prefix_opt " --only " curname ":" curnp
+            print "        or: " repro
+            print ""
+            cur = ""; body = ""
+        }
+        BEGIN { i = 0; while ((getline l < tsv) > 0) { i++; ent[i] = l }; idx = 0 }
+        /^(not )?ok / {
+            flush()
+            idx++
+            n_out = 0
+            if ($0 ~ /^not ok/) {
+                split(ent[idx], e, "\t")
+                curname = e[2] "/" e[3]; curnp = e[4]
+                cur = curname " " curnp " (testlist: " e[5] ")"
+                n = split(e[5], t, /[ \t]+/)
+                args = ""; envs = ""; tl = 180
+                for (k = 3; k <= n; k++) {
+                    if (t[k] ~ /^arg=/) args = args " " substr(t[k], 5)
+                    else if (t[k] ~ /^env=/) envs = envs " " substr(t[k], 5)
+                    else if (t[k] ~ /^timeLimit=/) tl = substr(t[k], 11)
+                }
+                repro = "cd " tree "/" e[2] " && env " runenv envs " MPIEXEC_TIMEOUT=" int(tl * tmult) " " mpiexec " -n " e[4] " ./" e[3] args
+            }
+            next
+        }
+        cur != "" && /^## / { n_out++; if (n_out <= 60) body = body "  | " substr($0, 4) "\n"; next }
+        END { flush() }' "$tap" >>"$FAILS"
+    fi
+    TOTAL_PASS=$((TOTAL_PASS + pass))
+    TOTAL_FAIL=$((TOTAL_FAIL + fail))
+    ROWS+=("$(printf '%-8s %7s %7s %7s %9s %8s %9s %7s %6s' "$d" "$nrun" "$pass" "$fail" "$nexcl" "$skip" "$nsub" "${T_BUILD[$d]}s" "${T_RUN[$d]}s")")
+done
+
+if [ -s "$FAILS" ]; then
+    echo
+    echo "===== failing tests (output is from $OUT/<dir>.tap) ====="
+    cat "$FAILS"
+fi
+
+echo
+say "results ($SUBSET subset; MPICH: $PREFIX_DESC)"
+printf '%-8s %7s %7s %7s %9s %8s %9s %7s %6s\n' dir entries passed failed excluded skipped notsubset build run
+for r in "${ROWS[@]}"; do echo "$r"; done
+say "configure ${T_CONF}s (0 = cached tree); total $(( $(date +%s) - T_START ))s; load now $(cut -d' ' -f1-3 /proc/loadavg)"
+say "skipped = skipped by runtests itself (xfail= entries; see README.md)"
+echo "$TOTAL_PASS passed, $TOTAL_FAIL failed"
+[ "$TOTAL_FAIL" -eq 0 ] || exit 1
+[ "$TOTAL_PASS" -gt 0 ] || { say "no test ran"; exit 1; }
+exit 0
