@@ -387,6 +387,14 @@ madrail_status_t madrail_pmi_finalize(madrail_job_t *job);
 /** @brief Print every MADRAIL_* variable with its type, default and help. */
 void madrail_config_print(FILE *out);
 
+/**
+ * @brief Print the machine as madrail sees it: NUMA nodes, cores, this
+ * process's binding, and each network device (interface or OpenFabrics HCA)
+ * with the processors it is near and its PCI address (hwloc); a single line
+ * when built without hwloc.
+ */
+void madrail_topology_print(FILE *out);
+
 /** @} */
 
 #ifdef __cplusplus

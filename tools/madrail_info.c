@@ -22,7 +22,8 @@ static void usage(FILE *out, const char *prog)
             "Show madrail's configuration and rails (both when no option is given).\n"
             "\n"
             "  -v            print every MADRAIL_* variable: type, default and help\n"
-            "  -r            open a context as an application would and list its rails\n"
+            "  -r            open a context as an application would and list its rails,\n"
+            "                then the network devices hwloc sees and their locality\n"
             "  -h, --help    show this help\n"
             "\n"
             "Settings come from MADRAIL_* environment variables; MADRAIL_RAILS selects\n"
@@ -63,6 +64,7 @@ static int print_rails(void)
         fprintf(stderr, "madrail_info: closing the context: %s\n", madrail_status_str(st));
         ret = 1;
     }
+    madrail_topology_print(stdout);
     return ret;
 }
 

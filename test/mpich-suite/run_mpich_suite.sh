@@ -318,9 +318,9 @@ select_entries() {
         }
         nonly = split(only, onl, ",")
     }
-    # process(sub): read tree/sub/testlist, write tree/sub/testlist.mdr
-    function process(sub,    file, out, line, n, tok, name, np, full, k, i, j, state, reason, hit, m, kv, o, want) {
-        file = tree "/" sub "/testlist"; out = tree "/" sub "/testlist.mdr"
+    # process(sd): read tree/sd/testlist, write tree/sd/testlist.mdr
+    function process(sd,    file, out, line, n, tok, name, np, full, k, i, j, state, reason, hit, m, kv, o, want) {
+        file = tree "/" sd "/testlist"; out = tree "/" sd "/testlist.mdr"
         printf "" > out
         while ((getline line < file) > 0) {
             line = strip(line)
@@ -328,13 +328,13 @@ select_entries() {
             if (line ~ /^!/) { print line > out; continue }
             n = split(line, tok, /[ \t]+/)
             name = tok[1]
-            if (system("test -d \"" tree "/" sub "/" name "\"") == 0) {
+            if (system("test -d \"" tree "/" sd "/" name "\"") == 0) {
                 print line > out
-                process(sub "/" name)
+                process(sd "/" name)
                 continue
             }
             np = (n >= 2 && tok[2] ~ /^[0-9]+$/) ? tok[2] : 2
-            full = sub "/" name
+            full = sd "/" name
             state = "run"; reason = ""
             if (nonly > 0) {
                 state = "subset"
@@ -343,7 +343,7 @@ select_entries() {
                     if (want == full || want == full ":" np) state = "run"
                 }
             } else {
-                if (subset == "quick" && sub ~ /^coll(\/|$)/ && np + 0 > qmax + 0) state = "subset"
+                if (subset == "quick" && sd ~ /^coll(\/|$)/ && np + 0 > qmax + 0) state = "subset"
                 for (k = 1; k <= nex && state == "run"; k++) {
                     if (exname[k] != full) continue
                     if (exnp[k] != "" && exnp[k] != np) continue
@@ -363,7 +363,7 @@ select_entries() {
             }
             if (state == "run") print line > out
             else print "# " state ": " line > out
-            printf "%s\t%s\t%s\t%s\t%s\t%s\n", state, sub, name, np, line, reason
+            printf "%s\t%s\t%s\t%s\t%s\t%s\n", state, sd, name, np, line, reason
         }
         close(file); close(out)
     }
@@ -374,8 +374,9 @@ ENTRIES=$KEYDIR/entries.tsv
 : >"$ENTRIES"
 : >"$KEYDIR/exclude.used"
 for d in "${DIR_LIST[@]}"; do
-    select_entries "$d" >>"$ENTRIES"
+    select_entries "$d" >>"$ENTRIES" || die "reading $d/testlist failed"
 done
+[ -s "$ENTRIES" ] || die "no testlist entries found in ${DIRS}"
 
 if [ -n "$ONLY" ]; then
     IFS=',' read -r -a only_list <<<"$ONLY"

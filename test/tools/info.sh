@@ -1,0 +1,22 @@
+#!/bin/sh
+# madrail_info as a user runs it: rails from MADRAIL_RAILS, the topology
+# section, a bad value named in the error, an unknown option refused.
+set -u
+info="${MDR_BUILDDIR:-.}/tools/madrail_info"
+[ -x "$info" ] || { echo "FAIL: $info not built"; exit 1; }
+fail=0
+out=$(MADRAIL_RAILS=tcp:lo,loop:infotest "$info" -r 2>&1); rc=$?
+echo "$out"
+[ $rc -eq 0 ] || { echo "FAIL: madrail_info -r exited $rc"; fail=1; }
+echo "$out" | grep -q "tcp:lo" || { echo "FAIL: rail tcp:lo not listed"; fail=1; }
+echo "$out" | grep -q "loop:infotest" || { echo "FAIL: rail loop:infotest not listed"; fail=1; }
+echo "$out" | grep -q "^topology" || { echo "FAIL: no topology section"; fail=1; }
+out=$(MADRAIL_SLOT_SIZE=12x "$info" -r 2>&1); rc=$?
+[ $rc -eq 1 ] || { echo "FAIL: bad MADRAIL_SLOT_SIZE gave exit $rc, want 1"; fail=1; }
+echo "$out" | grep -q "MADRAIL_SLOT_SIZE=12x" || { echo "FAIL: error does not name the value: $out"; fail=1; }
+out=$(MADRAIL_SLOTSIZE=4k MADRAIL_RAILS=loop:x "$info" -r 2>&1)
+echo "$out" | grep -q "did you mean MADRAIL_SLOT_SIZE" || { echo "FAIL: no suggestion for a misspelt name"; fail=1; }
+"$info" --bogus >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || { echo "FAIL: unknown option gave exit $rc, want 2"; fail=1; }
+[ $fail -eq 0 ] && echo "PASS: madrail_info"
+exit $fail
