@@ -448,6 +448,16 @@ void bench_out_close(bench_out_t *out)
     }
 }
 
+int bench_report_validation(bench_env_t *env, uint64_t local, uint64_t *total_p)
+{
+    if (bench_sum_errors(env, local, total_p) != 0)
+        return -1;
+    if (env->rank == 0)
+        printf("# validation: %llu bad bytes%s\n", (unsigned long long)*total_p,
+               *total_p ? " -- FAILED" : ", all messages correct");
+    return 0;
+}
+
 int bench_sum_errors(bench_env_t *env, uint64_t local, uint64_t *total_p)
 {
     uint64_t remote = 0;

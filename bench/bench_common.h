@@ -86,6 +86,8 @@ void bench_out_close(bench_out_t *out);
  * reserved tag); both ranks learn the total.  -1 on a communication
  * failure. */
 int bench_sum_errors(bench_env_t *env, uint64_t local, uint64_t *total_p);
+/* bench_sum_errors, then rank 0 prints the "# validation: ..." line. */
+int bench_report_validation(bench_env_t *env, uint64_t local, uint64_t *total_p);
 
 /* Report a failed madrail call and return -1. */
 int bench_fail(const bench_env_t *env, const char *what, madrail_status_t status);

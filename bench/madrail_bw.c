@@ -200,11 +200,8 @@ int main(int argc, char **argv)
     bench_out_close(&out);
 
     if (!failed && opts.validate) {
-        if (bench_sum_errors(&env, errs, &total_errs) != 0)
+        if (bench_report_validation(&env, errs, &total_errs) != 0)
             failed = 1;
-        else if (env.rank == 0)
-            printf("# validation: %llu bad bytes%s\n", (unsigned long long)total_errs,
-                   total_errs ? " -- FAILED" : ", all messages correct");
     }
     bw_bufs_free(&bufs);
     if (failed)

@@ -82,23 +82,7 @@ static double dabs(double x)
     return x < 0 ? -x : x;
 }
 
-static int failures, checks;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-    va_list ap;
-
-    checks++;
-    if (!ok)
-        failures++;
-    printf("%s: ", ok ? "ok" : "FAIL");
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(stdout);
-}
+#include "unit_check.h"
 
 static FILE *cap_file;
 static int cap_saved = -1;

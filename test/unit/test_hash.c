@@ -15,22 +15,7 @@
 
 #include "util/hash.h"
 
-static int failures, checks;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-    va_list ap;
-
-    checks++;
-    if (!ok)
-        failures++;
-    printf("%s: ", ok ? "ok" : "FAIL");
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-}
+#include "unit_check.h"
 
 static uint64_t rng_state = 0x1234567887654321ull;
 static uint64_t rng(void)

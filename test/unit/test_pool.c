@@ -13,22 +13,7 @@
 
 #include "util/pool.h"
 
-static int failures, checks;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-    va_list ap;
-
-    checks++;
-    if (!ok)
-        failures++;
-    printf("%s: ", ok ? "ok" : "FAIL");
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-}
+#include "unit_check.h"
 
 static void test_classes(void)
 {
