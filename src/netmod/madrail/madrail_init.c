@@ -1,0 +1,361 @@
+/*
+ * madrail ch4 netmod: start-up and shut-down.
+ *
+ * Why it is built this way:
+ *  - init_local opens the libmadrail context (its rails) before anything is
+ *    known about the job; MPIR_CVAR_CH4_MADRAIL_RAILS, when set, overrides
+ *    MADRAIL_RAILS through madrail_context_params_t.overrides.
+ *  - init_world publishes the context's address (every rail's) as the
+ *    business card through PMI (MPIDU_bc_table_create, as ch4:ucx) and adds
+ *    every other rank as a libmadrail peer; libmadrail connects lazily, so
+ *    a large job opens only the connections it uses.
+ *  - MPI_Finalize must not leave a process blocked in PMI while a message
+ *    it sent still sits in one of its queues (an unopened connection, a
+ *    coalescing buffer) and a peer waits for it in MPI.  So the finalize
+ *    hook first finishes its own transfers, then runs a barrier made of
+ *    libmadrail synchronous sends while driving progress (all ranks stay
+ *    in progress until all have reached finalize, and every barrier message
+ *    was matched), and only then enters the PMI barrier and closes the
+ *    context (which flushes and, with MADRAIL_STATS=1, prints per-rail
+ *    statistics).
+ */
+
+#include "mpidimpl.h"
+#include "madrail_impl.h"
+#include "mpidu_bc.h"
+
+/*
+=== BEGIN_MPI_T_CVAR_INFO_BLOCK ===
+
+categories :
+    - name : CH4_MADRAIL
+      description : A category for CH4 madrail netmod variables
+
+cvars:
+    - name        : MPIR_CVAR_CH4_MADRAIL_RAILS
+      category    : CH4_MADRAIL
+      type        : string
+      default     : ""
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        Rails the madrail netmod opens, in libmadrail's MADRAIL_RAILS syntax
+        (e.g. "tcp:eth0,tcp:eth1").  Empty (the default): MADRAIL_RAILS from
+        the environment, else libmadrail's default.
+
+=== END_MPI_T_CVAR_INFO_BLOCK ===
+*/
+
+/* The inline build (-DNETMOD_INLINE=__netmod_inline_madrail__) must have
+ * included this netmod's netmod_inline.h; an unpatched gen_ch4_api.py
+ * silently includes stubnm's instead. */
+#if defined(NETMOD_INLINE) && !defined(MPIDI_MADRAIL_NETMOD_INLINE_INCLUDED)
+#error "ch4 inline netmod dispatch did not include madrail/netmod_inline.h (maint/gen_ch4_api.py not patched?)"
+#endif
+
+/* One libmadrail context, serialized by the global critical section. */
+#if MPICH_THREAD_GRANULARITY != MPICH_THREAD_GRANULARITY__GLOBAL && \
+    MPICH_THREAD_GRANULARITY != MPICH_THREAD_GRANULARITY__SINGLE
+#error "ch4:madrail needs --enable-thread-cs=global"
+#endif
+
+#define MADRAIL_CALL_ERR(mpi_errno_, fn_, st_)                                  \
+    MPIR_ERR_SETANDSTMT2(mpi_errno_, MPI_ERR_OTHER, goto fn_fail, "**madrail_call", \
+                         "**madrail_call %s %s", fn_, madrail_status_str(st_))
+
+static uint32_t *rank_to_peer_ptr(int rank)
+{
+    return &MPIDI_MADRAIL_AV(&MPIDIU_get_av(0, rank)).peer;
+}
+
+int MPIDI_MADRAIL_init_local(int *tag_bits)
+{
+    int mpi_errno = MPI_SUCCESS;
+    madrail_context_params_t params;
+    madrail_status_t st;
+    MPI_Aint am_max;
+
+    MPIR_FUNC_ENTER;
+
+    memset(&MPIDI_MADRAIL_global, 0, sizeof(MPIDI_MADRAIL_global));
+    MPIDI_MADRAIL_global.rank = MPIR_Process.rank;
+    MPIDI_MADRAIL_global.size = MPIR_Process.size;
+
+    if (MPIR_CVAR_CH4_MADRAIL_RAILS && MPIR_CVAR_CH4_MADRAIL_RAILS[0]) {
+        size_t len = strlen("MADRAIL_RAILS=") + strlen(MPIR_CVAR_CH4_MADRAIL_RAILS) + 1;
+        MPIDI_MADRAIL_global.rails_override = MPL_malloc(len, MPL_MEM_OTHER);
+        MPIR_ERR_CHKANDJUMP(MPIDI_MADRAIL_global.rails_override == NULL, mpi_errno,
+                            MPI_ERR_OTHER, "**nomem");
+        snprintf(MPIDI_MADRAIL_global.rails_override, len, "MADRAIL_RAILS=%s",
+                 MPIR_CVAR_CH4_MADRAIL_RAILS);
+        MPIDI_MADRAIL_global.overrides[0] = MPIDI_MADRAIL_global.rails_override;
+    }
+    MPIDI_MADRAIL_global.overrides[1] = NULL;
+    params.overrides = MPIDI_MADRAIL_global.overrides;
+
+    st = madrail_context_init(&params, &MPIDI_MADRAIL_global.ctx);
+    MPIR_ERR_CHKANDJUMP1(st != MADRAIL_OK, mpi_errno, MPI_ERR_OTHER, "**madrail_init",
+                         "**madrail_init %s", madrail_status_str(st));
+    st = madrail_am_set_handler(MPIDI_MADRAIL_global.ctx, MPIDI_MADRAIL_am_handler, NULL);
+    if (st != MADRAIL_OK)
+        MADRAIL_CALL_ERR(mpi_errno, "madrail_am_set_handler", st);
+
+    /* One active message carries header + eager data; MPIDIG must be able to
+     * buffer an unexpected eager message (MPIDIG_am_check_init). */
+    am_max = (MPI_Aint) madrail_am_max(MPIDI_MADRAIL_global.ctx);
+    if (am_max > MPIR_CVAR_CH4_AM_PACK_BUFFER_SIZE)
+        am_max = MPIR_CVAR_CH4_AM_PACK_BUFFER_SIZE;
+    am_max &= ~(MPI_Aint) 7;
+    MPIR_ERR_CHKANDJUMP1(am_max < 256, mpi_errno, MPI_ERR_OTHER, "**madrail_init",
+                         "**madrail_init %s", "active messages smaller than 256 bytes "
+                         "(MADRAIL_SLOT_SIZE too small)");
+    MPIDI_MADRAIL_global.am_max = am_max;
+    /* a LARGE announcement is the header and its descriptor */
+    MPIDI_MADRAIL_global.hdr_max = am_max - (MPI_Aint) sizeof(MPIDI_MADRAIL_large_t);
+    MPIDI_MADRAIL_global.pack_scratch = MPL_malloc(am_max, MPL_MEM_BUFFER);
+    MPIR_ERR_CHKANDJUMP(MPIDI_MADRAIL_global.pack_scratch == NULL, mpi_errno, MPI_ERR_OTHER,
+                        "**nomem");
+
+    *tag_bits = MPIR_TAG_BITS_DEFAULT;
+
+    if (MPIR_CVAR_DEBUG_SUMMARY && MPIR_Process.rank == 0) {
+        int i, n = madrail_rail_count(MPIDI_MADRAIL_global.ctx);
+        printf("==== madrail netmod ====\n");
+        printf("rails: %d\n", n);
+        for (i = 0; i < n; i++) {
+            madrail_rail_info_t info;
+            if (madrail_rail_info(MPIDI_MADRAIL_global.ctx, i, &info) == MADRAIL_OK)
+                printf("  rail %d: %s (%s) weight %.2f\n", i, info.name, info.driver,
+                       info.weight);
+        }
+        printf("active message: %ld bytes, header max %ld bytes\n",
+               (long) MPIDI_MADRAIL_global.am_max, (long) MPIDI_MADRAIL_global.hdr_max);
+        printf("========================\n");
+    }
+
+  fn_exit:
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+  fn_fail:
+    if (MPIDI_MADRAIL_global.ctx) {
+        madrail_context_finalize(MPIDI_MADRAIL_global.ctx);
+        MPIDI_MADRAIL_global.ctx = NULL;
+    }
+    MPL_free(MPIDI_MADRAIL_global.pack_scratch);
+    MPIDI_MADRAIL_global.pack_scratch = NULL;
+    MPL_free(MPIDI_MADRAIL_global.rails_override);
+    MPIDI_MADRAIL_global.rails_override = NULL;
+    goto fn_exit;
+}
+
+static int add_peer(int rank, const void *card, int card_len)
+{
+    int mpi_errno = MPI_SUCCESS;
+    madrail_peer_t peer;
+    madrail_status_t st;
+
+    if (rank == MPIR_Process.rank) {
+        *rank_to_peer_ptr(rank) = MPIDI_MADRAIL_PEER_SELF;
+        goto fn_exit;
+    }
+    st = madrail_peer_add(MPIDI_MADRAIL_global.ctx, card, (size_t) card_len, &peer);
+    if (st != MADRAIL_OK)
+        MADRAIL_CALL_ERR(mpi_errno, "madrail_peer_add", st);
+    *rank_to_peer_ptr(rank) = (uint32_t) peer;
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_MADRAIL_init_world(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int rank = MPIR_Process.rank, size = MPIR_Process.size;
+    size_t addr_len = 0;
+    char *addr = NULL;
+    void *table = NULL;
+    int recv_bc_len = 0;
+    int have_table = 0;
+    MPIR_Comm *init_comm = NULL;
+    madrail_status_t st;
+
+    MPIR_FUNC_ENTER;
+
+    st = madrail_context_address(MPIDI_MADRAIL_global.ctx, NULL, &addr_len);
+    if (st != MADRAIL_OK)
+        MADRAIL_CALL_ERR(mpi_errno, "madrail_context_address", st);
+    MPIR_ERR_CHKANDJUMP1(addr_len > MPID_MAX_BC_SIZE, mpi_errno, MPI_ERR_OTHER,
+                         "**madrail_init", "**madrail_init %s",
+                         "address larger than a business card");
+    addr = MPL_malloc(addr_len, MPL_MEM_ADDRESS);
+    MPIR_ERR_CHKANDJUMP(addr == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    st = madrail_context_address(MPIDI_MADRAIL_global.ctx, addr, &addr_len);
+    if (st != MADRAIL_OK)
+        MADRAIL_CALL_ERR(mpi_errno, "madrail_context_address", st);
+
+    /* Cards may differ in length (rails differ between hosts): fixed
+     * MPID_MAX_BC_SIZE slots; libmadrail ignores the bytes after a card. */
+    mpi_errno = MPIDU_bc_table_create(rank, size, MPIR_Process.node_map, addr, (int) addr_len,
+                                      FALSE, MPIR_CVAR_CH4_ROOTS_ONLY_PMI, &table, &recv_bc_len);
+    MPIR_ERR_CHECK(mpi_errno);
+    have_table = 1;
+
+    if (MPIR_CVAR_CH4_ROOTS_ONLY_PMI) {
+        /* PMI carried the node roots' cards; the others travel over the
+         * roots (as ch4:ucx does) */
+        int *node_roots = MPIR_Process.node_root_map;
+        int *rank_map;
+
+        for (int i = 0; i < MPIR_Process.num_nodes; i++) {
+            mpi_errno = add_peer(node_roots[i], (char *) table + i * recv_bc_len, recv_bc_len);
+            MPIR_ERR_CHECK(mpi_errno);
+        }
+        mpi_errno = MPIDI_create_init_comm(&init_comm);
+        MPIR_ERR_CHECK(mpi_errno);
+        mpi_errno = MPIDU_bc_allgather(init_comm, addr, (int) addr_len, FALSE, &table,
+                                       &rank_map, &recv_bc_len);
+        MPIR_ERR_CHECK(mpi_errno);
+        for (int i = 0; i < size; i++) {
+            if (rank_map[i] >= 0) {
+                mpi_errno = add_peer(i, (char *) table + i * recv_bc_len, recv_bc_len);
+                MPIR_ERR_CHECK(mpi_errno);
+            }
+        }
+    } else {
+        for (int i = 0; i < size; i++) {
+            mpi_errno = add_peer(i, (char *) table + i * recv_bc_len, recv_bc_len);
+            MPIR_ERR_CHECK(mpi_errno);
+        }
+    }
+
+  fn_exit:
+    if (have_table)
+        MPIDU_bc_table_destroy();
+    if (init_comm)
+        MPIDI_destroy_init_comm(&init_comm);
+    MPL_free(addr);
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_MADRAIL_post_init(void)
+{
+    return MPI_SUCCESS;
+}
+
+/* Dissemination barrier of zero-byte synchronous sends: a round's send
+ * completes only when its receiver matched it, so on return every rank has
+ * reached this point and this process's barrier messages were delivered. */
+static int finalize_barrier(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int rank = MPIDI_MADRAIL_global.rank, size = MPIDI_MADRAIL_global.size;
+    madrail_request_t rreqs[32], sreqs[32];
+    static uint64_t sink[2];
+    int nrounds = 0, k;
+    madrail_status_t st;
+
+    for (int d = 1; d < size; d <<= 1)
+        nrounds++;
+    for (k = 0; k < nrounds; k++) {
+        int from = (rank - (1 << k) % size + size) % size;
+        st = madrail_irecv(MPIDI_MADRAIL_global.ctx, *rank_to_peer_ptr(from), &sink[0], 0,
+                           MPIDI_MADRAIL_TAG_BARRIER | (uint64_t) k, MADRAIL_TAG_EXACT,
+                           &rreqs[k]);
+        if (st != MADRAIL_OK)
+            MADRAIL_CALL_ERR(mpi_errno, "madrail_irecv", st);
+    }
+    for (k = 0; k < nrounds; k++) {
+        int to = (rank + (1 << k)) % size;
+        int done = 0;
+        st = madrail_isend(MPIDI_MADRAIL_global.ctx, *rank_to_peer_ptr(to), &sink[1], 0,
+                           MPIDI_MADRAIL_TAG_BARRIER | (uint64_t) k, MADRAIL_SEND_SYNC,
+                           &sreqs[k]);
+        if (st != MADRAIL_OK)
+            MADRAIL_CALL_ERR(mpi_errno, "madrail_isend", st);
+        while (!done) {
+            mpi_errno = MPIDI_MADRAIL_progress(0, 0);
+            MPIR_ERR_CHECK(mpi_errno);
+            st = madrail_test(&rreqs[k], &done, NULL);
+            if (st != MADRAIL_OK)
+                MADRAIL_CALL_ERR(mpi_errno, "madrail_test", st);
+        }
+    }
+    for (k = 0; k < nrounds; k++) {
+        int done = 0;
+        while (!done) {
+            mpi_errno = MPIDI_MADRAIL_progress(0, 0);
+            MPIR_ERR_CHECK(mpi_errno);
+            st = madrail_test(&sreqs[k], &done, NULL);
+            if (st != MADRAIL_OK)
+                MADRAIL_CALL_ERR(mpi_errno, "madrail_test", st);
+        }
+    }
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_MADRAIL_mpi_finalize_hook(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    madrail_status_t st;
+    int idle;
+
+    MPIR_FUNC_ENTER;
+
+    if (MPIDI_MADRAIL_global.ctx == NULL)
+        goto fn_exit;
+
+    /* 1. our own transfers */
+    mpi_errno = MPIDI_MADRAIL_drain();
+    MPIR_ERR_CHECK(mpi_errno);
+
+    /* 2. everyone is here, and everything sent before it was delivered */
+    if (MPIDI_MADRAIL_global.size > 1) {
+        mpi_errno = finalize_barrier();
+        MPIR_ERR_CHECK(mpi_errno);
+        /* replies produced by the last matches (the synchronous-send
+         * acknowledgements) leave with the next progress calls */
+        MPIDI_MADRAIL_global.progress_depth++;
+        for (idle = 0; idle < 3;)
+            idle = madrail_progress(MPIDI_MADRAIL_global.ctx) ? 0 : idle + 1;
+        MPIDI_MADRAIL_global.progress_depth--;
+    }
+
+    /* 3. nobody needs our progress any more: wait for all, then close */
+    mpi_errno = MPIR_pmi_barrier();
+    MPIR_ERR_CHECK(mpi_errno);
+
+    st = madrail_context_finalize(MPIDI_MADRAIL_global.ctx);
+    MPIDI_MADRAIL_global.ctx = NULL;
+    if (st != MADRAIL_OK)
+        MADRAIL_CALL_ERR(mpi_errno, "madrail_context_finalize", st);
+
+  fn_exit:
+    MPL_free(MPIDI_MADRAIL_global.pack_scratch);
+    MPIDI_MADRAIL_global.pack_scratch = NULL;
+    MPL_free(MPIDI_MADRAIL_global.rails_override);
+    MPIDI_MADRAIL_global.rails_override = NULL;
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+void *MPIDI_MADRAIL_mpi_alloc_mem(MPI_Aint size, MPIR_Info * info_ptr)
+{
+    return MPIDIG_mpi_alloc_mem(size, info_ptr);
+}
+
+int MPIDI_MADRAIL_mpi_free_mem(void *ptr)
+{
+    return MPIDIG_mpi_free_mem(ptr);
+}

@@ -1,0 +1,74 @@
+/*
+ * madrail ch4 netmod: the per-object state ch4 embeds in its requests,
+ * communicators, windows, datatypes, ops, partitioned requests and address
+ * vectors (include/netmodpre.h.in declares one member named "madrail" of
+ * each type).
+ *
+ * This header is included by every MPICH object file, so it stays small and
+ * includes nothing: libmadrail's types appear here only as fixed-width
+ * integers.  MPIDI_MADRAIL_am_request_t lives inside every request; the
+ * address entry (one per rank) is 4 bytes.
+ */
+
+#ifndef MADRAIL_PRE_H_INCLUDED
+#define MADRAIL_PRE_H_INCLUDED
+
+struct MPIR_Request;
+
+/* Active-message state of a request (req->dev.ch4.am.netmod_am.madrail).
+ * The send and receive halves are separate: MPIDIG reuses an RMA request
+ * for the reply to its own request (get_accumulate), so a large send may
+ * still be finishing when the large reply arrives. */
+typedef struct {
+    /* send half */
+    void *pack_buffer;          /* payload packed for a large send, freed at its end */
+    int handler_id;             /* MPIDIG handler of the large send */
+
+    /* receive half */
+    unsigned recv_flags;        /* MPIDI_MADRAIL_RECV_* */
+    void *recv_buffer;          /* bounce buffer, unpacked at the end */
+    MPI_Aint in_data_sz;        /* bytes the sender sends */
+    MPI_Aint recv_sz;           /* size of the user buffer received into directly */
+    union {
+        struct {
+            uint64_t tag;       /* madrail tag carrying the payload */
+            uint32_t src;       /* madrail peer it comes from */
+        } net;
+        struct {
+            const void *data;   /* sender's payload (this process) */
+            struct MPIR_Request *sreq;  /* sender's request, completed after the copy */
+        } self;
+    } u;
+} MPIDI_MADRAIL_am_request_t;
+
+typedef struct {
+    int dummy;
+} MPIDI_MADRAIL_request_t;
+
+typedef struct {
+    int dummy;
+} MPIDI_MADRAIL_comm_t;
+
+typedef struct {
+    int dummy;
+} MPIDI_MADRAIL_dt_t;
+
+typedef struct {
+    int dummy;
+} MPIDI_MADRAIL_op_t;
+
+typedef struct {
+    int dummy;
+} MPIDI_MADRAIL_win_t;
+
+typedef struct {
+    int dummy;
+} MPIDI_MADRAIL_part_t;
+
+/* Address vector entry: the libmadrail peer index of the rank
+ * (MPIDI_MADRAIL_PEER_SELF for this process). */
+typedef struct {
+    uint32_t peer;
+} MPIDI_MADRAIL_addr_t;
+
+#endif /* MADRAIL_PRE_H_INCLUDED */

@@ -1,0 +1,299 @@
+#!/usr/bin/env bash
+# run_mpi_tests.sh -- build and run madrail's own MPI test programs
+# (test/mpi/mpi_*.c) on MPICH ch4:madrail, with traffic forced through the
+# netmod (shared memory off) and over two TCP rails on loopback.
+#
+# Why a script and not just `make check`: the programs are built with the
+# MPICH wrapper compiler of the patched MPICH (not with the library's own
+# toolchain) and launched by its mpiexec with a particular environment, and
+# the same programs must also run on Debian's MPICH (--system), which is how
+# the tests themselves are validated before and independently of the netmod.
+#
+# One line per test (PASS/FAIL/SKIP, time), then "N passed, N failed[, N
+# skipped]"; exit status 0 if nothing failed, 1 otherwise, 77 if the MPICH
+# to test is not installed.  A failing test's output tail is shown; full
+# logs stay in the build directory.
+set -uo pipefail
+
+prog=$(basename "$0")
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+
+usage() {
+    cat <<EOF
+Usage: $prog [--system] [--only NAMES] [--rails SPEC] [--timeout SEC]
+             [--builddir DIR] [--verbose] [--list] [--help]
+
+Builds test/mpi/mpi_*.c with \$MPICC and runs each under
+'\$MPIEXEC -n N' (N = 2, 3 or 4 as the test needs) with
+  MADRAIL_RAILS=tcp:lo,tcp:lo   two TCP rails on loopback
+  MPIR_CVAR_NOLOCAL=1           every rank "remote": no shared memory,
+                                all traffic through the netmod
+  LD_LIBRARY_PATH=$REPO/_install/lib:<mpich lib>:...
+and, for mpi_stripe, MADRAIL_STATS=1: the sender's per-rail statistics
+(printed by libmadrail at finalize) must show each rail carrying 30%..70%
+of the put bytes.
+
+  --system       test Debian's MPICH instead (MPICC=mpicc.mpich,
+                 MPIEXEC=mpiexec.hydra): validates the tests themselves;
+                 madrail is not involved, so the stripe rail check is skipped
+  --only NAMES   comma-separated tests to run (e.g. mpi_probe,mpi_coll)
+  --rails SPEC   MADRAIL_RAILS for the runs (default tcp:lo,tcp:lo)
+  --timeout SEC  per-test limit (default 180; each program's own watchdog
+                 fires 15 s earlier and prints the step it was stuck in)
+  --builddir DIR where binaries and logs go
+                 (default \${TMPDIR:-/tmp}/madrail-mpitests-\$UID/<mode>)
+  --verbose      print every test's full output
+  --list         list the tests and exit
+  -h, --help     this text
+
+Environment: MPICC, MPIEXEC (override the defaults: madrail mode uses
+$REPO/_install/mpich/bin/{mpicc,mpiexec}), MDR_LIBDIR (libmadrail's
+directory, default $REPO/_install/lib), MPIT_CFLAGS (default
+"-std=gnu11 -O2 -g -Wall -Wextra -Werror"); other MADRAIL_* and MPIR_CVAR_*
+variables are passed through.
+EOF
+}
+
+# name:np[:stats] -- mpi_coll runs at three sizes
+TESTS=(
+    mpi_pingpong:2
+    mpi_order:3
+    mpi_probe:2
+    mpi_cancel:2
+    mpi_ssend:2
+    mpi_many_isend:2
+    mpi_datatype:2
+    mpi_rma:2
+    mpi_coll:2
+    mpi_coll:3
+    mpi_coll:4
+    mpi_thread:2
+    mpi_stripe:2:stats
+)
+
+MODE=madrail
+ONLY=
+RAILS=tcp:lo,tcp:lo
+TIMEOUT=180
+BUILDDIR=
+VERBOSE=no
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -h|--help) usage; exit 0 ;;
+        --system) MODE=system ;;
+        --only) [ $# -ge 2 ] || { echo "$prog: --only needs a value" >&2; exit 2; }
+                ONLY=$2; shift ;;
+        --rails) [ $# -ge 2 ] || { echo "$prog: --rails needs a value" >&2; exit 2; }
+                 RAILS=$2; shift ;;
+        --timeout) if [ $# -lt 2 ] || ! [[ "$2" =~ ^[0-9]+$ ]] || [ "$2" -lt 20 ]; then
+                       echo "$prog: --timeout needs a number of seconds >= 20" >&2; exit 2
+                   fi
+                   TIMEOUT=$2; shift ;;
+        --builddir) [ $# -ge 2 ] || { echo "$prog: --builddir needs a directory" >&2; exit 2; }
+                    BUILDDIR=$2; shift ;;
+        --verbose|-v) VERBOSE=yes ;;
+        --list) for t in "${TESTS[@]}"; do IFS=: read -r n np _ <<<"$t"; echo "$n (np $np)"; done
+                exit 0 ;;
+        *) echo "$prog: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+# ---------------------------------------------------------------- tools
+if [ "$MODE" = system ]; then
+    MPICC=${MPICC:-mpicc.mpich}
+    if [ -z "${MPIEXEC:-}" ]; then
+        MPIEXEC=$(command -v mpiexec.hydra || command -v mpiexec.mpich || true)
+    fi
+else
+    MPICC=${MPICC:-$REPO/_install/mpich/bin/mpicc}
+    MPIEXEC=${MPIEXEC:-$REPO/_install/mpich/bin/mpiexec}
+fi
+if ! command -v "$MPICC" >/dev/null 2>&1 || [ -z "${MPIEXEC:-}" ] ||
+        ! command -v "$MPIEXEC" >/dev/null 2>&1; then
+    echo "SKIP: $prog: MPI compiler or launcher not found (MPICC=$MPICC MPIEXEC=${MPIEXEC:-})" >&2
+    if [ "$MODE" = madrail ]; then
+        echo "      build and install MPICH with ch4:madrail under $REPO/_install/mpich," \
+             "or use --system to run on Debian's MPICH" >&2
+    else
+        echo "      install Debian's mpich and libmpich-dev" >&2
+    fi
+    exit 77
+fi
+MPICC=$(command -v "$MPICC")
+MPIEXEC=$(command -v "$MPIEXEC")
+command -v timeout >/dev/null 2>&1 || { echo "$prog: needs 'timeout' (coreutils)" >&2; exit 1; }
+
+# Library path: libmadrail first; in madrail mode also the patched MPICH's
+# lib dir (its mpicc may or may not embed an rpath).  Not in system mode:
+# Debian-built programs would otherwise load the patched libmpi.
+LDPATH=${MDR_LIBDIR:-$REPO/_install/lib}
+MPICH_LIBDIR=$(cd "$(dirname "$MPICC")/.." && pwd)/lib
+if [ "$MODE" = madrail ] && compgen -G "$MPICH_LIBDIR/libmpi.so*" >/dev/null; then
+    LDPATH=$LDPATH:$MPICH_LIBDIR
+fi
+LDPATH=$LDPATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+BUILDDIR=${BUILDDIR:-${TMPDIR:-/tmp}/madrail-mpitests-$(id -u)/$MODE}
+mkdir -p "$BUILDDIR/logs" || exit 1
+BUILDDIR=$(cd "$BUILDDIR" && pwd)
+read -r -a CFLAGS_ARR <<<"${MPIT_CFLAGS:--std=gnu11 -O2 -g -Wall -Wextra -Werror}"
+
+selected() {
+    [ -z "$ONLY" ] && return 0
+    case ",$ONLY," in *",$1,"*) return 0 ;; esac
+    return 1
+}
+
+echo "# $prog: mode $MODE"
+echo "# MPICC=$MPICC"
+echo "# MPIEXEC=$MPIEXEC"
+if [ "$MODE" = madrail ]; then
+    echo "# MADRAIL_RAILS=$RAILS MPIR_CVAR_NOLOCAL=1 LD_LIBRARY_PATH=$LDPATH"
+else
+    echo "# MPIR_CVAR_NOLOCAL=1 (MADRAIL_* set but unused: this MPICH has no madrail netmod)"
+fi
+DEVICE=$("$(dirname "$MPIEXEC")/mpichversion" 2>/dev/null | sed -n 's/^MPICH Device:[[:space:]]*//p')
+echo "# device: ${DEVICE:-unknown (no mpichversion next to $MPIEXEC)}"
+if [ "$MODE" = madrail ] && [ -n "$DEVICE" ] && [[ "$DEVICE" != *madrail* ]]; then
+    echo "# WARNING: this MPICH is $DEVICE, not ch4:madrail: madrail is not what is tested"
+fi
+echo "# logs: $BUILDDIR/logs"
+
+# ---------------------------------------------------------------- build
+# Rebuilt when the source, the shared helper or the compiler is newer.
+declare -A BUILT=()
+build() {
+    local name=$1 src=$HERE/$1.c bin=$BUILDDIR/$1 log=$BUILDDIR/logs/$1.build.log
+    [ -n "${BUILT[$name]:-}" ] && return "${BUILT[$name]}"
+    if [ -x "$bin" ] && [ "$bin" -nt "$src" ] && [ "$bin" -nt "$HERE/mpit_common.c" ] &&
+            [ "$bin" -nt "$MPICC" ] && [ -f "$bin.cflags" ] &&
+            [ "$(cat "$bin.cflags")" = "$MPICC ${CFLAGS_ARR[*]}" ]; then
+        BUILT[$name]=0
+        return 0
+    fi
+    rm -f "$bin" "$bin.cflags"
+    if "$MPICC" "${CFLAGS_ARR[@]}" -pthread -o "$bin" "$src" >"$log" 2>&1; then
+        echo "$MPICC ${CFLAGS_ARR[*]}" >"$bin.cflags"
+        BUILT[$name]=0
+    else
+        BUILT[$name]=1
+    fi
+    return "${BUILT[$name]}"
+}
+
+# ---------------------------------------------------------------- stripe check
+# Reads a test log; prints a verdict line and returns 0 (ok), 1 (bad) or
+# 2 (no madrail statistics in the log).
+stripe_check() {
+    local log=$1
+    # "[host:pid] madrail stats: <idx> <name> <tx_msgs> <tx_bytes> <tx_put_bytes> ..."
+    sed -n 's/.*\(\[[^]]*\]\) madrail stats: *\([0-9][0-9]*\)  *\([^ ][^ ]*\)  *\([0-9][0-9]*\)  *\([0-9][0-9]*\)  *\([0-9][0-9]*\).*/\1 \2 \3 \6/p' \
+        "$log" | awk '
+        { proc[$1] += $4; n[$1]++; name[$1, n[$1]] = $3; idx[$1, n[$1]] = $2; put[$1, n[$1]] = $4 }
+        END {
+            best = ""; for (p in proc) if (best == "" || proc[p] > proc[best]) best = p
+            if (best == "") { print "no madrail statistics in the output"; exit 2 }
+            tot = proc[best]
+            if (n[best] < 2) { printf "sender %s has %d rail(s); need 2\n", best, n[best]; exit 1 }
+            if (tot == 0) { printf "sender %s: no put bytes on any rail (no striped rendezvous)\n", best; exit 1 }
+            bad = 0; msg = ""
+            for (i = 1; i <= n[best]; i++) {
+                pct = 100.0 * put[best, i] / tot
+                msg = msg sprintf("%srail %s %s %.1f%%", i > 1 ? ", " : "", idx[best, i], name[best, i], pct)
+                if (pct < 30.0 || pct > 70.0) bad = 1
+            }
+            printf "sender %s put %.1f MiB: %s (each must be 30..70%%)\n", best, tot / 1048576, msg
+            exit bad
+        }'
+}
+
+# ---------------------------------------------------------------- run
+PASS=0 FAIL=0 SKIP=0
+FAILED=()
+for t in "${TESTS[@]}"; do
+    IFS=: read -r name np flags <<<"$t"
+    selected "$name" || continue
+    label=$(printf '%-16s np %d' "$name" "$np")
+    if ! build "$name"; then
+        printf 'FAIL  %s  (build failed)\n' "$label"
+        sed 's/^/      | /' "$BUILDDIR/logs/$name.build.log" | tail -n 30
+        FAIL=$((FAIL + 1)); FAILED+=("$name:$np")
+        continue
+    fi
+    log=$BUILDDIR/logs/$name-np$np.log
+    extra_env=()
+    [ "$flags" = stats ] && extra_env=(MADRAIL_STATS=1)
+    t0=$(date +%s.%N)
+    env MADRAIL_RAILS="$RAILS" MPIR_CVAR_NOLOCAL=1 LD_LIBRARY_PATH="$LDPATH" \
+        MPIT_TIMEOUT=$((TIMEOUT - 15)) ${extra_env[@]+"${extra_env[@]}"} \
+        timeout -k 10 "$TIMEOUT" "$MPIEXEC" -n "$np" "$BUILDDIR/$name" >"$log" 2>&1 </dev/null
+    rc=$?
+    t1=$(date +%s.%N)
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+    verdict='' note=''
+    if [ $rc -eq 77 ]; then
+        verdict=SKIP
+        note=$(grep -m1 -o 'SKIP - .*' "$log" | sed 's/^SKIP - //')
+    elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        verdict=FAIL; note="timeout after ${TIMEOUT} s"
+    elif [ $rc -ne 0 ]; then
+        verdict=FAIL; note="exit status $rc"
+    elif ! grep -q '^ No Errors' "$log"; then
+        verdict=FAIL; note="exit 0 but no ' No Errors' line"
+    elif grep -q 'FAIL - ' "$log"; then
+        verdict=FAIL; note="exit 0 but FAIL lines in the output"
+    else
+        verdict=PASS
+    fi
+    if [ "$verdict" = PASS ] && [ "$flags" = stats ]; then
+        if [ "$MODE" = system ]; then
+            note="rail split NOT checked: --system, Debian's MPICH prints no madrail stats"
+        else
+            note=$(stripe_check "$log")
+            case $? in
+                0) ;;
+                2) verdict=FAIL; note="$note (MADRAIL_STATS=1 was set: is the netmod calling madrail_finalize/stats?)" ;;
+                *) verdict=FAIL ;;
+            esac
+        fi
+    fi
+    printf '%-4s  %s  %6s s%s\n' "$verdict" "$label" "$secs" "${note:+  ($note)}"
+    case $verdict in
+        PASS) PASS=$((PASS + 1)) ;;
+        SKIP) SKIP=$((SKIP + 1)) ;;
+        FAIL) FAIL=$((FAIL + 1)); FAILED+=("$name:$np")
+              if grep -q 'FAIL' "$log"; then
+                  echo "      --- failure lines (first 20) of $log:"
+                  grep 'FAIL' "$log" | head -n 20 | sed 's/^/      | /'
+              fi
+              echo "      --- last 25 lines of $log:"
+              tail -n 25 "$log" | sed 's/^/      | /' ;;
+    esac
+    if [ "$VERBOSE" = yes ] && [ "$verdict" != FAIL ]; then
+        sed 's/^/      | /' "$log"
+    fi
+done
+
+if [ $((PASS + FAIL + SKIP)) -eq 0 ]; then
+    echo "$prog: no test selected (--only '$ONLY'; see --list)" >&2
+    exit 2
+fi
+if [ $SKIP -gt 0 ]; then
+    echo "$PASS passed, $FAIL failed, $SKIP skipped"
+else
+    echo "$PASS passed, $FAIL failed"
+fi
+if [ $FAIL -gt 0 ]; then
+    echo "# to reproduce:"
+    for f in "${FAILED[@]}"; do
+        IFS=: read -r name np <<<"$f"
+        stats=
+        [ "$name" = mpi_stripe ] && stats="MADRAIL_STATS=1 "
+        echo "#   env MADRAIL_RAILS=$RAILS MPIR_CVAR_NOLOCAL=1 ${stats}LD_LIBRARY_PATH=$LDPATH" \
+             "$MPIEXEC -n $np $BUILDDIR/$name"
+    done
+    exit 1
+fi
+exit 0
