@@ -6,7 +6,8 @@
  * match (MPIDIG's SSEND_ACK).  The receiver sleeps 300 ms before posting
  * its receive; the sender's MPI_Ssend (or MPI_Issend + Wait) must take at
  * least 250 ms.  That is an ordering fact, not a performance gate: the
- * margin only absorbs barrier skew.  MPI_Test on a pending Issend must
+ * sleep starts when a notice the sender sent just before the Ssend
+ * arrived, so a correct implementation always takes >= 300 ms.  MPI_Test on a pending Issend must
  * keep saying "not done" before the receive is posted.  When both ranks
  * run on one host (one monotonic clock), the test also checks the exact
  * order: send completion time >= receive post time.
@@ -15,6 +16,7 @@
 
 #define TAG_S 41
 #define TAG_T 42
+#define TAG_START 43
 #define SLEEP_MS 300
 #define MIN_S 0.250
 
@@ -51,10 +53,14 @@ int main(int argc, char **argv)
             double t_posted = 0.0, t_done = 0.0;
 
             mpit_phase("%s of %zu bytes", call, n);
-            MPIT_CALL(MPI_Barrier(MPI_COMM_WORLD));
             if (mpit_rank == 0) {
-                double t0 = MPI_Wtime(), dt;
+                double t0, dt;
                 mpit_fill(buf, n, mpit_seed(n, 1, (uint64_t)nonblocking));
+                /* The receiver starts its 300 ms sleep only when this
+                 * notice arrived, so no clock skew or scheduling delay can
+                 * make a correct Ssend look shorter than 300 ms. */
+                t0 = MPI_Wtime();
+                MPIT_CALL(MPI_Send(NULL, 0, MPI_BYTE, 1, TAG_START, MPI_COMM_WORLD));
                 if (!nonblocking) {
                     MPIT_CALL(MPI_Ssend(buf, (int)n, MPI_BYTE, 1, TAG_S, MPI_COMM_WORLD));
                 } else {
@@ -92,6 +98,8 @@ int main(int argc, char **argv)
                 MPI_Status st;
                 size_t bad, first;
                 int count = -1;
+                MPIT_CALL(MPI_Recv(NULL, 0, MPI_BYTE, 0, TAG_START, MPI_COMM_WORLD,
+                                   MPI_STATUS_IGNORE));
                 mpit_sleep_ms(SLEEP_MS);
                 t_posted = mono_now();
                 MPIT_CALL(MPI_Recv(buf, (int)n, MPI_BYTE, 0, TAG_S, MPI_COMM_WORLD, &st));

@@ -30,9 +30,10 @@ Builds test/mpi/mpi_*.c with \$MPICC and runs each under
   MPIR_CVAR_NOLOCAL=1           every rank "remote": no shared memory,
                                 all traffic through the netmod
   LD_LIBRARY_PATH=$REPO/_install/lib:<mpich lib>:...
-and, for mpi_stripe, MADRAIL_STATS=1: the sender's per-rail statistics
-(printed by libmadrail at finalize) must show each rail carrying 30%..70%
-of the put bytes.
+and MADRAIL_STATS=1: the per-rail statistics libmadrail prints at finalize
+must show at least 1 MiB sent through madrail (else the traffic bypassed the
+netmod), and for mpi_stripe the sender's must show each rail carrying
+30%..70% of the put bytes.
 
   --system       test Debian's MPICH instead (MPICC=mpicc.mpich,
                  MPIEXEC=mpiexec.hydra): validates the tests themselves;
@@ -209,6 +210,14 @@ stripe_check() {
         }'
 }
 
+# Total tx_bytes over every process and rail in a log's madrail stats
+# (empty when there are none): proves the traffic went through the netmod,
+# not through shared memory.
+netmod_bytes() {
+    sed -n 's/.*\[[^]]*\] madrail stats: *[0-9][0-9]*  *[^ ][^ ]*  *[0-9][0-9]*  *\([0-9][0-9]*\) .*/\1/p' \
+        "$1" | awk '{ s += $1; n++ } END { if (n) printf "%.0f\n", s }'
+}
+
 # ---------------------------------------------------------------- run
 PASS=0 FAIL=0 SKIP=0
 FAILED=()
@@ -223,8 +232,9 @@ for t in "${TESTS[@]}"; do
         continue
     fi
     log=$BUILDDIR/logs/$name-np$np.log
+    # Statistics for every test in madrail mode: the traffic check below.
     extra_env=()
-    [ "$flags" = stats ] && extra_env=(MADRAIL_STATS=1)
+    [ "$MODE" = madrail ] && extra_env=(MADRAIL_STATS=1)
     t0=$(date +%s.%N)
     env MADRAIL_RAILS="$RAILS" MPIR_CVAR_NOLOCAL=1 LD_LIBRARY_PATH="$LDPATH" \
         MPIT_TIMEOUT=$((TIMEOUT - 15)) ${extra_env[@]+"${extra_env[@]}"} \
@@ -246,6 +256,16 @@ for t in "${TESTS[@]}"; do
         verdict=FAIL; note="exit 0 but FAIL lines in the output"
     else
         verdict=PASS
+    fi
+    if [ "$verdict" = PASS ] && [ "$MODE" = madrail ]; then
+        nb=$(netmod_bytes "$log")
+        if [ -z "$nb" ]; then
+            verdict=FAIL
+            note="no madrail statistics at finalize (MADRAIL_STATS=1 set): did the netmod run?"
+        elif [ "$nb" -lt 1048576 ]; then
+            verdict=FAIL
+            note="only $nb bytes went through madrail: traffic bypassed the netmod (shared memory on?)"
+        fi
     fi
     if [ "$verdict" = PASS ] && [ "$flags" = stats ]; then
         if [ "$MODE" = system ]; then
@@ -290,7 +310,7 @@ if [ $FAIL -gt 0 ]; then
     for f in "${FAILED[@]}"; do
         IFS=: read -r name np <<<"$f"
         stats=
-        [ "$name" = mpi_stripe ] && stats="MADRAIL_STATS=1 "
+        [ "$MODE" = madrail ] && stats="MADRAIL_STATS=1 "
         echo "#   env MADRAIL_RAILS=$RAILS MPIR_CVAR_NOLOCAL=1 ${stats}LD_LIBRARY_PATH=$LDPATH" \
              "$MPIEXEC -n $np $BUILDDIR/$name"
     done

@@ -457,7 +457,7 @@ for d in "${DIR_LIST[@]}"; do
     (cd "$TREE" && ./runtests "${RUNTESTS_ARGS[@]}" -testdirs="$d" \
         -xmlfile="$OUT/$d.xml" -tapfile="$OUT/$d.tap") >"$OUT/$d.runtests.out" 2>&1
     T_RUN[$d]=$(secs "$t0" "$(now)")
-    say "$d: ran in ${T_RUN[$d]}s ($(grep -c '^ok' "$OUT/$d.tap" 2>/dev/null || echo 0) ok, $(grep -c '^not ok' "$OUT/$d.tap" 2>/dev/null || echo 0) not ok)"
+    say "$d: ran in ${T_RUN[$d]}s ($(awk '/^ok/ { o++ } /^not ok/ { n++ } END { printf "%d ok, %d not ok", o, n }' "$OUT/$d.tap" 2>/dev/null))"
 done
 
 # ------------------------------------------------------------------ results

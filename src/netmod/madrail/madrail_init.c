@@ -179,7 +179,6 @@ int MPIDI_MADRAIL_init_world(void)
     void *table = NULL;
     int recv_bc_len = 0;
     int have_table = 0;
-    MPIR_Comm *init_comm = NULL;
     madrail_status_t st;
 
     MPIR_FUNC_ENTER;
@@ -197,45 +196,23 @@ int MPIDI_MADRAIL_init_world(void)
         MADRAIL_CALL_ERR(mpi_errno, "madrail_context_address", st);
 
     /* Cards may differ in length (rails differ between hosts): fixed
-     * MPID_MAX_BC_SIZE slots; libmadrail ignores the bytes after a card. */
+     * MPID_MAX_BC_SIZE slots; libmadrail ignores the bytes after a card.
+     * MPIR_CVAR_CH4_ROOTS_ONLY_PMI is not honoured: with cards of varying
+     * length, 4.0.2's MPIDU_bc_allgather sends MPID_MAX_BC_SIZE bytes per
+     * rank but receives bc_len, so every rank publishes its own card. */
     mpi_errno = MPIDU_bc_table_create(rank, size, MPIR_Process.node_map, addr, (int) addr_len,
-                                      FALSE, MPIR_CVAR_CH4_ROOTS_ONLY_PMI, &table, &recv_bc_len);
+                                      FALSE, FALSE, &table, &recv_bc_len);
     MPIR_ERR_CHECK(mpi_errno);
     have_table = 1;
 
-    if (MPIR_CVAR_CH4_ROOTS_ONLY_PMI) {
-        /* PMI carried the node roots' cards; the others travel over the
-         * roots (as ch4:ucx does) */
-        int *node_roots = MPIR_Process.node_root_map;
-        int *rank_map;
-
-        for (int i = 0; i < MPIR_Process.num_nodes; i++) {
-            mpi_errno = add_peer(node_roots[i], (char *) table + i * recv_bc_len, recv_bc_len);
-            MPIR_ERR_CHECK(mpi_errno);
-        }
-        mpi_errno = MPIDI_create_init_comm(&init_comm);
+    for (int i = 0; i < size; i++) {
+        mpi_errno = add_peer(i, (char *) table + i * recv_bc_len, recv_bc_len);
         MPIR_ERR_CHECK(mpi_errno);
-        mpi_errno = MPIDU_bc_allgather(init_comm, addr, (int) addr_len, FALSE, &table,
-                                       &rank_map, &recv_bc_len);
-        MPIR_ERR_CHECK(mpi_errno);
-        for (int i = 0; i < size; i++) {
-            if (rank_map[i] >= 0) {
-                mpi_errno = add_peer(i, (char *) table + i * recv_bc_len, recv_bc_len);
-                MPIR_ERR_CHECK(mpi_errno);
-            }
-        }
-    } else {
-        for (int i = 0; i < size; i++) {
-            mpi_errno = add_peer(i, (char *) table + i * recv_bc_len, recv_bc_len);
-            MPIR_ERR_CHECK(mpi_errno);
-        }
     }
 
   fn_exit:
     if (have_table)
         MPIDU_bc_table_destroy();
-    if (init_comm)
-        MPIDI_destroy_init_comm(&init_comm);
     MPL_free(addr);
     MPIR_FUNC_EXIT;
     return mpi_errno;
