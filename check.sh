@@ -6,7 +6,11 @@
 # (_build-asan), runs `make check` in both, and sums the automake results.
 # Then `make distcheck` proves the release tarball builds and passes from
 # a read-only source tree (measured on 2 cores: about 40 s of a 135 s run
-# from a fresh clone, far from doubling it, so it runs by default).  The
+# from a fresh clone, far from doubling it, so it runs by default).  Then
+# the MPI layer: MPICH 4.0.2 is built with the ch4:madrail netmod
+# (scripts/build-mpich.sh, cached outside the checkout), our MPI test
+# programs run over two TCP rails, and a fixed subset of MPICH's own test
+# suite (all of it with --full; test/mpich-suite/README.md).  The
 # last line printed is always "N passed, N failed[, N skipped]"; the exit
 # status is non-zero when a test failed or a build step did.  Both trees
 # are reused on the next run (make rebuilds only what changed).
@@ -14,19 +18,31 @@ set -uo pipefail
 
 usage() {
     cat <<'EOF'
-Usage: ./check.sh [--no-asan] [--no-distcheck] [--help]
+Usage: ./check.sh [--mpi] [--full] [--no-asan] [--no-distcheck] [--help]
 
 Run as root on Debian 12 (root is needed only if a package is missing).
 
-  1/5  packages, ./configure, build and install in _build (quickstart.sh --no-run)
-  2/5  make check in _build
-  3/5  configure and build _build-asan (--enable-sanitizers)
-  4/5  make check in _build-asan (LeakSanitizer on when it works here)
-  5/5  make distcheck in _build: build the release tarball, then build and
+  1/8  packages, ./configure, build and install in _build (quickstart.sh --no-run)
+  2/8  make check in _build
+  3/8  configure and build _build-asan (--enable-sanitizers)
+  4/8  make check in _build-asan (LeakSanitizer on when it works here)
+  5/8  make distcheck in _build: build the release tarball, then build and
        test from it with a read-only source tree (pass/fail only; its
        tests are not counted twice)
+  6/8  (--mpi) build MPICH 4.0.2 with the ch4:madrail netmod
+       (scripts/build-mpich.sh; about 10-15 min the first time, seconds
+       when cached)
+  7/8  (--mpi) our MPI test programs (test/mpi/run_mpi_tests.sh), two TCP rails
+  8/8  (--mpi) MPICH's own test suite: the documented quick subset of
+       pt2pt, coll, comm, part and init (test/mpich-suite/README.md), or
+       all of those directories with --full
+
+Steps 6-8 are opt-in while the MPICH netmod is being completed (issue 3);
+they become part of the default run once they pass from a clean machine.
 
 Options:
+  --mpi            also run steps 6 to 8
+  --full           --mpi with the five MPICH test-suite directories complete
   --no-asan        skip the sanitizer tree (steps 3 and 4)
   --no-distcheck   skip step 5
   --help           this text
@@ -42,11 +58,15 @@ EOF
 
 DISTCHECK=yes
 ASAN=yes
+MPI=no
+SUBSET=quick
 while [ $# -gt 0 ]; do
     case "$1" in
         -h|--help) usage; exit 0 ;;
         --no-distcheck) DISTCHECK=no ;;
         --no-asan) ASAN=no ;;
+        --mpi) MPI=yes ;;
+        --full) MPI=yes; SUBSET=full ;;
         *) echo "check.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -55,7 +75,7 @@ done
 cd "$(dirname "$0")" || exit 1
 SRC=$PWD
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
-NSTEPS=5
+NSTEPS=8
 TEST_TIMEOUT=${MDR_TEST_TIMEOUT:-300}
 T0=$(date +%s)
 
@@ -238,6 +258,52 @@ else
     else
         say "5/$NSTEPS make distcheck: skipped, the build failed"
     fi
+fi
+
+# ------------------------------------------------------------------ 6-8/N
+# A runner that ends with "N passed, N failed[, N skipped]": add its counts.
+collect_line() {
+    local name=$1 out=$2 line p f k
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n1)
+    if [ -z "$line" ]; then
+        BUILD_FAILURES+=("$name: no result line (see ${out#"$SRC"/})")
+        tail -n 40 "$out"
+        return
+    fi
+    p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+    f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+    k=$(echo "$line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
+    say "    $name: $line"
+    TOTAL_PASS=$((TOTAL_PASS + ${p:-0}))
+    TOTAL_FAIL=$((TOTAL_FAIL + ${f:-0}))
+    TOTAL_SKIP=$((TOTAL_SKIP + ${k:-0}))
+}
+
+MPICH_OK=no
+if [ "$MPI" = no ]; then
+    say "6-8/$NSTEPS MPICH build and MPI tests: not run (opt-in: --mpi or --full)"
+elif [ "$BUILD_OK" = yes ]; then
+    say "6/$NSTEPS building MPICH 4.0.2 with ch4:madrail (scripts/build-mpich.sh)... ($(elapsed))"
+    if scripts/build-mpich.sh --prefix-madrail="$SRC/_install" --jobs "$JOBS" 2>&1 |
+           tee "$SRC/_build/mpich-build.out" | sed -u 's/^/[check]     /'; then
+        MPICH_OK=yes
+    else
+        BUILD_FAILURES+=("MPICH build failed (see _build/mpich-build.out)")
+    fi
+    if [ "$MPICH_OK" = yes ]; then
+        say "7/$NSTEPS our MPI tests over tcp:lo,tcp:lo (test/mpi/run_mpi_tests.sh)... ($(elapsed))"
+        test/mpi/run_mpi_tests.sh 2>&1 | tee "$SRC/_build/mpi-tests.out" |
+            sed -u 's/^/[check]     /'
+        collect_line "MPI tests" "$SRC/_build/mpi-tests.out"
+        say "8/$NSTEPS MPICH test suite, $SUBSET subset (test/mpich-suite/run_mpich_suite.sh)... ($(elapsed))"
+        test/mpich-suite/run_mpich_suite.sh --subset "$SUBSET" 2>&1 |
+            tee "$SRC/_build/mpich-suite.out" | sed -u 's/^/[check]     /'
+        collect_line "MPICH suite" "$SRC/_build/mpich-suite.out"
+    else
+        say "7-8/$NSTEPS MPI tests: skipped, MPICH did not build"
+    fi
+else
+    say "6-8/$NSTEPS MPI steps: skipped, the build failed"
 fi
 
 # ------------------------------------------------------------------ summary

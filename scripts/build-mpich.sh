@@ -147,7 +147,7 @@ PKGS=(build-essential autoconf automake libtool m4 perl patch python3 xz-utils
 [ -z "$MPICH_SRC" ] && PKGS+=(dpkg-dev)
 MISSING=()
 for p in "${PKGS[@]}"; do
-    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep "install ok installed" >/dev/null ||
         MISSING+=("$p")
 done
 if [ ${#MISSING[@]} -gt 0 ]; then
@@ -316,7 +316,8 @@ else
     (cd "$BUILD" && run_logged make make -j"$JOBS")
     (cd "$BUILD" && run_logged install make install)
     # the inline build must contain the madrail netmod, not stubnm
-    nm "$PREFIX/lib/libmpi.so" | grep -q " MPIDI_MADRAIL_am_isend$" ||
+    # (grep reads all of nm's output: with -q, nm's SIGPIPE fails the pipe)
+    nm "$PREFIX/lib/libmpi.so" | grep " MPIDI_MADRAIL_am_isend$" >/dev/null ||
         die "libmpi.so has no madrail netmod (MPIDI_MADRAIL_am_isend missing)"
     [ -x "$PREFIX/bin/mpicc" ] && [ -x "$PREFIX/bin/mpiexec" ] ||
         die "make install produced no bin/mpicc or bin/mpiexec"
