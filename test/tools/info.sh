@@ -5,7 +5,11 @@ set -u
 info="${MDR_BUILDDIR:-.}/tools/madrail_info"
 [ -x "$info" ] || { echo "FAIL: $info not built"; exit 1; }
 fail=0
-out=$(MADRAIL_RAILS=tcp:lo,loop:infotest "$info" -r 2>&1); rc=$?
+# -r loads hwloc, whose dlopen'ed plugins leak a few allocations that
+# LeakSanitizer reports from "<unknown module>" after their dlclose: not
+# madrail's (every other test runs the library under LeakSanitizer).
+out=$(ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+      MADRAIL_RAILS=tcp:lo,loop:infotest "$info" -r 2>&1); rc=$?
 echo "$out"
 [ $rc -eq 0 ] || { echo "FAIL: madrail_info -r exited $rc"; fail=1; }
 echo "$out" | grep -q "tcp:lo" || { echo "FAIL: rail tcp:lo not listed"; fail=1; }
