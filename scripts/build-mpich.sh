@@ -13,7 +13,7 @@
 #    so a second run takes seconds.  <repo>/_install/mpich is made a symlink
 #    to it.
 #  - The prefix carries its own copy of libmadrail (and madrail.h), and
-#    libmpi.so finds it there (RUNPATH), so a cached MPICH keeps working when
+#    libmpich.so finds it there (RUNPATH), so a cached MPICH keeps working when
 #    the checkout that built it is gone; LD_LIBRARY_PATH still wins, which
 #    is how the test scripts put the current checkout's libmadrail first.
 #  - A clean build takes about ten minutes on two cores; ccache (when
@@ -238,9 +238,11 @@ USE_CCACHE=no
 if command -v ccache >/dev/null 2>&1 && [ -x "/usr/lib/ccache/${CC%% *}" ]; then
     USE_CCACHE=yes
 fi
+# MPILIBNAME=mpich: the library is libmpich.so.12 as in Debian's libmpich12,
+# so Debian-built MPI programs run on it through LD_LIBRARY_PATH.
 CONFIGURE_FLAGS=(--with-device=ch4:madrail --with-datatype-engine=dataloop
                  --disable-fortran --disable-cxx --disable-romio --with-pm=hydra
-                 --enable-fast=O2 --disable-static --enable-shared)
+                 --enable-fast=O2 --disable-static --enable-shared MPILIBNAME=mpich)
 PATCHES=()
 while read -r p; do
     case "$p" in ''|'#'*) continue ;; esac
@@ -317,8 +319,11 @@ else
     (cd "$BUILD" && run_logged install make install)
     # the inline build must contain the madrail netmod, not stubnm
     # (grep reads all of nm's output: with -q, nm's SIGPIPE fails the pipe)
-    nm "$PREFIX/lib/libmpi.so" | grep " MPIDI_MADRAIL_am_isend$" >/dev/null ||
-        die "libmpi.so has no madrail netmod (MPIDI_MADRAIL_am_isend missing)"
+    nm "$PREFIX/lib/libmpich.so" | grep " MPIDI_MADRAIL_am_isend$" >/dev/null ||
+        die "libmpich.so has no madrail netmod (MPIDI_MADRAIL_am_isend missing)"
+    # upstream's library name too, for programs linked against an upstream MPICH
+    ln -sfn libmpich.so.12 "$PREFIX/lib/libmpi.so.12"
+    ln -sfn libmpich.so "$PREFIX/lib/libmpi.so"
     [ -x "$PREFIX/bin/mpicc" ] && [ -x "$PREFIX/bin/mpiexec" ] ||
         die "make install produced no bin/mpicc or bin/mpiexec"
     {

@@ -131,10 +131,30 @@ command -v timeout >/dev/null 2>&1 || { echo "$prog: needs 'timeout' (coreutils)
 # Debian-built programs would otherwise load the patched libmpi.
 LDPATH=${MDR_LIBDIR:-$REPO/_install/lib}
 MPICH_LIBDIR=$(cd "$(dirname "$MPICC")/.." && pwd)/lib
-if [ "$MODE" = madrail ] && compgen -G "$MPICH_LIBDIR/libmpi.so*" >/dev/null; then
+if [ "$MODE" = madrail ] && compgen -G "$MPICH_LIBDIR/libmpi.so*" >/dev/null &&
+        [ "$(cd "$LDPATH" 2>/dev/null && pwd -P)" != "$(cd "$MPICH_LIBDIR" && pwd -P)" ]; then
     LDPATH=$LDPATH:$MPICH_LIBDIR
 fi
 LDPATH=$LDPATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+# Preflight: the libmadrail found first must have every madrail_* symbol
+# the patched libmpi needs (a stale <repo>/_install/lib otherwise makes
+# every test die with "symbol lookup error" before MPI_Init returns).
+if [ "$MODE" = madrail ] && compgen -G "$MPICH_LIBDIR/libmpi.so*" >/dev/null &&
+        command -v ldd >/dev/null 2>&1; then
+    missing=$(LD_LIBRARY_PATH=$LDPATH ldd -r "$MPICH_LIBDIR/libmpi.so" 2>&1 |
+              sed -n 's/^undefined symbol: \(madrail_[A-Za-z0-9_]*\).*/\1/p' | sort -u | tr '\n' ' ')
+    if [ -n "$missing" ]; then
+        libm=$(LD_LIBRARY_PATH=$LDPATH ldd "$MPICH_LIBDIR/libmpi.so" 2>/dev/null |
+               sed -n 's/^[[:space:]]*libmadrail[^ ]* => \([^ ]*\).*/\1/p')
+        echo "$prog: the libmadrail found first (${libm:-?}) lacks symbols the patched libmpi" \
+             "needs: $missing" >&2
+        echo "$prog: it is older than the libmadrail MPICH was built against: reinstall it" \
+             "(make install in _build), or set MDR_LIBDIR to a matching one (e.g." \
+             "MDR_LIBDIR=$MPICH_LIBDIR, the copy next to libmpi)" >&2
+        exit 1
+    fi
+fi
 
 BUILDDIR=${BUILDDIR:-${TMPDIR:-/tmp}/madrail-mpitests-$(id -u)/$MODE}
 mkdir -p "$BUILDDIR/logs" || exit 1

@@ -488,6 +488,63 @@ say "tree: $TREE"
 say "environment: $RUN_ENV MPITEST_TIMEOUT_MULTIPLIER=$TMULT"
 say "load before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 
+# ------------------------------------------------------------------ preflight
+# 1. The libmadrail found first must define every madrail_* symbol libmpi
+#    uses: a stale <repo>/_install/lib (libmadrail not reinstalled after an
+#    API change) would otherwise fail every test the same way.
+if [ "$SYSTEM" = no ] && command -v nm >/dev/null 2>&1; then
+    libmpi=$(ls "$PREFIX"/lib/libmpi.so 2>/dev/null | head -n1)
+    if [ -n "$libmpi" ] && [ -e "$MADRAIL_LIB/libmadrail.so" ]; then
+        missing=$(comm -23 \
+            <(nm -D --undefined-only "$libmpi" | awk '{ sub(/@.*/, "", $2); print $2 }' | grep '^madrail_' | sort -u) \
+            <(nm -D --defined-only "$MADRAIL_LIB/libmadrail.so" | awk '{ sub(/@.*/, "", $3); print $3 }' | sort -u))
+        if [ -n "$missing" ]; then
+            say "ERROR: $MADRAIL_LIB/libmadrail.so does not define $(echo "$missing" | paste -sd' ' -), which $libmpi uses."
+            say "       It is older than the netmod: reinstall it (./quickstart.sh --no-run), or pass --madrail-lib $PREFIX/lib."
+            exit 2
+        fi
+    fi
+fi
+# 2. A two-rank smoke program: when even that fails, the whole suite would
+#    fail the same way; say so once.
+SMOKE=$KEYDIR/smoke
+cat >"$SMOKE.c" <<'EOF_SMOKE'
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+    int rank, size, left, right, got = -1, sum = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    right = (rank + 1) % size;
+    left = (rank + size - 1) % size;
+    MPI_Sendrecv(&rank, 1, MPI_INT, right, 7, &got, 1, MPI_INT, left, 7,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (got != left || sum != size * (size - 1) / 2)
+        printf("rank %d: got %d from the left (want %d), sum %d\n", rank, got, left, sum);
+    else if (rank == 0)
+        printf(" No Errors\n");
+    MPI_Finalize();
+    return 0;
+}
+EOF_SMOKE
+if ! "$MPICC" -o "$SMOKE" "$SMOKE.c" >"$SMOKE.log" 2>&1; then
+    cat "$SMOKE.log"
+    die "$MPICC cannot compile a trivial MPI program (see above)"
+fi
+smoke_out=$(MPIEXEC_TIMEOUT=120 "$MPIEXEC" -n 2 "$SMOKE" 2>&1)
+if [ "$smoke_out" != " No Errors" ]; then
+    echo "$smoke_out" | tail -n 40
+    say "ERROR: a two-rank ring + allreduce fails with this MPICH and environment:"
+    say "       cd $KEYDIR && env $RUN_ENV $MPIEXEC -n 2 ./smoke"
+    say "       (the suite was not run)"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+say "smoke test (2 ranks: ring + allreduce) passed"
+
 # ------------------------------------------------------------------ build + run
 OUT=$KEYDIR/results
 mkdir -p "$OUT"
