@@ -34,6 +34,10 @@ latency: half round trip in us; bandwidth: window of 64 Isends, MB/s (1e6).
   --rails1 S    rail list of the first pair of columns (default tcp:lo)
   --rails2 S    rail list of the second pair (default tcp:lo,tcp:lo)
   --validate    pass --validate to the benchmarks (byte check, not timed)
+  --no-bind     do not pass '-bind-to core' to mpiexec (by default the two
+                ranks are pinned to different cores: on a busy 2-core machine
+                two busy-polling ranks sharing one core otherwise measure the
+                scheduler's time slice, ~6-10 ms per message, not the network)
   --keep DIR    keep binaries and raw outputs in DIR
   -h, --help    this text
 
@@ -55,6 +59,7 @@ RAILS1=tcp:lo
 RAILS2=tcp:lo,tcp:lo
 VALIDATE=
 KEEP=
+BIND=(-bind-to core)
 while [ $# -gt 0 ]; do
     case "$1" in
         -h|--help) usage; exit 0 ;;
@@ -67,6 +72,7 @@ while [ $# -gt 0 ]; do
         --rails2) [ $# -ge 2 ] || { echo "$prog: --rails2 needs a value" >&2; exit 2; }
                   RAILS2=$2; shift ;;
         --validate) VALIDATE=--validate ;;
+        --no-bind) BIND=() ;;
         --keep) [ $# -ge 2 ] || { echo "$prog: --keep needs a directory" >&2; exit 2; }
                 KEEP=$2; shift ;;
         *) echo "$prog: unknown option '$1' (see --help)" >&2; exit 2 ;;
@@ -114,7 +120,20 @@ fi
 LD_MADRAIL=${MDR_LIBDIR:-$REPO/_install/lib}
 if [ "$MADRAIL" = yes ]; then
     d=$(cd "$(dirname "$(command -v "$MPICC")")/.." && pwd)/lib
-    compgen -G "$d/libmpi.so*" >/dev/null && LD_MADRAIL=$LD_MADRAIL:$d
+    if compgen -G "$d/libmpi.so*" >/dev/null; then
+        if [ "$(cd "$LD_MADRAIL" 2>/dev/null && pwd -P)" != "$(cd "$d" && pwd -P)" ]; then
+            LD_MADRAIL=$LD_MADRAIL:$d
+        fi
+        # The libmadrail found first must have every symbol libmpi needs.
+        missing=$(LD_LIBRARY_PATH=$LD_MADRAIL ldd -r "$d/libmpi.so" 2>&1 |
+                  sed -n 's/^undefined symbol: \(madrail_[A-Za-z0-9_]*\).*/\1/p' |
+                  sort -u | tr '\n' ' ')
+        if [ -n "$missing" ]; then
+            echo "$prog: the libmadrail in ${MDR_LIBDIR:-$REPO/_install/lib} lacks symbols the" \
+                 "patched libmpi needs ($missing): reinstall it, or set MDR_LIBDIR=$d" >&2
+            exit 1
+        fi
+    fi
 fi
 LD_MADRAIL=$LD_MADRAIL${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
@@ -161,8 +180,9 @@ run() {
         envs+=($BASELINE_ENV)
         launcher=$SYS_MPIEXEC
     fi
-    echo "# [$name] ${envs[*]} $launcher -n 2 $(basename "$bin") $*" >&2
-    if ! env "${envs[@]}" "$launcher" -n 2 "$bin" "$@" >"$OUT/$name.out" 2>&1 </dev/null; then
+    echo "# [$name] ${envs[*]} $launcher ${BIND[*]} -n 2 $(basename "$bin") $*" >&2
+    if ! env "${envs[@]}" "$launcher" ${BIND[@]+"${BIND[@]}"} -n 2 "$bin" "$@" \
+            >"$OUT/$name.out" 2>&1 </dev/null; then
         echo "$prog: $name failed; its output:" >&2
         sed 's/^/    /' "$OUT/$name.out" >&2
         return 1
@@ -207,7 +227,8 @@ table() {
     if [ "$SYSTEM" = yes ]; then
         echo "# sys: Debian MPICH $(device latsys) ($SYS_MPIEXEC), MPIR_CVAR_NOLOCAL=1 $BASELINE_ENV"
     fi
-    echo "# latency: half round trip, us (mpi_lat); bandwidth: window of 64, MB/s = 1e6 B/s (mpi_bw)"
+    echo "# latency: half round trip, us (mpi_lat); bandwidth: window of 64, MB/s = 1e6 B/s (mpi_bw);" \
+         "mpiexec ${BIND[*]:-(no binding)}"
     local i
     for i in "${!FILES[@]}"; do
         awk -v f=$((i + 1)) '{ print f, $1, $2 }' "${FILES[$i]}"

@@ -562,12 +562,26 @@ int MPIDI_MADRAIL_progress(int vci, int blocking)
     int mpi_errno = MPI_SUCCESS;
     MPIDI_MADRAIL_self_msg_t *msg;
     MPIDI_MADRAIL_deferred_t *d;
+    int events;
 
     if (MPIDI_MADRAIL_global.ctx == NULL || MPIDI_MADRAIL_global.progress_depth > 0)
         return MPI_SUCCESS;
     MPIDI_MADRAIL_global.progress_depth++;
 
-    madrail_progress(MPIDI_MADRAIL_global.ctx);
+    events = madrail_progress(MPIDI_MADRAIL_global.ctx);
+    if (MPIDI_MADRAIL_global.deferred_head || MPIDI_MADRAIL_global.self_head)
+        events++;
+
+    /* ch4 polls progress in a tight loop; with more processes than cores
+     * (tests, shared nodes) the peer this one waits for may need the core:
+     * give it away after a run of idle polls, as ch3:nemesis does */
+    if (events > 0) {
+        MPIDI_MADRAIL_global.idle_polls = 0;
+    } else if (MPIR_CVAR_POLLS_BEFORE_YIELD > 0 &&
+               ++MPIDI_MADRAIL_global.idle_polls >= MPIR_CVAR_POLLS_BEFORE_YIELD) {
+        MPIDI_MADRAIL_global.idle_polls = 0;
+        MPL_sched_yield();
+    }
 
     /* work queued outside progress; what it queues waits for the next call */
     d = MPIDI_MADRAIL_global.deferred_head;

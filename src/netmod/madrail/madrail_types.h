@@ -103,6 +103,7 @@ typedef struct {
     MPI_Aint hdr_max;           /* largest MPIDIG header the netmod accepts */
     uint64_t next_tag;          /* LARGE payload tags */
     int progress_depth;         /* > 0 while inside the netmod's progress */
+    int idle_polls;             /* progress calls in a row that found nothing */
     long inflight;              /* madrail requests posted and not yet finished */
     MPIDI_MADRAIL_deferred_t *deferred_head;    /* work for the next progress, in order */
     MPIDI_MADRAIL_deferred_t *deferred_tail;
