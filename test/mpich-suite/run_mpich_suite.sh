@@ -241,6 +241,13 @@ flock -n 9 || die "another run uses $KEYDIR (lock held)"
 mpi_h=$("$MPICC" -show 2>/dev/null | tr ' ' '\n' | sed -n 's/^-I//p' |
         while read -r inc; do [ -f "$inc/mpi.h" ] && echo "$inc/mpi.h" && break; done)
 [ -n "$mpi_h" ] || mpi_h=$PREFIX/include/mpi.h
+# An MPICH built without ROMIO (scripts/build-mpich.sh: --disable-romio)
+# installs no mpio.h; the suite must know, or it expects MPI-IO features
+# (comm/cmsplit_type tests MPIX_COMM_TYPE_NEIGHBORHOOD's directory split,
+# which needs ROMIO).
+if [ ! -f "$(dirname "$mpi_h")/mpio.h" ]; then
+    CONF_ARGS+=(--disable-romio)
+fi
 libfp=""
 if [ "$SYSTEM" = no ] && ! ls "$PREFIX"/lib/libmpi.so* >/dev/null 2>&1; then
     libfp=$(sha1sum "$PREFIX"/lib/libmpi.a 2>/dev/null | cut -c1-40)
