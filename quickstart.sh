@@ -2,31 +2,39 @@
 # quickstart.sh -- from a fresh clone to a first measurement, in one command.
 #
 # Installs the Debian 12 packages madrail needs (only those missing), builds
-# and installs madrail under ./_install (out of tree, in ./_build), then runs
-# the benchmark driver: latency and bandwidth over one and two TCP rails on
-# loopback.  Every step is skipped or cheap when its result is up to date,
-# so running it again is safe and fast.  check.sh reuses the first three
-# steps (--no-run).
+# and installs madrail under ./_install (out of tree, in ./_build), builds
+# MPICH 4.0.2 with the ch4:madrail netmod (scripts/build-mpich.sh, cached
+# outside the checkout), then runs the main job: an MPI latency and
+# bandwidth run (bench/run_mpi_rails.sh) over one and two TCP rails on
+# loopback, printed as one table.  Every step is skipped or cheap when its
+# result is up to date, so running it again is safe and fast.  check.sh
+# reuses the first three steps (--no-run).
 set -euo pipefail
 
 usage() {
     cat <<'EOF'
-Usage: ./quickstart.sh [--no-run] [--deps-only] [--help]
+Usage: ./quickstart.sh [--no-run] [--deps-only] [--lib-only] [--help]
 
 Run as root on Debian 12 (root is needed only if a package is missing).
 
-  1/4  install missing packages (apt-get; `apt-get update` only if needed):
+  1/5  install missing packages (apt-get; `apt-get update` only if needed):
        build-essential autoconf automake libtool pkg-config libhwloc-dev
        hwloc libfabric-dev libucx-dev mpich
-  2/4  generate ./configure (autoreconf) and configure ./_build with
+  2/5  generate ./configure (autoreconf) and configure ./_build with
        --prefix=$PWD/_install
-  3/4  make -j$(nproc) and make install in ./_build
-  4/4  run _install/bin/madrail_run_rails: latency and bandwidth over one
-       and two TCP rails on loopback, printed as a table
+  3/5  make -j$(nproc) and make install in ./_build
+  4/5  build MPICH 4.0.2 with the ch4:madrail netmod into the cache
+       (scripts/build-mpich.sh; 10-20 min the first time on 2 cores,
+       seconds afterwards) and link it as _install/mpich
+  5/5  the main job, bench/run_mpi_rails.sh: MPI latency and bandwidth
+       (bench/mpi, OSU semantics) under _install/mpich/bin/mpiexec -n 2,
+       over one and over two TCP rails on loopback, side by side in one table
 
 Options:
-  --no-run     stop after step 3 (build and install only)
+  --no-run     stop after step 3 (libmadrail built and installed only)
   --deps-only  stop after step 1 (packages only)
+  --lib-only   skip MPICH: step 5 runs _install/bin/madrail_run_rails, the
+               same table over libmadrail's own benchmarks
   --help       this text
 
 Environment:
@@ -37,11 +45,13 @@ EOF
 
 RUN=yes
 DEPS_ONLY=no
+LIB_ONLY=no
 while [ $# -gt 0 ]; do
     case "$1" in
         -h|--help) usage; exit 0 ;;
         --no-run) RUN=no ;;
         --deps-only) DEPS_ONLY=yes ;;
+        --lib-only) LIB_ONLY=yes ;;
         *) echo "quickstart.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -78,9 +88,9 @@ logged() {
     fi
 }
 
-# ------------------------------------------------------------------ 1/4
-STEP="1/4 installing packages"
-say "1/4 installing packages..."
+# ------------------------------------------------------------------ 1/5
+STEP="1/5 installing packages"
+say "1/5 installing packages..."
 if command -v dpkg-query >/dev/null 2>&1; then
     missing=()
     for p in "${PACKAGES[@]}"; do
@@ -111,9 +121,9 @@ if [ "$DEPS_ONLY" = yes ]; then
     exit 0
 fi
 
-# ------------------------------------------------------------------ 2/4
-STEP="2/4 configuring"
-say "2/4 configuring _build (prefix $PREFIX)..."
+# ------------------------------------------------------------------ 2/5
+STEP="2/5 configuring"
+say "2/5 configuring _build (prefix $PREFIX)..."
 if [ -f "$SRC/config.status" ]; then
     die "the source tree itself was configured (./config.status exists); run 'make distclean' there first: quickstart builds out of tree in _build"
 fi
@@ -153,9 +163,9 @@ else
     sed -n '/^madrail .* configured$/,$p' "$BUILD/configure.out"
 fi
 
-# ------------------------------------------------------------------ 3/4
-STEP="3/4 building and installing"
-say "3/4 building (make -j$JOBS) and installing into _install..."
+# ------------------------------------------------------------------ 3/5
+STEP="3/5 building and installing"
+say "3/5 building (make -j$JOBS) and installing into _install..."
 logged "$BUILD/make.out" make -C "$BUILD" -j"$JOBS"
 logged "$BUILD/install.out" make -C "$BUILD" install
 say "    installed: $(cd "$PREFIX/bin" && ls | tr '\n' ' ')"
@@ -164,11 +174,29 @@ if [ "$RUN" = no ]; then
     exit 0
 fi
 
-# ------------------------------------------------------------------ 4/4
-STEP="4/4 running the benchmarks"
-say "4/4 running _install/bin/madrail_run_rails (1 and 2 TCP rails on loopback)..."
-[ -x "$PREFIX/bin/madrail_run_rails" ] || die "$PREFIX/bin/madrail_run_rails was not installed"
-command -v mpiexec >/dev/null 2>&1 || die "mpiexec not found (package mpich)"
 export PATH="$PREFIX/bin:$PATH"
-"$PREFIX/bin/madrail_run_rails" || die "madrail_run_rails failed (exit $?)"
+if [ "$LIB_ONLY" = yes ]; then
+    say "4/5 MPICH: skipped (--lib-only)"
+    STEP="5/5 running the benchmarks"
+    say "5/5 running _install/bin/madrail_run_rails (1 and 2 TCP rails on loopback)..."
+    [ -x "$PREFIX/bin/madrail_run_rails" ] || die "$PREFIX/bin/madrail_run_rails was not installed"
+    command -v mpiexec >/dev/null 2>&1 || die "mpiexec not found (package mpich)"
+    "$PREFIX/bin/madrail_run_rails" || die "madrail_run_rails failed (exit $?)"
+    say "done. Next: ./check.sh runs the test suites; README.md explains the rest."
+    exit 0
+fi
+
+# ------------------------------------------------------------------ 4/5
+STEP="4/5 building MPICH with ch4:madrail"
+say "4/5 building MPICH 4.0.2 with ch4:madrail (scripts/build-mpich.sh)..."
+"$SRC/scripts/build-mpich.sh" --prefix-madrail="$PREFIX" --jobs "$JOBS" 2>&1 |
+    sed -u 's/^/[quickstart]     /'
+[ "${PIPESTATUS[0]}" -eq 0 ] || die "scripts/build-mpich.sh failed (its logs: ${MADRAIL_CACHE_DIR:-/var/cache/madrail}/logs)"
+
+# ------------------------------------------------------------------ 5/5
+STEP="5/5 running the MPI benchmarks"
+say "5/5 the main job: MPI latency and bandwidth over 1 and 2 TCP rails (bench/run_mpi_rails.sh)..."
+"$SRC/bench/run_mpi_rails.sh" --out "$BUILD/mpi-rails.txt" ||
+    die "bench/run_mpi_rails.sh failed (exit $?)"
+say "    table saved in ${BUILD#"$SRC"/}/mpi-rails.txt"
 say "done. Next: ./check.sh runs the test suites; README.md explains the rest."

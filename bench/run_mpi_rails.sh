@@ -143,7 +143,7 @@ build() { # CC DIR
     mkdir -p "$dir" || return 1
     for b in mpi_lat mpi_bw; do
         if ! "$cc" -std=gnu11 -O2 -Wall -Wextra -o "$dir/$b" "$HERE/mpi/$b.c" \
-                >"$dir/$b.build.log" 2>&1; then
+                "$HERE/mpi/mpi_bench.c" >"$dir/$b.build.log" 2>&1; then
             echo "$prog: building $b with $cc failed:" >&2
             sed 's/^/    /' "$dir/$b.build.log" >&2
             return 1

@@ -9,7 +9,9 @@
  * Our own rather than OSU's because the project compares ch4:madrail over
  * one and two rails in one run (bench/run_mpi_rails.sh), needs sizes up to
  * 16 MiB with iteration counts that stay bounded on a 2-core machine, and
- * an optional byte check (--validate).  Standalone: `mpicc mpi_lat.c`.
+ * an optional byte check (--validate).  What it shares with mpi_bw.c
+ * (options, size sweep, output, validation) is in mpi_bench.c.
+ * Standalone: `mpicc mpi_lat.c mpi_bench.c`.
  */
 #if defined(__has_include)
 #if __has_include("mdr_config.h")
@@ -17,23 +19,13 @@
 #endif
 #endif
 
+#include "mpi_bench.h"
+
 #include <mpi.h>
 
-#include <ctype.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #define TAG_LAT 1
-#define DEFAULT_MAX ((size_t)16 << 20)
-
-typedef struct {
-    size_t min, max;
-    long iters, warmup; /* -1: by size */
-    int validate;
-    long factor; /* next size = size * factor */
-} opts_t;
 
 static void usage(FILE *f, const char *argv0)
 {
@@ -53,231 +45,41 @@ static void usage(FILE *f, const char *argv0)
             argv0);
 }
 
-/* "64", "8k", "16m", "1g" -> bytes; 0 on success. */
-static int parse_size(const char *s, size_t *out)
+static double lat_measure(mb_bench_t *b, size_t msg, long warmup, long iters)
 {
-    char *end;
-    unsigned long long v;
-    size_t mult = 1;
+    int n = (int)msg;
+    double t0 = 0.0, t1;
+    long i;
 
-    if (!s || !isdigit((unsigned char)*s))
-        return -1;
-    v = strtoull(s, &end, 10);
-    if (*end) {
-        switch (tolower((unsigned char)*end)) {
-        case 'k': mult = (size_t)1 << 10; break;
-        case 'm': mult = (size_t)1 << 20; break;
-        case 'g': mult = (size_t)1 << 30; break;
-        default: return -1;
-        }
-        if (end[1] && !(tolower((unsigned char)end[1]) == 'b' && !end[2]) &&
-            !(tolower((unsigned char)end[1]) == 'i' && tolower((unsigned char)end[2]) == 'b' &&
-              !end[3]))
-            return -1;
-    }
-    if (v > (unsigned long long)INT32_MAX / mult)
-        return -1;
-    *out = (size_t)v * mult;
-    return 0;
-}
-
-static int parse_long(const char *s, long *out)
-{
-    char *end;
-    long v;
-    if (!s || !isdigit((unsigned char)*s))
-        return -1;
-    v = strtol(s, &end, 10);
-    if (*end || v < 0 || v > 100000000L)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* 0 ok, 1 help shown, -1 error (message written) */
-static int parse_args(int argc, char **argv, opts_t *o, int rank)
-{
-    int i;
-    o->min = 1;
-    o->max = DEFAULT_MAX;
-    o->iters = -1;
-    o->warmup = -1;
-    o->validate = 0;
-    o->factor = 2;
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int bad = 0;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            if (rank == 0)
-                usage(stdout, argv[0]);
-            return 1;
-        } else if (!strcmp(a, "--min")) {
-            bad = parse_size(v, &o->min), i++;
-        } else if (!strcmp(a, "--max")) {
-            bad = parse_size(v, &o->max), i++;
-        } else if (!strcmp(a, "--iters")) {
-            bad = parse_long(v, &o->iters) || o->iters < 1, i++;
-        } else if (!strcmp(a, "--warmup")) {
-            bad = parse_long(v, &o->warmup), i++;
-        } else if (!strcmp(a, "--factor")) {
-            bad = parse_long(v, &o->factor) || o->factor < 2 || o->factor > 1024, i++;
-        } else if (!strcmp(a, "--validate")) {
-            o->validate = 1;
+    mb_fill(b, b->sbuf, msg, (unsigned)(msg + (size_t)b->rank));
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (i = 0; i < warmup + iters; i++) {
+        if (i == warmup)
+            t0 = MPI_Wtime();
+        if (b->rank == 0) {
+            MPI_Send(b->sbuf, n, MPI_BYTE, b->peer, TAG_LAT, MPI_COMM_WORLD);
+            MPI_Recv(b->rbuf, n, MPI_BYTE, b->peer, TAG_LAT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else {
-            if (rank == 0)
-                fprintf(stderr, "%s: unknown option '%s' (see -h)\n", argv[0], a);
-            return -1;
-        }
-        if (bad) {
-            if (rank == 0)
-                fprintf(stderr, "%s: bad or missing value for %s: '%s'\n", argv[0], a,
-                        v ? v : "");
-            return -1;
+            MPI_Recv(b->rbuf, n, MPI_BYTE, b->peer, TAG_LAT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(b->sbuf, n, MPI_BYTE, b->peer, TAG_LAT, MPI_COMM_WORLD);
         }
     }
-    if (o->min > o->max) {
-        if (rank == 0)
-            fprintf(stderr, "%s: --min %zu is larger than --max %zu\n", argv[0], o->min, o->max);
-        return -1;
-    }
-    return 0;
+    t1 = MPI_Wtime();
+    mb_check(b, b->rbuf, msg, (unsigned)(msg + (size_t)b->peer));
+    return (t1 - t0) * 1e6 / (2.0 * (double)iters);
 }
 
-static long iters_for(const opts_t *o, size_t size)
-{
-    if (o->iters > 0)
-        return o->iters;
-    return size <= 8192 ? 10000 : size < ((size_t)1 << 20) ? 1000 : 100;
-}
-
-static long warmup_for(const opts_t *o, size_t size)
-{
-    if (o->warmup >= 0)
-        return o->warmup;
-    return size <= 8192 ? 100 : size < ((size_t)1 << 20) ? 10 : 5;
-}
-
-static void fill(unsigned char *p, size_t n, unsigned seed)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        p[i] = (unsigned char)((i * 131u + seed * 7u + (i >> 8)) & 0xff);
-}
-
-static size_t count_bad(const unsigned char *p, size_t n, unsigned seed)
-{
-    size_t i, bad = 0;
-    for (i = 0; i < n; i++)
-        bad += p[i] != (unsigned char)((i * 131u + seed * 7u + (i >> 8)) & 0xff);
-    return bad;
-}
-
-static void print_library(void)
-{
-    char s[MPI_MAX_LIBRARY_VERSION_STRING], *line, *save = NULL;
-    int len = 0;
-    MPI_Get_library_version(s, &len);
-    for (line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-        if (!strncmp(line, "MPICH Version:", 14) || !strncmp(line, "MPICH Device:", 13) ||
-            !strncmp(line, "Open MPI", 8))
-            printf("# %s\n", line);
-}
+static const mb_prog_t lat_prog = {
+    .title = "madrail MPI latency test (OSU osu_latency semantics: half round trip)",
+    .column = "Latency (us)",
+    .usage = usage,
+    .iters = {10000, 1000, 100},
+    .warmup = {100, 10, 5},
+    .zero_size = 1,
+    .measure = lat_measure,
+};
 
 int main(int argc, char **argv)
 {
-    opts_t o;
-    int rank, size, rc, peer;
-    unsigned char *sbuf = NULL, *rbuf = NULL;
-    size_t msg;
-    long errors = 0;
-
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    rc = parse_args(argc, argv, &o, rank);
-    if (rc != 0) {
-        MPI_Finalize();
-        return rc > 0 ? 0 : 1;
-    }
-    if (size != 2) {
-        if (rank == 0)
-            fprintf(stderr, "%s: needs exactly 2 ranks (mpiexec -n 2), got %d\n", argv[0], size);
-        MPI_Finalize();
-        return 1;
-    }
-    peer = 1 - rank;
-    sbuf = malloc(o.max ? o.max : 1);
-    rbuf = malloc(o.max ? o.max : 1);
-    if (!sbuf || !rbuf) {
-        fprintf(stderr, "%s: rank %d: cannot allocate 2 x %zu bytes\n", argv[0], rank, o.max);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-        return 1;
-    }
-    memset(sbuf, 'a', o.max);
-    memset(rbuf, 'b', o.max);
-
-    if (rank == 0) {
-        printf("# madrail MPI latency test (OSU osu_latency semantics: half round trip)\n");
-        print_library();
-        printf("# iterations ");
-        if (o.iters > 0)
-            printf("%ld", o.iters);
-        else
-            printf("10000/1000/100 (<=8 KiB / <1 MiB / >=1 MiB)");
-        if (o.warmup >= 0)
-            printf(", warm-up %ld\n", o.warmup);
-        else
-            printf(", warm-up 100/10/5 by size\n");
-        printf("%-10s%18s\n", "# Size", "Latency (us)");
-        fflush(stdout);
-    }
-
-    for (msg = o.min;; msg = msg ? msg * (size_t)o.factor : 1) {
-        long iters = iters_for(&o, msg), warmup = warmup_for(&o, msg), i;
-        double t0 = 0.0, t1;
-        int n = (int)msg;
-
-        if (msg > o.max)
-            break;
-        if (o.validate)
-            fill(sbuf, msg, (unsigned)(msg + (size_t)rank));
-        MPI_Barrier(MPI_COMM_WORLD);
-        for (i = 0; i < warmup + iters; i++) {
-            if (i == warmup)
-                t0 = MPI_Wtime();
-            if (rank == 0) {
-                MPI_Send(sbuf, n, MPI_BYTE, peer, TAG_LAT, MPI_COMM_WORLD);
-                MPI_Recv(rbuf, n, MPI_BYTE, peer, TAG_LAT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            } else {
-                MPI_Recv(rbuf, n, MPI_BYTE, peer, TAG_LAT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Send(sbuf, n, MPI_BYTE, peer, TAG_LAT, MPI_COMM_WORLD);
-            }
-        }
-        t1 = MPI_Wtime();
-        if (o.validate) {
-            size_t bad = count_bad(rbuf, msg, (unsigned)(msg + (size_t)peer));
-            if (bad) {
-                fprintf(stderr, "# rank %d: size %zu: %zu bad bytes received\n", rank, msg, bad);
-                errors++;
-            }
-        }
-        if (rank == 0) {
-            printf("%-10zu%18.2f\n", msg, (t1 - t0) * 1e6 / (2.0 * (double)iters));
-            fflush(stdout);
-        }
-        if (msg >= o.max)
-            break;
-    }
-
-    {
-        long total = 0;
-        MPI_Allreduce(&errors, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-        if (o.validate && rank == 0)
-            printf("# validation: %s\n", total ? "FAILED" : "all sizes byte-exact");
-        errors = total;
-    }
-    free(sbuf);
-    free(rbuf);
-    MPI_Finalize();
-    return errors ? 1 : 0;
+    return mb_main(argc, argv, &lat_prog);
 }
