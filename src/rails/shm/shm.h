@@ -290,6 +290,7 @@ struct mdr_rail {
     int epfd;                /* pidfds of peers (readable when they exit) */
     double next_check;
     int in_progress;
+    uint64_t nput_cma, nput_copy; /* puts by path (tests read them) */
 
     /* registrations */
     mdr_shm_reg_ent_t *regtab; /* shared table in our segment */

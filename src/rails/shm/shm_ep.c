@@ -587,8 +587,10 @@ madrail_status_t mdr_shm_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
             return MADRAIL_ERR_RAIL_DOWN;
         }
         e = mdr_shm_cma_write(ep, local, len, raddr);
-        if (e == 0)
+        if (e == 0) {
+            rail->nput_cma++;
             return MADRAIL_OK;
+        }
         if (e == EPERM || e == ENOSYS || e == EACCES) {
             mdr_debug("rail %s peer %016llx: process_vm_writev to pid %d: %s; copying puts "
                       "through the ring from now on",
@@ -606,6 +608,7 @@ madrail_status_t mdr_shm_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
     }
 
     /* copy path */
+    rail->nput_copy++;
     memset(&tmp, 0, sizeof(tmp));
     tmp.src = local;
     tmp.len = len;
