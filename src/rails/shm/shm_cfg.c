@@ -3,6 +3,8 @@
  * registry (util/cfg.c) names every module's table, and a program that
  * links the registry (unit tests with tables of their own, madrail_info)
  * must not pull in the driver, and through it the driver registry, with it.
+ * It is built even when the driver is not (--disable-shm), so that the
+ * documented MADRAIL_SHM_* variables stay known (and are simply unused).
  */
 #include "mdr_config.h"
 
