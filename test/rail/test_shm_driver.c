@@ -329,11 +329,12 @@ static int seg_exists(const char *name)
     return access(path, F_OK) == 0;
 }
 
-static const char *peer_seg(const tside_t *s)
+static char *addr_seg(const uint8_t *addr, char *buf)
 {
-    static mdr_shm_addr_t a;
-    memcpy(&a, s->paddr, sizeof(a));
-    return a.seg;
+    mdr_shm_addr_t a;
+    memcpy(&a, addr, sizeof(a));
+    mdr_shm_seg_name(buf, a.pidns, a.pid, a.start, a.tag);
+    return buf;
 }
 
 /* ---------------- A: every size around the slot size, both ways ---------------- */
@@ -836,8 +837,11 @@ static int child_sender(tchan_t *ch, void *arg)
     }
 }
 
-static void test_kill_sender(void)
+/* use_pidfd 0: the driver's fallback where pidfds do not exist (kill(pid,
+ * 0) and /proc: the killed child stays a zombie until we reap it). */
+static void test_kill_sender(int use_pidfd)
 {
+    const char *how = use_pidfd ? "pidfd" : "kill+/proc";
     seq_state_t st = {0};
     double t0, dt;
     tchan_t ch;
@@ -848,29 +852,36 @@ static void test_kill_sender(void)
 
     pid = t_fork(child_sender, NULL, &ch);
     if (pid < 0 || t_open(&s, "td", kill_ov) != 0 || t_exchange(&s, &ch)) {
-        CHECK(0, "kill sender: setup");
+        CHECK(0, "kill sender (%s): setup", how);
         return;
     }
-    snprintf(seg, sizeof(seg), "%s", peer_seg(&s));
+    addr_seg(s.paddr, seg);
     s.acc.on_recv = seq_recv;
     s.acc.arg = &st;
-    CHECK(WAIT(&s, s.acc.nrecv >= 2000), "kill sender: %llu messages from the child",
+    CHECK(WAIT(&s, s.acc.nrecv >= 2000), "kill sender (%s): %llu messages from the child", how,
           (unsigned long long)s.acc.nrecv);
-    CHECK(seg_exists(seg), "kill sender: the child's segment %s exists while it runs", seg);
+    CHECK(seg_exists(seg), "kill sender (%s): the child's segment %s exists while it runs", how,
+          seg);
+    if (!use_pidfd && s.acc.ep != NULL) {
+        CHECK(s.acc.ep->pidfd >= 0, "kill sender (%s): the driver watches the child with a pidfd "
+                                    "(%d); dropping it",
+              how, s.acc.ep->pidfd);
+        mdr_shm_unwatch_peer(s.acc.ep);
+    }
     kill(pid, SIGKILL);
     t0 = mdr_time_sec();
     WAITS(&s, 10.0, s.acc.nfailed > 0);
     dt = mdr_time_sec() - t0;
     CHECK(s.acc.nfailed == 1 && s.acc.fail_status == MADRAIL_ERR_RAIL_DOWN,
-          "kill sender: ep_failed once with RAIL_DOWN after %.3f s: %s (%s)", dt, s.acc.reason,
-          madrail_status_str(s.acc.fail_status));
-    CHECK(dt < 5.0, "kill sender: detected in %.3f s (peer check every 20 ms)", dt);
-    CHECK(st.bad == 0, "kill sender: the %llu messages delivered were intact and in order",
-          (unsigned long long)s.acc.nrecv);
-    CHECK(!seg_exists(seg), "kill sender: the dead child's segment was removed from %s",
+          "kill sender (%s): ep_failed once with RAIL_DOWN after %.3f s: %s (%s)", how, dt,
+          s.acc.reason, madrail_status_str(s.acc.fail_status));
+    CHECK(dt < 5.0, "kill sender (%s): detected in %.3f s (peer check every 20 ms)", how, dt);
+    CHECK(st.bad == 0, "kill sender (%s): the %llu messages delivered were intact and in order",
+          how, (unsigned long long)s.acc.nrecv);
+    CHECK(!seg_exists(seg), "kill sender (%s): the dead child's segment was removed from %s", how,
           MDR_SHM_DIR);
     rc = t_reap(pid, &ch);
-    CHECK(rc == 128 + SIGKILL, "kill sender: child died of SIGKILL (%d)", rc);
+    CHECK(rc == 128 + SIGKILL, "kill sender (%s): child died of SIGKILL (%d)", how, rc);
     t_close(&s);
 }
 
@@ -973,14 +984,13 @@ static void test_kill_receiver(void)
 
 static int child_hold(tchan_t *ch, void *arg)
 {
+    char seg[MDR_SHM_NAME_MAX];
     tside_t s;
-    mdr_shm_addr_t a;
 
     (void)arg;
     if (t_open(&s, "tf", NULL) != 0)
         return 1;
-    memcpy(&a, s.addr, sizeof(a));
-    t_write(ch, a.seg, sizeof(a.seg));
+    t_write(ch, addr_seg(s.addr, seg), sizeof(seg));
     for (;;)
         pause();
 }
@@ -1166,7 +1176,8 @@ int main(int argc, char **argv)
     RUN("backpressure", test_backpressure());
     RUN("puts-cma", test_puts("tc", 1));
     RUN("puts-copy", test_puts("tc;cma=0", 0));
-    RUN("kill-sender", test_kill_sender());
+    RUN("kill-sender", test_kill_sender(1));
+    RUN("kill-sender-nopidfd", test_kill_sender(0));
     RUN("kill-receiver", test_kill_receiver());
     RUN("stale", test_stale());
     RUN("two-rails", test_two_rails());

@@ -149,7 +149,7 @@ typedef struct mdr_shm_addr {
     uint64_t start;   /* process start time: a reused pid is not the peer */
     uint64_t node;    /* boot id, /dev/shm mount and pid namespace */
     uint64_t tag;     /* segment tag */
-    char seg[MDR_SHM_NAME_MAX];
+    uint64_t pidns;   /* with pid, start and tag: the segment's name */
 } mdr_shm_addr_t;
 
 #define MDR_SHM_ADDR_MARK 0x314d4853u /* "SHM1" */
@@ -240,6 +240,7 @@ struct mdr_ep {
     int has_tx, has_rx;
     mdr_shm_ring_t tx, rx;
     size_t frag;           /* put fragment size for the peer's rings */
+    unsigned ticks;        /* progress calls: the peer's flags are read every 16th */
     int in_all;            /* on rail->eps_all (counted in rail->neps) */
 
     mdr_list_t putq;       /* mdr_shm_put_t being copied */
@@ -272,6 +273,7 @@ struct mdr_rail {
     pid_t pid;
     uint64_t start;
     uint64_t node;
+    uint64_t pidns;
     int cma;                 /* CMA usable from this process */
 
     mdr_ep_t **rx_eps;       /* ring index -> consuming ep */
@@ -314,6 +316,8 @@ struct mdr_memh {
 
 /* shm_rail.c */
 int mdr_shm_proc_start(pid_t pid, uint64_t *start_p);
+/* "/mdr-shm-<pidns>-<pid>-<start>-<tag>" into buf (MDR_SHM_NAME_MAX bytes). */
+void mdr_shm_seg_name(char *buf, uint64_t pidns, pid_t pid, uint64_t start, uint64_t tag);
 madrail_status_t mdr_shm_pseg_get(mdr_rail_t *rail, const char *name, uint64_t tag,
                                   uint64_t uuid, mdr_shm_pseg_t **pseg_p, const char **why_p);
 void mdr_shm_pseg_put(mdr_rail_t *rail, mdr_shm_pseg_t *pseg);

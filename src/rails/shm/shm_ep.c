@@ -199,6 +199,7 @@ madrail_status_t mdr_shm_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
 {
     mdr_shm_pseg_t *ps = NULL;
     const char *why = NULL;
+    char seg[MDR_SHM_NAME_MAX];
     madrail_status_t st;
     mdr_shm_addr_t a;
     mdr_ep_t *ep;
@@ -211,8 +212,7 @@ madrail_status_t mdr_shm_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
         return MADRAIL_ERR_INVALID;
     }
     memcpy(&a, addr, sizeof(a));
-    if (a.mark != MDR_SHM_ADDR_MARK || a.version != MDR_SHM_VERSION ||
-        memchr(a.seg, '\0', sizeof(a.seg)) == NULL || a.pid <= 0) {
+    if (a.mark != MDR_SHM_ADDR_MARK || a.version != MDR_SHM_VERSION || a.pid <= 0) {
         mdr_error("rail %s peer %016llx: not an shm address of this version", rail->log_name,
                   (unsigned long long)remote_uuid);
         return MADRAIL_ERR_INVALID;
@@ -232,7 +232,8 @@ madrail_status_t mdr_shm_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
                   rail->log_name, (unsigned long long)remote_uuid);
         return MADRAIL_ERR_INVALID;
     }
-    st = mdr_shm_pseg_get(rail, a.seg, a.tag, remote_uuid, &ps, &why);
+    mdr_shm_seg_name(seg, a.pidns, a.pid, a.start, a.tag);
+    st = mdr_shm_pseg_get(rail, seg, a.tag, remote_uuid, &ps, &why);
     if (st != MADRAIL_OK) {
         mdr_debug("rail %s peer %016llx (pid %d): %s", rail->log_name,
                   (unsigned long long)remote_uuid, (int)a.pid, why);
@@ -773,7 +774,9 @@ int mdr_shm_ep_progress(mdr_ep_t *ep)
             return n;
     }
     if (ep->has_tx) {
-        if (mdr_shm_tx_check(ep))
+        /* The consumer's flags share a cache line with its head, which it
+         * moves at every message: read them now and then, not each time. */
+        if (((++ep->ticks & 15) == 0 || !mdr_list_empty(&ep->putq)) && mdr_shm_tx_check(ep))
             return n + 1;
         while (!mdr_list_empty(&ep->putq)) {
             mdr_shm_put_t *p = mdr_container_of(ep->putq.next, mdr_shm_put_t, link);

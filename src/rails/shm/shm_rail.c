@@ -143,6 +143,13 @@ static uint64_t mdr_shm_node_id(uint64_t *pidns_p)
 
 /* ---------------- segments ---------------- */
 
+void mdr_shm_seg_name(char *buf, uint64_t pidns, pid_t pid, uint64_t start, uint64_t tag)
+{
+    snprintf(buf, MDR_SHM_NAME_MAX, "/" MDR_SHM_PREFIX "%llx-%d-%llu-%016llx",
+             (unsigned long long)pidns, (int)pid, (unsigned long long)start,
+             (unsigned long long)tag);
+}
+
 mdr_shm_ring_ctl_t *mdr_shm_ring_ctl(void *base, const mdr_shm_seg_hdr_t *hdr, uint32_t i)
 {
     return (mdr_shm_ring_ctl_t *)((uint8_t *)base + hdr->ctl_off +
@@ -403,9 +410,7 @@ static madrail_status_t mdr_shm_seg_create(mdr_rail_t *rail, uint64_t pidns)
     for (tries = 0;; tries++) {
         if (getrandom(&rail->tag, sizeof(rail->tag), GRND_NONBLOCK) != (ssize_t)sizeof(rail->tag))
             rail->tag = mdr_shm_mix(mdr_time_ns(), (uint64_t)rail->pid << 20 ^ (uint64_t)tries);
-        snprintf(rail->seg_name, sizeof(rail->seg_name), "/" MDR_SHM_PREFIX "%llx-%d-%llu-%016llx",
-                 (unsigned long long)pidns, (int)rail->pid, (unsigned long long)rail->start,
-                 (unsigned long long)rail->tag);
+        mdr_shm_seg_name(rail->seg_name, pidns, rail->pid, rail->start, rail->tag);
         rail->seg_fd = shm_open(rail->seg_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (rail->seg_fd >= 0)
             break;
@@ -517,6 +522,7 @@ static madrail_status_t mdr_shm_open(const char *spec, const mdr_rail_params_t *
         goto err_cfg;
     }
     rail->node = mdr_shm_node_id(&pidns);
+    rail->pidns = pidns;
     snprintf(rail->log_name, sizeof(rail->log_name), "%s(pid %d)", rail->name, (int)rail->pid);
 
     /* A ring holds every slot the core may fill at once, and more if asked. */
@@ -662,7 +668,7 @@ static madrail_status_t mdr_shm_addr_pack(mdr_rail_t *rail, void *buf, size_t le
     a.start = rail->start;
     a.node = rail->node;
     a.tag = rail->tag;
-    snprintf(a.seg, sizeof(a.seg), "%s", rail->seg_name);
+    a.pidns = rail->pidns;
     memcpy(buf, &a, sizeof(a));
     return MADRAIL_OK;
 }
