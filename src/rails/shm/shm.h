@@ -176,8 +176,8 @@ typedef struct mdr_shm_config {
 /* Built-in profile (measured on the development machine, see
  * docs/configuration.md). */
 #define MDR_SHM_LATENCY_US 0.5
-#define MDR_SHM_BW_CMA 8000.0
-#define MDR_SHM_BW_COPY 4000.0
+#define MDR_SHM_BW_CMA 10000.0
+#define MDR_SHM_BW_COPY 6000.0
 
 /* ---------------- local objects ---------------- */
 

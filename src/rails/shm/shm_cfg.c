@@ -34,8 +34,8 @@ static const mdr_cfg_entry_t mdr_shm_cfg_entries[] = {
     MDR_SHM_CFG("MADRAIL_SHM_LATENCY_US", MDR_CFG_DOUBLE, "0", 0, 1e7, latency_us,
                 "shm rails: one-way latency (us) in the rail profile; 0 = built in (0.5)."),
     MDR_SHM_CFG("MADRAIL_SHM_BANDWIDTH", MDR_CFG_DOUBLE, "0", 0, 1e7, bandwidth,
-                "shm rails: bandwidth (MB/s) in the rail profile; 0 = built in (8000 with "
-                "CMA, 4000 copying through the ring)."),
+                "shm rails: bandwidth (MB/s) in the rail profile; 0 = built in (10000 with "
+                "CMA, 6000 copying through the ring)."),
 };
 
 const mdr_cfg_table_t mdr_shm_cfg_table = {
