@@ -16,7 +16,7 @@
  * peer's progress notices the claim (a counter in its header changes),
  * attaches the ring to the endpoint it has for that uuid or offers a new
  * one to the core with ep_accepted.  A refusal, a close, an error on either
- * side is a flag in the ring's control page, read by the other side's
+ * side is a flag in the ring's control block, read by the other side's
  * progress; a peer that dies is noticed through a pidfd (kill(pid, 0) where
  * pidfds do not exist) checked every MADRAIL_SHM_PEER_CHECK.
  *
