@@ -32,6 +32,7 @@ static const mdr_cfg_table_t *const mdr_cfg_tables[] = {
     &mdr_core_cfg_table,
     &mdr_tcp_cfg_table,
     &mdr_loop_cfg_table,
+    &mdr_shm_cfg_table, /* built even without the driver: the docs name its variables */
 };
 #define MDR_CFG_NTABLES (sizeof(mdr_cfg_tables) / sizeof(mdr_cfg_tables[0]))
 

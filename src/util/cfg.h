@@ -70,6 +70,7 @@ size_t mdr_cfg_edit_distance(const char *a, const char *b);
 extern const mdr_cfg_table_t mdr_core_cfg_table;
 extern const mdr_cfg_table_t mdr_tcp_cfg_table;
 extern const mdr_cfg_table_t mdr_loop_cfg_table;
+extern const mdr_cfg_table_t mdr_shm_cfg_table;
 
 /*
  * Split a driver spec "a;k=v;k2=v2" in place: *first_p = "a", and calls
