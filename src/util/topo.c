@@ -207,8 +207,8 @@ err_nomem:
     return MADRAIL_ERR_NOMEM;
 }
 
-/* Rate "100 Gb/sec (4X EDR)" in Mb/s, 0 when unreadable. */
-static long mdr_topo_ib_rate(const char *text)
+/* Rate "100 Gb/sec (4X EDR)" in Mb/s, 0 when unreadable (exposed for the test). */
+long mdr_topo_ib_rate(const char *text)
 {
     char *end;
     double v = strtod(text, &end);
@@ -227,15 +227,17 @@ static madrail_status_t mdr_topo_hcas(mdr_topo_list_t *l)
 {
     DIR *dir, *pdir;
     struct dirent *e, *pe;
-    char path[PATH_MAX], buf[64];
+    char path[PATH_MAX], buf[64], name[MDR_NETDEV_NAME_MAX];
 
     dir = opendir("/sys/class/infiniband");
     if (!dir)
         return MADRAIL_OK; /* no RDMA devices (or no sysfs): nothing to add */
     while ((e = readdir(dir)) != NULL) {
-        if (e->d_name[0] == '.' || strlen(e->d_name) >= MDR_NETDEV_NAME_MAX)
+        size_t nlen = strlen(e->d_name);
+        if (e->d_name[0] == '.' || nlen >= sizeof(name))
             continue;
-        snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports", e->d_name);
+        memcpy(name, e->d_name, nlen + 1);
+        snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports", name);
         pdir = opendir(path);
         if (!pdir)
             continue;
@@ -250,17 +252,15 @@ static madrail_status_t mdr_topo_hcas(mdr_topo_list_t *l)
                 closedir(dir);
                 return MADRAIL_ERR_NOMEM;
             }
-            snprintf(d->name, sizeof(d->name), "%s", e->d_name);
+            memcpy(d->name, name, sizeof(name));
             d->kind = MDR_NETDEV_HCA;
             d->port = (unsigned)port;
-            snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%ld/state", e->d_name,
-                     port);
+            snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%ld/state", name, port);
             d->up = mdr_topo_read(path, buf, sizeof(buf)) == 0 && strstr(buf, "ACTIVE");
-            snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%ld/rate", e->d_name,
-                     port);
+            snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%ld/rate", name, port);
             if (mdr_topo_read(path, buf, sizeof(buf)) == 0)
                 d->speed_mbps = mdr_topo_ib_rate(buf);
-            snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device", e->d_name);
+            snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device", name);
             mdr_topo_sysfs_pci(path, d);
         }
         closedir(pdir);
@@ -276,6 +276,12 @@ static hwloc_topology_t mdr_topo_load(void)
     if (hwloc_topology_init(&topo) != 0)
         return NULL;
     hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+#if HWLOC_API_VERSION >= 0x00020100
+    /* PCI from Linux sysfs rather than the libpciaccess plugin: same
+     * devices here, and that plugin leaks at every load (LeakSanitizer),
+     * which every context would now pay with MADRAIL_RAILS=auto */
+    hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
+#endif
     if (hwloc_topology_load(topo) != 0) {
         hwloc_topology_destroy(topo);
         return NULL;

@@ -61,6 +61,10 @@ typedef struct mdr_topo_binding {
  */
 madrail_status_t mdr_topo_netdevs(mdr_netdev_t **devs_p, int *n_p, mdr_topo_binding_t *bind_p);
 
+/* An HCA port's rate file ("100 Gb/sec (4X EDR)") in Mb/s, 0 when it
+ * does not parse. */
+long mdr_topo_ib_rate(const char *text);
+
 /* The machine summary of madrail_topology_print: hwloc version, NUMA
  * nodes, cores, PUs and the process binding (one line when no hwloc). */
 void mdr_topo_print_machine(FILE *out);

@@ -402,6 +402,18 @@ static void test_order_independent(void)
           "cap 3 of ofi + 3 NICs: the far eth1 is left out (%s)", a.list);
 }
 
+/* The probe's parser of /sys/class/infiniband/<dev>/ports/<n>/rate. */
+static void test_ib_rate(void)
+{
+    check(mdr_topo_ib_rate("100 Gb/sec (4X EDR)") == 100000, "rate 100 Gb/sec (4X EDR)");
+    check(mdr_topo_ib_rate("2.5 Gb/sec (1X SDR)") == 2500, "rate 2.5 Gb/sec (1X SDR)");
+    check(mdr_topo_ib_rate("56 Gb/sec (4X FDR)") == 56000, "rate 56 Gb/sec (4X FDR)");
+    check(mdr_topo_ib_rate("10 Mb/sec") == 10, "rate 10 Mb/sec");
+    check(mdr_topo_ib_rate("fast") == 0 && mdr_topo_ib_rate("") == 0 &&
+              mdr_topo_ib_rate("-4 Gb/sec") == 0 && mdr_topo_ib_rate("40 furlongs") == 0,
+          "unparsable rates are 0 (unknown)");
+}
+
 int main(void)
 {
     test_two_numa();
@@ -413,6 +425,7 @@ int main(void)
     test_virtual();
     test_no_driver();
     test_order_independent();
+    test_ib_rate();
     printf("%s: %d of %d checks failed\n", failures ? "FAIL" : "PASS", failures, checks);
     return failures ? 1 : 0;
 }
