@@ -143,6 +143,14 @@ static int mdr_disc_cmp_keep(const mdr_netdev_t *a, const mdr_netdev_t *b, const
     return mdr_disc_cmp_order(a, b, o);
 }
 
+/* Same PCI device: equal bus ids up to the function ("0000:3b:00.0" and
+ * "0000:3b:00.1" are two ports of one card, on one PCIe link). */
+static int mdr_disc_same_pci_device(const char *a, const char *b)
+{
+    size_t la = strcspn(a, "."), lb = strcspn(b, ".");
+    return a[0] != '\0' && la == lb && strncmp(a, b, la) == 0;
+}
+
 static void mdr_disc_label(const mdr_netdev_t *d, char *buf, size_t len)
 {
     if (d->kind == MDR_NETDEV_HCA)
@@ -332,16 +340,17 @@ int mdr_discover_choose(const mdr_netdev_t *devs, int ndev, const mdr_disc_opts_
         for (j = i + 1; j < kept && a->pci[0]; j++) {
             const mdr_netdev_t *b = &devs[res->rails[j].dev];
             mdr_disc_warn_t *w;
-            if (strcmp(a->pci, b->pci) != 0 || res->nwarn == MDR_DISC_MAX_WARN)
+            if (!mdr_disc_same_pci_device(a->pci, b->pci) || res->nwarn == MDR_DISC_MAX_WARN)
                 continue;
             w = &res->warn[res->nwarn++];
             w->kind = MDR_DISC_WARN_SHARED_PCI;
             w->rail_a = i;
             w->rail_b = j;
             mdr_disc_text(w->text, sizeof(w->text),
-                          "rails %d (%s) and %d (%s) share PCI device %s: they split one "
+                          "rails %d (%s) and %d (%s) share PCI device %.*s: they split one "
                           "device's bandwidth",
-                          i, res->rails[i].spec, j, res->rails[j].spec, a->pci);
+                          i, res->rails[i].spec, j, res->rails[j].spec,
+                          (int)strcspn(a->pci, "."), a->pci);
         }
     }
     for (i = 0; i < kept; i++) {

@@ -3,8 +3,9 @@
 # two veth rails (dr0, dr1, their peers in namespace B), a third veth that
 # is down (dr2) and lo up.  madrail_info -r run inside A must open a
 # context on exactly tcp:dr0 and tcp:dr1 (lo and the down link rejected,
-# each with its reason); with both rails down it must fall back to tcp:lo;
-# MADRAIL_AUTO_MAX_RAILS=1 must keep one rail.  Needs root and `ip netns`:
+# each with its reason), and two processes started there (when mpiexec
+# exists) must stripe a validated transfer over both; with both rails down
+# it must fall back to tcp:lo; MADRAIL_AUTO_MAX_RAILS=1 must keep one rail.  Needs root and `ip netns`:
 # skips (77) otherwise.  The namespaces are removed on any exit.
 set -u
 info="${MDR_BUILDDIR:-.}/tools/madrail_info"
@@ -76,6 +77,30 @@ printf '%s\n' "$out" | grep -Eq '^  dr[01] +chosen: rail [01] tcp:dr[01]' && ok 
 printf '%s\n' "$out" | grep -Eq '^  dr0 +iface +\(virtual\)' && ok "dr0 listed as a virtual interface" ||
     bad "dr0 missing from the device table"
 [ "$(printf '%s\n' "$out" | grep -c 'warning:')" -eq 0 ] && ok "no warning" || bad "unexpected warning"
+
+# Two processes in the namespace, rails discovered: both rails carry the
+# striped puts and every byte arrives (needs mpiexec; traffic stays on
+# the namespace's own addresses).
+mpiexec=$(command -v mpiexec.hydra || command -v mpiexec || true)
+bw="${MDR_BUILDDIR:-.}/bench/madrail_bw"
+if [ -n "$mpiexec" ] && [ -x "$bw" ]; then
+    out=$(ip netns exec "$ns_a" env -u MADRAIL_RAILS MADRAIL_STATS=1 \
+              ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+              timeout 120 "$mpiexec" -n 2 "$bw" --validate --min 1m --max 4m --iters 3 2>&1)
+    rc=$?
+    # rows "[host:pid] madrail stats: <i> <name> tx_msgs tx_bytes tx_put_bytes ...": rails that put
+    puts=$(printf '%s\n' "$out" | awk '/madrail stats: [0-9]/ && $8 > 0 {print $5}' | sort -u |
+               tr '\n' ' ')
+    if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -q "validation: 0 bad bytes" &&
+        [ "$puts" = "tcp:dr0 tcp:dr1 " ]; then
+        ok "madrail_bw over the discovered rails: 0 bad bytes, puts on $puts"
+    else
+        echo "$out"
+        bad "madrail_bw over the discovered rails (exit $rc, rails with puts: '$puts')"
+    fi
+else
+    echo "note: no mpiexec or madrail_bw: transfer over the discovered rails not run"
+fi
 
 out=$(run_info env -u MADRAIL_RAILS MADRAIL_AUTO_MAX_RAILS=1); rc=$?
 got=$(rails_of "$out")

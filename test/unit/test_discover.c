@@ -185,9 +185,17 @@ static void test_shared_pci(void)
           "two ports of one NIC: both rails (%s)", o.list);
     check(o.r.nwarn == 1 && o.r.warn[0].kind == MDR_DISC_WARN_SHARED_PCI &&
               o.r.warn[0].rail_a == 0 && o.r.warn[0].rail_b == 1 &&
-              strstr(o.r.warn[0].text, "0000:3b:00.0"),
+              strstr(o.r.warn[0].text, "0000:3b:00"),
           "two ports of one NIC: a shared-PCI warning for rails 0 and 1 (%s)",
           o.r.nwarn ? o.r.warn[0].text : "none");
+    /* the usual dual-port card: one PCI function per port */
+    snprintf(m.d[2].pci, sizeof(m.d[2].pci), "0000:3b:00.1");
+    run(&m, 4, 10000, only_tcp, &o);
+    check(o.n == 2 && o.r.nwarn == 1 && o.r.warn[0].kind == MDR_DISC_WARN_SHARED_PCI,
+          "two functions of one PCI device: still a shared-PCI warning (%d)", o.r.nwarn);
+    snprintf(m.d[2].pci, sizeof(m.d[2].pci), "0000:3c:00.0");
+    run(&m, 4, 10000, only_tcp, &o);
+    check(o.n == 2 && o.r.nwarn == 0, "two PCI devices: no warning (%d)", o.r.nwarn);
 
     /* a dual-port HCA and its IPoIB interface */
     memset(&m, 0, sizeof(m));
