@@ -77,52 +77,36 @@ static mdr_netdev_t *mdr_topo_add(mdr_topo_list_t *l)
     return d;
 }
 
-static mdr_netdev_t *mdr_topo_iface(mdr_topo_list_t *l, const char *name)
-{
-    int i;
-    mdr_netdev_t *d;
-    for (i = 0; i < l->n; i++)
-        if (l->v[i].kind == MDR_NETDEV_IFACE && strcmp(l->v[i].name, name) == 0)
-            return &l->v[i];
-    d = mdr_topo_add(l);
-    if (d)
-        snprintf(d->name, sizeof(d->name), "%s", name);
-    return d;
-}
-
-/* "0000:3b:00.0" */
-static int mdr_topo_is_pci_id(const char *s)
-{
-    unsigned a, b, c, f;
-    char tail;
-    return strlen(s) == 12 && sscanf(s, "%4x:%2x:%2x.%1x%c", &a, &b, &c, &f, &tail) == 4;
-}
-
-/* PCI id and NUMA node from sysfs: the deepest PCI device on the path of
- * the device directory (an interface may hang off a virtio or USB child). */
+/* PCI id and NUMA node from sysfs: the deepest PCI device ("0000:3b:00.0")
+ * on the resolved path of the device directory (an interface may hang off
+ * a virtio or USB child of it). */
 static void mdr_topo_sysfs_pci(const char *devdir, mdr_netdev_t *d)
 {
-    char real[PATH_MAX], buf[32], *p, *seg, *save = NULL, *last = NULL;
-    char path[PATH_MAX + 16];
-    size_t keep = 0;
+    char real[PATH_MAX], seg[16], buf[32];
+    size_t pos = 0, keep = 0, n;
+    unsigned a, b, c, f;
+    char tail;
 
     if (!realpath(devdir, real))
         return;
-    for (seg = strtok_r(real, "/", &save); seg; seg = strtok_r(NULL, "/", &save))
-        if (mdr_topo_is_pci_id(seg)) {
-            last = seg;
-            keep = (size_t)(seg - real) + strlen(seg);
+    while (real[pos]) {
+        while (real[pos] == '/')
+            pos++;
+        n = strcspn(real + pos, "/");
+        if (n == 12) {
+            memcpy(seg, real + pos, n);
+            seg[n] = '\0';
+            if (sscanf(seg, "%4x:%2x:%2x.%1x%c", &a, &b, &c, &f, &tail) == 4) {
+                memcpy(d->pci, seg, n + 1);
+                keep = pos + n;
+            }
         }
-    if (!last)
+        pos += n;
+    }
+    if (keep == 0 || keep + sizeof("/numa_node") > sizeof(real))
         return;
-    snprintf(d->pci, sizeof(d->pci), "%s", last);
-    /* strtok_r wrote NULs between the segments: put the slashes back */
-    for (p = real; (size_t)(p - real) < keep; p++)
-        if (*p == '\0')
-            *p = '/';
-    real[keep] = '\0';
-    snprintf(path, sizeof(path), "/%s/numa_node", real);
-    if (mdr_topo_read(path, buf, sizeof(buf)) == 0 && atoi(buf) >= 0)
+    memcpy(real + keep, "/numa_node", sizeof("/numa_node"));
+    if (mdr_topo_read(real, buf, sizeof(buf)) == 0 && atoi(buf) >= 0)
         d->numa = atoi(buf);
 }
 
@@ -160,30 +144,26 @@ static void mdr_topo_iface_sysfs(mdr_netdev_t *d, unsigned flags)
 static madrail_status_t mdr_topo_ifaces(mdr_topo_list_t *l)
 {
     struct ifaddrs *list, *ifa;
-    struct {
-        char name[MDR_NETDEV_NAME_MAX];
-        unsigned flags;
-    } *seen = NULL;
-    int nseen = 0, i;
+    int i;
 
     if (getifaddrs(&list) != 0) {
         mdr_error("rail discovery: getifaddrs: %m");
         return MADRAIL_ERR_IO;
     }
+    /* one entry per address (and one AF_PACKET entry) of each interface */
     for (ifa = list; ifa; ifa = ifa->ifa_next) {
-        mdr_netdev_t *d = mdr_topo_iface(l, ifa->ifa_name);
-        if (!d)
-            goto err_nomem;
-        for (i = 0; i < nseen; i++)
-            if (strcmp(seen[i].name, d->name) == 0)
-                break;
-        if (i == nseen) {
-            void *ns = realloc(seen, (size_t)(nseen + 1) * sizeof(*seen));
-            if (!ns)
-                goto err_nomem;
-            seen = ns;
-            snprintf(seen[nseen].name, sizeof(seen[nseen].name), "%s", d->name);
-            seen[nseen++].flags = ifa->ifa_flags;
+        mdr_netdev_t *d = NULL;
+        for (i = 0; i < l->n && !d; i++)
+            if (strcmp(l->v[i].name, ifa->ifa_name) == 0)
+                d = &l->v[i];
+        if (!d) {
+            d = mdr_topo_add(l);
+            if (!d) {
+                freeifaddrs(list);
+                return MADRAIL_ERR_NOMEM;
+            }
+            snprintf(d->name, sizeof(d->name), "%s", ifa->ifa_name);
+            mdr_topo_iface_sysfs(d, ifa->ifa_flags);
         }
         if (!ifa->ifa_addr)
             continue;
@@ -195,16 +175,8 @@ static madrail_status_t mdr_topo_ifaces(mdr_topo_list_t *l)
                 d->addr |= MDR_NETDEV_IPV6;
         }
     }
-    for (i = 0; i < nseen; i++)
-        mdr_topo_iface_sysfs(mdr_topo_iface(l, seen[i].name), seen[i].flags);
-    free(seen);
     freeifaddrs(list);
     return MADRAIL_OK;
-
-err_nomem:
-    free(seen);
-    freeifaddrs(list);
-    return MADRAIL_ERR_NOMEM;
 }
 
 /* Rate "100 Gb/sec (4X EDR)" in Mb/s, 0 when unreadable (exposed for the test). */
@@ -341,9 +313,11 @@ static void mdr_topo_locality(mdr_topo_list_t *l, mdr_topo_binding_t *bind)
             mdr_netdev_t *d = &l->v[i];
             if (d->kind != kind || strcmp(d->name, dev->name) != 0)
                 continue;
-            if (pci)
+            if (pci) { /* hwloc knows its PCI device: not a virtual interface */
                 snprintf(d->pci, sizeof(d->pci), "%04x:%02x:%02x.%01x", pci->attr->pcidev.domain,
                          pci->attr->pcidev.bus, pci->attr->pcidev.dev, pci->attr->pcidev.func);
+                d->virt = 0;
+            }
             if (anc && anc->cpuset) {
                 hwloc_bitmap_list_snprintf(d->cpus, sizeof(d->cpus), anc->cpuset);
                 if (bound)

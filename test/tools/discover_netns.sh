@@ -5,7 +5,9 @@
 # context on exactly tcp:dr0 and tcp:dr1 (lo and the down link rejected,
 # each with its reason), and two processes started there (when mpiexec
 # exists) must stripe a validated transfer over both; with both rails down
-# it must fall back to tcp:lo; MADRAIL_AUTO_MAX_RAILS=1 must keep one rail.  Needs root and `ip netns`:
+# it must fall back to tcp:lo; MADRAIL_AUTO_MAX_RAILS=1 must keep one rail;
+# seen through an hwloc XML two-socket topology, the far rail is warned
+# about and the cap keeps the near one.  Needs root and `ip netns`:
 # skips (77) otherwise.  The namespaces are removed on any exit.
 set -u
 info="${MDR_BUILDDIR:-.}/tools/madrail_info"
@@ -106,6 +108,64 @@ out=$(run_info env -u MADRAIL_RAILS MADRAIL_AUTO_MAX_RAILS=1); rc=$?
 got=$(rails_of "$out")
 [ $rc -eq 0 ] && [ "$got" = "tcp:dr0 " ] && ok "MADRAIL_AUTO_MAX_RAILS=1: tcp:dr0 only" ||
     { echo "$out"; bad "MADRAIL_AUTO_MAX_RAILS=1: rails '$got' (exit $rc)"; }
+
+# Locality through hwloc: the same namespace seen as a two-socket machine
+# (an hwloc XML topology: dr1 on a PCI device of socket 0 / NUMA node 0,
+# dr0 on socket 1 / NUMA node 1), the process bound to PU 0.  dr0 is far:
+# a warning names it; with one rail allowed the near dr1 wins although
+# dr0 comes first by name.  Needs 2 PUs and taskset.
+if [ "$(nproc 2>/dev/null || echo 1)" -ge 2 ] && command -v taskset >/dev/null 2>&1 &&
+    grep -q '^#define HAVE_HWLOC 1' "${MDR_BUILDDIR:-.}/mdr_config.h" 2>/dev/null; then
+    xml=$(mktemp /tmp/mdrdisc.XXXXXX) || { echo "FAIL: mktemp"; exit 1; }
+    trap 'cleanup; rm -f "$xml"' EXIT
+    obj() { # type os_index cpuset nodeset gp
+        printf '<object type="%s" os_index="%s" cpuset="%s" complete_cpuset="%s" nodeset="%s" complete_nodeset="%s" gp_index="%s"' \
+            "$1" "$2" "$3" "$3" "$4" "$4" "$5"
+    }
+    nic() { # gp busid bus name
+        printf '<object type="Bridge" gp_index="%s" bridge_type="0-1" depth="0" bridge_pci="0000:[%s-%s]">' "$1" "$3" "$3"
+        printf '<object type="PCIDev" gp_index="%s" pci_busid="%s" pci_type="0200 [8086:1593] [8086:0000] 02" pci_link_speed="0"><object type="OSDev" gp_index="%s" name="%s" osdev_type="2"/></object></object>\n' \
+            "$(($1 + 1))" "$2" "$(($1 + 2))" "$4"
+    }
+    {
+        echo '<?xml version="1.0" encoding="UTF-8"?>'
+        echo '<!DOCTYPE topology SYSTEM "hwloc2.dtd">'
+        echo '<topology version="2.0">'
+        obj Machine 0 0x3 0x3 1; echo ' allowed_cpuset="0x3" allowed_nodeset="0x3">'
+        obj Package 0 0x1 0x1 2; echo '>'
+        obj NUMANode 0 0x1 0x1 3; echo ' local_memory="1073741824"/>'
+        obj Core 0 0x1 0x1 4; echo '>'; obj PU 0 0x1 0x1 5; echo '/></object>'
+        nic 6 0000:17:00.0 17 dr1
+        echo '</object>'
+        obj Package 1 0x2 0x2 10; echo '>'
+        obj NUMANode 1 0x2 0x2 11; echo ' local_memory="1073741824"/>'
+        obj Core 1 0x2 0x2 12; echo '>'; obj PU 1 0x2 0x2 13; echo '/></object>'
+        nic 14 0000:b1:00.0 b1 dr0
+        echo '</object></object></topology>'
+    } >"$xml"
+    out=$(run_info env -u MADRAIL_RAILS HWLOC_XMLFILE="$xml" HWLOC_THISSYSTEM=1 taskset -c 0); rc=$?
+    got=$(rails_of "$out")
+    printf '%s\n' "$out" | sed -n '/^topology/,$p'
+    [ $rc -eq 0 ] && [ "$got" = "tcp:dr0 tcp:dr1 " ] && ok "two sockets: both rails ($got)" ||
+        bad "two sockets: rails '$got' (exit $rc)"
+    printf '%s\n' "$out" | grep -Eq '^  dr0 +iface +0000:b1:00.0 +1 +1 +far ' &&
+        printf '%s\n' "$out" | grep -Eq '^  dr1 +iface +0000:17:00.0 +0 +0 +near ' &&
+        ok "two sockets: dr0 far on NUMA 1, dr1 near on NUMA 0" || bad "two sockets: locality rows wrong"
+    printf '%s\n' "$out" | grep -q 'warning: rail 0 (tcp:dr0) sits on NUMA node 1' &&
+        ok "two sockets: warning for the far rail" || bad "two sockets: no far-NUMA warning"
+    out=$(run_info env -u MADRAIL_RAILS HWLOC_XMLFILE="$xml" HWLOC_THISSYSTEM=1 \
+              MADRAIL_AUTO_MAX_RAILS=1 taskset -c 0); rc=$?
+    got=$(rails_of "$out")
+    [ $rc -eq 0 ] && [ "$got" = "tcp:dr1 " ] && ok "two sockets, one rail: the near tcp:dr1" ||
+        bad "two sockets, one rail: '$got' (exit $rc)"
+    out=$(run_info env -u MADRAIL_RAILS HWLOC_XMLFILE="$xml" HWLOC_THISSYSTEM=1 \
+              MADRAIL_AUTO_MAX_RAILS=1 taskset -c 1); rc=$?
+    got=$(rails_of "$out")
+    [ $rc -eq 0 ] && [ "$got" = "tcp:dr0 " ] && ok "bound to PU 1, one rail: the near tcp:dr0" ||
+        bad "bound to PU 1, one rail: '$got' (exit $rc)"
+else
+    echo "note: fewer than 2 PUs, no taskset or no hwloc: the two-socket locality case not run"
+fi
 
 ip -n "$ns_a" link set dr0 down && ip -n "$ns_a" link set dr1 down
 out=$(run_info env MADRAIL_RAILS=auto); rc=$?
