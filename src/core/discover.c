@@ -314,8 +314,10 @@ int mdr_discover_choose(const mdr_netdev_t *devs, int ndev, const mdr_disc_opts_
         verdict[order[i]].rail = i;
         if (d->near == MDR_NETDEV_NEAR)
             snprintf(where, sizeof(where), "near the binding");
-        else if (d->near == MDR_NETDEV_FAR)
+        else if (d->near == MDR_NETDEV_FAR && d->numa >= 0)
             snprintf(where, sizeof(where), "NUMA node %d, away from the binding", d->numa);
+        else if (d->near == MDR_NETDEV_FAR)
+            snprintf(where, sizeof(where), "away from the binding");
         else
             snprintf(where, sizeof(where), "locality unknown");
         if (d->kind == MDR_NETDEV_HCA)
