@@ -389,9 +389,10 @@ void madrail_config_print(FILE *out);
 
 /**
  * @brief Print the machine as madrail sees it: NUMA nodes, cores, this
- * process's binding, and each network device (interface or OpenFabrics HCA)
- * with the processors it is near and its PCI address (hwloc); a single line
- * when built without hwloc.
+ * process's binding (hwloc), each network device (interface or OpenFabrics
+ * HCA port) with its PCI address, NUMA node, nearby processors, link speed
+ * and state, then the rails MADRAIL_RAILS=auto would choose and one line
+ * per device saying why it was chosen or rejected.
  */
 void madrail_topology_print(FILE *out);
 

@@ -23,11 +23,12 @@ static void usage(FILE *out, const char *prog)
             "\n"
             "  -v            print every MADRAIL_* variable: type, default and help\n"
             "  -r            open a context as an application would and list its rails,\n"
-            "                then the network devices hwloc sees and their locality\n"
+            "                then the network devices (locality, speed, state) and what\n"
+            "                MADRAIL_RAILS=auto chooses among them, with a reason per device\n"
             "  -h, --help    show this help\n"
             "\n"
             "Settings come from MADRAIL_* environment variables; MADRAIL_RAILS selects\n"
-            "the rails (e.g. MADRAIL_RAILS=tcp:lo,tcp:eth1).\n",
+            "the rails (e.g. MADRAIL_RAILS=tcp:lo,tcp:eth1; unset or auto: discovered).\n",
             prog);
 }
 

@@ -16,10 +16,12 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/discover.h"
 #include "util/clock.h"
 
 #define MDR_ADDR_MAGIC 0x4152444du /* "MDRA" */
@@ -30,9 +32,11 @@
     { _name, _type, _def, _min, _max, offsetof(mdr_core_config_t, _field), _help }
 
 static const mdr_cfg_entry_t core_entries[] = {
-    CFG_ENTRY("MADRAIL_RAILS", MDR_CFG_STRING, "tcp", 1, 0, rails,
+    CFG_ENTRY("MADRAIL_RAILS", MDR_CFG_STRING, "auto", 1, 0, rails,
               "Comma-separated rails, each driver[:spec]: tcp:lo, tcp:eth1, tcp:10.0.0.1, "
-              "loop:fabric;delay=2. Empty spec: the driver's default device."),
+              "loop:fabric;delay=2. Empty spec: the driver's default device. auto (or "
+              "empty): discover the NICs that are up, near the process first, fastest first, "
+              "weighted by link speed (MADRAIL_AUTO_*; madrail_info -r shows the choice)."),
     CFG_ENTRY("MADRAIL_SLOT_SIZE", MDR_CFG_SIZE, "8k", 256, 1024 * 1024, slot_size,
               "Size of one control-message slot; messages up to the slot payload (slot minus "
               "a 48-byte header) go eagerly in one slot."),
@@ -86,13 +90,21 @@ static void mdr_close_rails(mdr_ctx_t *ctx)
     ctx->nrails = 0;
 }
 
-static madrail_status_t mdr_open_rails(mdr_ctx_t *ctx)
+/*
+ * Open the rails of rails_list.  auto_w (MADRAIL_RAILS=auto) holds one
+ * discovered weight per listed rail; a discovered rail that fails to open
+ * is then skipped with a warning rather than failing the context, and the
+ * weights of the rails that opened are written to weights_p[rail index].
+ */
+static madrail_status_t mdr_open_rails(mdr_ctx_t *ctx, const char *rails_list,
+                                       const double *auto_w, double *weights_p)
 {
     madrail_status_t st = MADRAIL_OK;
     char *list, *save = NULL, *tok;
     mdr_rail_params_t params;
+    int ntok = 0;
 
-    list = strdup(ctx->cfg.rails);
+    list = strdup(rails_list);
     if (!list)
         return MADRAIL_ERR_NOMEM;
     memset(&params, 0, sizeof(params));
@@ -102,7 +114,7 @@ static madrail_status_t mdr_open_rails(mdr_ctx_t *ctx)
     params.slots = ctx->cfg.credits + MDR_RESERVED_SLOTS;
     params.overrides = ctx->overrides;
 
-    for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save), ntok++) {
         char *spec, *colon;
         const mdr_rail_ops_t *ops;
         mdr_rail_slot_t *rs;
@@ -137,11 +149,19 @@ static madrail_status_t mdr_open_rails(mdr_ctx_t *ctx)
         rs->index = ctx->nrails;
         params.rail_cookie = rs;
         st = ops->open(spec, &params, &rs->rail);
+        if (st != MADRAIL_OK && auto_w) {
+            mdr_warn("MADRAIL_RAILS=%s: cannot open discovered rail %s:%s: %s; skipped",
+                     ctx->cfg.rails, tok, spec, madrail_status_str(st));
+            st = MADRAIL_OK;
+            continue;
+        }
         if (st != MADRAIL_OK) {
             mdr_error("MADRAIL_RAILS=%s: cannot open rail %s:%s: %s", ctx->cfg.rails, tok,
                       spec, madrail_status_str(st));
             goto err_close;
         }
+        if (auto_w)
+            weights_p[ctx->nrails] = auto_w[ntok];
         ops->query(rs->rail, &rs->attr);
         ctx->nrails++;
         if (rs->attr.max_ctrl < ctx->cfg.slot_size) {
@@ -170,7 +190,8 @@ err_close:
     return st;
 }
 
-static madrail_status_t mdr_set_weights(mdr_ctx_t *ctx)
+/* auto_w: discovered weights per rail (MADRAIL_RAILS=auto), or NULL. */
+static madrail_status_t mdr_set_weights(mdr_ctx_t *ctx, const double *auto_w)
 {
     double w[MDR_MAX_RAILS];
     const char *why = NULL;
@@ -189,6 +210,9 @@ static madrail_status_t mdr_set_weights(mdr_ctx_t *ctx)
         }
         for (i = 0; i < n; i++)
             ctx->rails[i].weight = w[i];
+    } else if (auto_w) {
+        for (i = 0; i < ctx->nrails; i++)
+            ctx->rails[i].weight = auto_w[i] > 0 ? auto_w[i] : 1.0;
     } else {
         for (i = 0; i < ctx->nrails; i++)
             ctx->rails[i].weight =
@@ -204,6 +228,53 @@ static madrail_status_t mdr_set_weights(mdr_ctx_t *ctx)
         ctx->rail_order[j] = r;
     }
     return MADRAIL_OK;
+}
+
+/* MADRAIL_RAILS unset (default "auto"), "auto" or empty: discover. */
+static int mdr_rails_auto(const char *rails)
+{
+    const char *p = rails ? rails : "";
+    while (*p == ' ')
+        p++;
+    return *p == '\0' || strcasecmp(p, "auto") == 0;
+}
+
+/* Discovery for MADRAIL_RAILS=auto: the rail list and one weight per rail
+ * (its link speed), every verdict at info level, warnings as warnings. */
+static madrail_status_t mdr_discover_rails(mdr_ctx_t *ctx, char **list_p, double *weights)
+{
+    mdr_discover_t disc;
+    madrail_status_t st;
+    int i;
+
+    st = mdr_discover_run(ctx->overrides, &disc);
+    if (st != MADRAIL_OK)
+        return st;
+    for (i = 0; i < disc.ndev; i++) {
+        const mdr_netdev_t *d = &disc.devs[i];
+        if (d->kind == MDR_NETDEV_HCA)
+            mdr_info("rail discovery: %s port %u: %s", d->name, d->port, disc.verdict[i].why);
+        else
+            mdr_info("rail discovery: %s: %s", d->name, disc.verdict[i].why);
+    }
+    for (i = 0; i < disc.res.nwarn; i++)
+        mdr_warn("rail discovery: %s", disc.res.warn[i].text);
+    if (disc.res.nrails == 0) {
+        mdr_error("MADRAIL_RAILS=%s: rail discovery found no usable network device (not even "
+                  "loopback); name the rails in MADRAIL_RAILS (madrail_info -r shows why each "
+                  "device was rejected)",
+                  ctx->cfg.rails);
+        mdr_discover_release(&disc);
+        return MADRAIL_ERR_CONFIG;
+    }
+    st = mdr_discover_rails_string(&disc, list_p);
+    if (st == MADRAIL_OK) {
+        for (i = 0; i < disc.res.nrails && i < MDR_MAX_RAILS; i++)
+            weights[i] = disc.res.rails[i].weight;
+        mdr_info("rail discovery: MADRAIL_RAILS=%s", *list_p);
+    }
+    mdr_discover_release(&disc);
+    return st;
 }
 
 madrail_status_t madrail_context_init(const madrail_context_params_t *params,
@@ -264,12 +335,27 @@ madrail_status_t madrail_context_init(const madrail_context_params_t *params,
     if (st != MADRAIL_OK)
         goto err_pool;
 
-    st = mdr_open_rails(ctx);
-    if (st != MADRAIL_OK)
+    if (mdr_rails_auto(ctx->cfg.rails)) {
+        double found_w[MDR_MAX_RAILS], open_w[MDR_MAX_RAILS];
+        char *list = NULL;
+
+        st = mdr_discover_rails(ctx, &list, found_w);
+        if (st != MADRAIL_OK)
+            goto err_hash;
+        st = mdr_open_rails(ctx, list, found_w, open_w);
+        free(list);
+        if (st == MADRAIL_OK)
+            st = mdr_set_weights(ctx, open_w);
+    } else {
+        st = mdr_open_rails(ctx, ctx->cfg.rails, NULL, NULL);
+        if (st == MADRAIL_OK)
+            st = mdr_set_weights(ctx, NULL);
+    }
+    if (st != MADRAIL_OK) {
+        if (ctx->nrails > 0) /* opened but the weights were refused */
+            goto err_rails;
         goto err_hash;
-    st = mdr_set_weights(ctx);
-    if (st != MADRAIL_OK)
-        goto err_rails;
+    }
     {
         int i;
         for (i = 0; i < ctx->nrails; i++)

@@ -33,6 +33,7 @@ static const mdr_cfg_table_t *const mdr_cfg_tables[] = {
     &mdr_tcp_cfg_table,
     &mdr_loop_cfg_table,
     &mdr_shm_cfg_table, /* built even without the driver: the docs name its variables */
+    &mdr_discover_cfg_table, /* rail discovery (MADRAIL_RAILS=auto) */
 };
 #define MDR_CFG_NTABLES (sizeof(mdr_cfg_tables) / sizeof(mdr_cfg_tables[0]))
 

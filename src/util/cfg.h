@@ -71,6 +71,7 @@ extern const mdr_cfg_table_t mdr_core_cfg_table;
 extern const mdr_cfg_table_t mdr_tcp_cfg_table;
 extern const mdr_cfg_table_t mdr_loop_cfg_table;
 extern const mdr_cfg_table_t mdr_shm_cfg_table;
+extern const mdr_cfg_table_t mdr_discover_cfg_table; /* core/discover_cfg.c: MADRAIL_AUTO_* */
 
 /*
  * Split a driver spec "a;k=v;k2=v2" in place: *first_p = "a", and calls

@@ -76,6 +76,8 @@ static const mdr_cfg_entry_t test_loop_entries[] = {
 const mdr_cfg_table_t mdr_loop_cfg_table = {"loop", test_loop_entries, 1};
 /* The shm driver's table, empty here (this test counts the variables). */
 const mdr_cfg_table_t mdr_shm_cfg_table = {"shm", NULL, 0};
+/* Rail discovery's table, empty here too. */
+const mdr_cfg_table_t mdr_discover_cfg_table = {"discover", NULL, 0};
 
 /* ---------------- harness ---------------- */
 

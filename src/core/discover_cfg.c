@@ -1,0 +1,30 @@
+/*
+ * The configuration table of rail discovery, alone in its file for the
+ * same reason as the shm driver's: the config registry (util/cfg.c) names
+ * every table, and a program that links the registry must not pull the
+ * probe (and hwloc) and the driver registry in with it.
+ */
+#include "mdr_config.h"
+
+#include <stddef.h>
+
+#include "core/discover.h"
+
+#define MDR_DISC_CFG(_name, _type, _def, _min, _max, _field, _help)                                \
+    {                                                                                              \
+        _name, _type, _def, _min, _max, offsetof(mdr_discover_config_t, _field), _help             \
+    }
+
+static const mdr_cfg_entry_t mdr_discover_cfg_entries[] = {
+    MDR_DISC_CFG("MADRAIL_AUTO_MAX_RAILS", MDR_CFG_UINT, "4", 1, MDR_DISC_MAX_RAILS, max_rails,
+                 "MADRAIL_RAILS=auto (the default): open at most this many discovered rails; "
+                 "devices near the process binding, then faster ones, are kept."),
+    MDR_DISC_CFG("MADRAIL_AUTO_DEFAULT_SPEED", MDR_CFG_UINT, "10000", 1, 10000000, default_speed,
+                 "MADRAIL_RAILS=auto: link speed in Mb/s assumed for a device that reports "
+                 "none (virtio, veth, loopback); discovered rails are ordered and weighted by "
+                 "speed."),
+};
+
+const mdr_cfg_table_t mdr_discover_cfg_table = {"discover", mdr_discover_cfg_entries,
+                                                sizeof(mdr_discover_cfg_entries) /
+                                                    sizeof(mdr_discover_cfg_entries[0])};
