@@ -104,7 +104,8 @@ typedef struct mdr_ucx_rkey_hdr {
 
 #define MDR_UCX_QCAP ((size_t)64 << 20) /* bytes in flight per ep before NORESOURCE */
 #define MDR_UCX_PROGRESS_SPINS 8         /* ucp_worker_progress calls per progress() at most */
-#define MDR_UCX_CLOSE_WAIT 2.0           /* seconds close() waits for endpoint flushes */
+#define MDR_UCX_CLOSE_WAIT 2.0           /* seconds close() waits for sends to leave */
+#define MDR_UCX_CLOSE_GRACE 0.2          /* then for the peers to acknowledge the closes */
 #define MDR_UCX_REASON 160
 
 /* ---------------- objects ---------------- */
@@ -243,6 +244,7 @@ struct mdr_rail {
     size_t waddr_len;
     int peer_errors;         /* UCP_ERR_HANDLING_MODE_PEER usable */
     int check;               /* targets check each new key before a put (spec check=) */
+    int order_flush;         /* a put completes after ucp_ep_flush_nbx (spec order=flush) */
     uint64_t uuid;
     const mdr_rail_upcalls_t *upcalls;
     void *rail_cookie;

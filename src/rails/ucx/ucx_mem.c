@@ -378,6 +378,8 @@ static madrail_status_t mdr_ucx_op_issue(mdr_ucx_op_t *op)
     }
     if (req != NULL)
         op->ucx_pending++;
+    if (!ep->rail->order_flush)
+        return op->ucx_pending > 0 ? MADRAIL_INPROGRESS : MADRAIL_OK;
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     req = ucp_ep_flush_nbx(ep->uep->h, &prm);
     if (UCS_PTR_IS_ERR(req)) {

@@ -42,6 +42,7 @@ typedef struct mdr_ucx_spec {
     double latency_us;  /* lat= (0: built-in profile) */
     double bandwidth;   /* bw= MB/s (0: built-in profile) */
     int check;          /* check= */
+    int order;          /* order=: -1 default, 0 lane, 1 flush */
 } mdr_ucx_spec_t;
 
 #define MDR_UCX_SHM_TLS "posix,sysv,cma,self"
@@ -74,7 +75,19 @@ static madrail_status_t mdr_ucx_opt(const char *key, const char *val, void *arg)
         s->check = b;
         return MADRAIL_OK;
     }
-    mdr_error("rail spec ucx:%s: unknown option '%s' (known: lat, bw, check)", s->spec, key);
+    if (strcmp(key, "order") == 0) {
+        if (strcmp(val, "flush") == 0) {
+            s->order = 1;
+        } else if (strcmp(val, "lane") == 0) {
+            s->order = 0;
+        } else {
+            mdr_error("rail spec ucx:%s: order=%s: expected flush or lane", s->spec, val);
+            return MADRAIL_ERR_CONFIG;
+        }
+        return MADRAIL_OK;
+    }
+    mdr_error("rail spec ucx:%s: unknown option '%s' (known: lat, bw, check, order)", s->spec,
+              key);
     return MADRAIL_ERR_CONFIG;
 }
 
@@ -529,6 +542,7 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     memset(&s, 0, sizeof(s));
     s.spec = spec;
     s.check = 1;
+    s.order = -1;
     copy = strdup(spec);
     if (copy == NULL)
         return MADRAIL_ERR_NOMEM;
@@ -554,6 +568,13 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     rail->rail_cookie = params->rail_cookie;
     rail->slot_size = params->slot_size;
     rail->check = s.check;
+    /* Put ordering (see ucx_mem.c): on tcp UCX emulates puts over the
+     * active-message lane (one TCP stream, applied in order at the target)
+     * and on shared memory the put is a synchronous copy (cma), so a
+     * message sent after the put's local completion already comes after its
+     * data; elsewhere (RDMA devices) the put may use another lane and only a
+     * flush proves that the data is in place. */
+    rail->order_flush = s.order >= 0 ? s.order : !(s.tcp || s.shm);
     /* UCX 1.13's shared-memory transports have no peer-failure handling: an
      * ep asking for it is "unreachable" there.  Their failures are learned
      * from BYE messages instead. */
@@ -657,10 +678,10 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     /* room for larger keys of other memory types */
     rail->max_rkey = sizeof(mdr_ucx_rkey_hdr_t) + rkey_len + 64;
     mdr_debug("rail %s: UCX_TLS=%s UCX_NET_DEVICES=%s, worker address %zu bytes, rkey %zu "
-              "bytes, peer errors %s, put checks %s, profile %.1f us %.0f MB/s",
+              "bytes, peer errors %s, put checks %s, put order by %s, profile %.1f us %.0f MB/s",
               rail->name, rail->tls, rail->dev[0] ? rail->dev : "(default)", waddr_len,
               rkey_len, rail->peer_errors ? "on" : "off", rail->check ? "on" : "off",
-              rail->latency_us, rail->bandwidth_mbs);
+              rail->order_flush ? "flush" : "lane", rail->latency_us, rail->bandwidth_mbs);
     *rail_p = rail;
     return MADRAIL_OK;
 
@@ -687,7 +708,7 @@ static void mdr_ucx_reap(mdr_rail_t *rail)
 static void mdr_ucx_close(mdr_rail_t *rail)
 {
     mdr_list_t *l;
-    double deadline;
+    double deadline, grace;
 
     if (rail == NULL)
         return;
@@ -700,14 +721,23 @@ static void mdr_ucx_close(mdr_rail_t *rail)
     while (!mdr_list_empty(&rail->eps_all))
         mdr_ucx_ep_destroy(mdr_container_of(rail->eps_all.next, mdr_ep_t, link));
     mdr_ucx_reap(rail);
+    /* First until what we sent (the BYEs last) has left, then a short
+     * grace for the peers to acknowledge the closes: a peer that does not
+     * progress meanwhile must not hold us for long. */
     deadline = mdr_time_sec() + MDR_UCX_CLOSE_WAIT;
+    while (!mdr_list_empty(&rail->orphan_txs) && mdr_time_sec() < deadline) {
+        ucp_worker_progress(rail->worker);
+        mdr_ucx_closing_poll(rail);
+    }
+    grace = mdr_time_sec() + MDR_UCX_CLOSE_GRACE;
+    if (grace < deadline)
+        deadline = grace;
     while (!mdr_list_empty(&rail->closing) && mdr_time_sec() < deadline) {
         ucp_worker_progress(rail->worker);
         mdr_ucx_closing_poll(rail);
     }
     if (!mdr_list_empty(&rail->closing))
-        mdr_debug("rail %s: endpoint flushes still running after %.1f s; closing anyway",
-                  rail->name, MDR_UCX_CLOSE_WAIT);
+        mdr_debug("rail %s: endpoint closes still running; closing anyway", rail->name);
     while ((l = mdr_list_pop_head(&rail->closing)) != NULL) {
         mdr_ucx_uep_t *uep = mdr_container_of(l, mdr_ucx_uep_t, link);
         if (uep->close_req != NULL)
