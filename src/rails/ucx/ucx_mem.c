@@ -20,15 +20,29 @@
  * check=0 the rail says MDR_RAIL_CAP_PUT_HW: only range checks against the
  * key's header are made, locally, as on hardware RDMA.
  *
- * Completion: ucp_put_nbx completes locally (the source is reusable), not
- * when the data is in the target's memory, and UCX may carry the put on a
- * lane other than the active messages' (cma puts, posix messages).  The
- * rail.h ordering promise (a control message sent after the completion is
- * delivered after the data is visible) therefore needs remote completion:
- * every put is followed by ucp_ep_flush_nbx on its ep, and the put
- * completes when both the put and the flush did.  ucp_worker_fence would
- * be cheaper but in UCX 1.13 it only orders operations within one
- * transport, which does not hold across lanes.
+ * Completion and the rail.h ordering promise (a control message sent after
+ * the put's completion is delivered after the data is visible): the
+ * completion of ucp_put_nbx is local (the source is reusable), not remote.
+ * Two ways, chosen per rail (spec option order=):
+ *   flush  every put is followed by ucp_ep_flush_nbx and completes when
+ *          both did: remote completion, whatever lanes UCX uses.  One
+ *          round trip more per put.  The default on RDMA devices, where
+ *          UCX may carry puts and active messages on different lanes (an
+ *          RC lane for RMA, another for AM) that nothing orders.
+ *   lane   the put completes at local completion.  Correct when the put and
+ *          the later message travel one ordered path, which is what UCX
+ *          1.13 does here: on tcp the memory domain cannot register memory,
+ *          so ucp emulates the put with active messages on the AM lane (one
+ *          TCP stream, applied in order by the target's progress); on
+ *          shared memory a put to user memory is emulated the same way over
+ *          the AM FIFO (or is a synchronous CPU copy).  The default on tcp
+ *          and shm; the conformance check put-then-ctrl-order tests it.
+ * ucp_worker_fence would not do: in UCX 1.13 it only asks each transport
+ * to order its own operations.  A further reason to avoid flush on tcp:
+ * UCX 1.13 implements a tcp flush as a zero-length PUT that the peer
+ * acknowledges, and an acknowledgement read after the connection was seen
+ * broken trips an assertion that aborts the process (seen in the
+ * conformance check peer-closes with order=flush and check=0).
  */
 #include "mdr_config.h"
 

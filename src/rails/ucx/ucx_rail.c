@@ -568,11 +568,10 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     rail->rail_cookie = params->rail_cookie;
     rail->slot_size = params->slot_size;
     rail->check = s.check;
-    /* Put ordering (see ucx_mem.c): on tcp UCX emulates puts over the
-     * active-message lane (one TCP stream, applied in order at the target)
-     * and on shared memory the put is a synchronous copy (cma), so a
-     * message sent after the put's local completion already comes after its
-     * data; elsewhere (RDMA devices) the put may use another lane and only a
+    /* Put ordering (see ucx_mem.c): on tcp and shared memory UCX emulates
+     * puts to user memory over the active-message lane, so a message sent
+     * after the put's local completion already comes after its data;
+     * elsewhere (RDMA devices) the put may use another lane and only a
      * flush proves that the data is in place. */
     rail->order_flush = s.order >= 0 ? s.order : !(s.tcp || s.shm);
     /* UCX 1.13's shared-memory transports have no peer-failure handling: an
