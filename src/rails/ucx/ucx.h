@@ -46,6 +46,8 @@ enum {
     MDR_UCX_M_KEY_OK = 6,     /* mdr_ucx_answer_t */
     MDR_UCX_M_KEY_BAD = 7,    /* mdr_ucx_answer_t, then a reason text */
     MDR_UCX_M_KEY_REVOKE = 8, /* mdr_ucx_revoke_t: the region was deregistered */
+    MDR_UCX_M_SYNC = 9,       /* uint64_t n: answer when every earlier put is in place */
+    MDR_UCX_M_SYNC_ACK = 10,  /* uint64_t n */
     MDR_UCX_M_MAX
 };
 
@@ -222,6 +224,12 @@ struct mdr_ep {
     mdr_hash_t rkeys;    /* key -> mdr_ucx_rkey_t */
     mdr_list_t rkey_list; /* the same keys, for teardown */
 
+    /* puts completed locally (order=lane) but not yet known to be in place:
+     * a SYNC travels behind them and the peer's SYNC_ACK proves it */
+    int need_sync;
+    uint64_t sync_sent, sync_acked;
+    mdr_list_t sync_link; /* rail->syncq while need_sync */
+
     /* receiving side */
     uint32_t rx_conn;    /* the peer's connection we listen to (0: none yet) */
     uint32_t rx_seq;     /* next expected sequence number */
@@ -258,6 +266,7 @@ struct mdr_rail {
     mdr_list_t failq;        /* eps whose failure is still to be reported */
     mdr_list_t doneq;        /* ops whose completion is due */
     mdr_list_t retryq;       /* ops to issue again */
+    mdr_list_t syncq;        /* eps that owe a SYNC */
     mdr_list_t rxq;          /* arrived messages in arrival order */
     mdr_list_t closing;      /* ueps whose ucp_ep close runs */
     mdr_list_t orphan_ops;   /* ops of gone eps whose UCX callbacks are still due */
@@ -292,6 +301,10 @@ int mdr_ucx_ep_idle(mdr_ep_t *ep);
 madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);
 /* Connect ep's ucp_ep if not yet done (sends the HELLO). */
 madrail_status_t mdr_ucx_ep_connect(mdr_ep_t *ep);
+/* A put of ep completed locally in order=lane mode: a SYNC must follow. */
+void mdr_ucx_ep_want_sync(mdr_ep_t *ep);
+/* Send the SYNCs that are due; returns how many. */
+int mdr_ucx_send_syncs(mdr_rail_t *rail);
 /* Send one driver message (type, body) on ep's connection, sequenced. */
 madrail_status_t mdr_ucx_send(mdr_ep_t *ep, int type, uint32_t aux, const void *body,
                               size_t body_len, const void *extra, size_t extra_len);

@@ -35,7 +35,7 @@ const char *mdr_ucx_type_str(int type)
 {
     static const char *const names[MDR_UCX_M_MAX] = {
         "invalid", "HELLO", "CTRL", "BYE", "REFUSE", "KEY_CHECK", "KEY_OK", "KEY_BAD",
-        "KEY_REVOKE"};
+        "KEY_REVOKE", "SYNC", "SYNC_ACK"};
     return type > 0 && type < MDR_UCX_M_MAX ? names[type] : "invalid";
 }
 
@@ -322,6 +322,7 @@ madrail_status_t mdr_ucx_ep_alloc(mdr_rail_t *rail, uint64_t uuid, const void *w
     mdr_list_init(&ep->ooo);
     mdr_list_init(&ep->rkey_list);
     mdr_list_init(&ep->fail_link);
+    mdr_list_init(&ep->sync_link);
     mdr_list_push_tail(&rail->eps_all, &ep->link);
     if (mdr_hash_get(&rail->eps, uuid) == NULL) {
         if (mdr_hash_put(&rail->eps, uuid, ep) == MADRAIL_OK)
@@ -387,6 +388,8 @@ void mdr_ucx_ep_destroy(mdr_ep_t *ep)
         mdr_list_del(&ep->fail_link);
         ep->fail_queued = 0;
     }
+    mdr_list_del(&ep->sync_link);
+    ep->need_sync = 0;
     mdr_ucx_ep_unmap(ep);
     mdr_ucx_ep_drop_ops(ep, 0); /* pending completions are dropped, never called */
     while ((l = mdr_list_pop_head(&ep->ooo)) != NULL)
@@ -424,7 +427,47 @@ size_t mdr_ucx_ep_backlog(mdr_ep_t *ep)
 
 int mdr_ucx_ep_idle(mdr_ep_t *ep)
 {
-    return ep == NULL || (mdr_list_empty(&ep->txs) && ep->nops == 0);
+    if (ep == NULL)
+        return 1;
+    if (!mdr_list_empty(&ep->txs) || ep->nops > 0)
+        return 0;
+    /* order=lane: idle once the peer confirmed every put is in place */
+    return ep->state != MDR_UCX_EP_OPEN || (!ep->need_sync && ep->sync_acked == ep->sync_sent);
+}
+
+void mdr_ucx_ep_want_sync(mdr_ep_t *ep)
+{
+    if (ep->need_sync || ep->destroyed || ep->state != MDR_UCX_EP_OPEN)
+        return;
+    ep->need_sync = 1;
+    mdr_list_push_tail(&ep->rail->syncq, &ep->sync_link);
+}
+
+int mdr_ucx_send_syncs(mdr_rail_t *rail)
+{
+    mdr_list_t *l, *tmp;
+    int n = 0;
+
+    mdr_list_for_each_safe(l, tmp, &rail->syncq) {
+        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, sync_link);
+        uint64_t next;
+
+        if (ep->state != MDR_UCX_EP_OPEN) {
+            mdr_list_del(&ep->sync_link);
+            ep->need_sync = 0;
+            continue;
+        }
+        if (ep->sync_acked != ep->sync_sent)
+            continue; /* one at a time: the next goes when this one is answered */
+        next = ep->sync_sent + 1;
+        if (mdr_ucx_send(ep, MDR_UCX_M_SYNC, 0, &next, sizeof(next), NULL, 0) != MADRAIL_OK)
+            continue; /* no resource: next progress; failed: the report follows */
+        ep->sync_sent = next;
+        ep->need_sync = 0;
+        mdr_list_del(&ep->sync_link);
+        n++;
+    }
+    return n;
 }
 
 madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt)
@@ -483,6 +526,8 @@ int mdr_ucx_report_failures(mdr_rail_t *rail)
 
         ep->fail_queued = 0;
         n++;
+        mdr_list_del(&ep->sync_link);
+        ep->need_sync = 0;
         /* nothing more is delivered: drop what waited for its turn */
         while ((r = mdr_list_pop_head(&ep->ooo)) != NULL)
             mdr_ucx_rx_free(rail, mdr_container_of(r, mdr_ucx_rx_t, link));

@@ -37,6 +37,10 @@
  *          shared memory a put to user memory is emulated the same way over
  *          the AM FIFO (or is a synchronous CPU copy).  The default on tcp
  *          and shm; the conformance check put-then-ctrl-order tests it.
+ *          Local completion does not say the data is in place, though, and
+ *          a target may free its buffer once our ep is idle: after puts the
+ *          ep sends a SYNC behind them (one in flight at a time) and stays
+ *          non-idle until the peer's SYNC_ACK shows it applied them.
  * ucp_worker_fence would not do: in UCX 1.13 it only asks each transport
  * to order its own operations.  A further reason to avoid flush on tcp:
  * UCX 1.13 implements a tcp flush as a zero-length PUT that the peer
@@ -327,6 +331,8 @@ static void mdr_ucx_op_finish(mdr_ucx_op_t *op)
         return;
     }
     op->ep->backlog -= op->len;
+    if (!rail->order_flush && op->status == MADRAIL_OK && op->len > 0)
+        mdr_ucx_ep_want_sync(op->ep);
     op->in_doneq = 1;
     mdr_list_push_tail(&rail->doneq, &op->link);
 }
@@ -560,6 +566,8 @@ madrail_status_t mdr_ucx_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
         return st;
     }
     /* done at once, refused, or failed: nothing left in UCX's hands */
+    if (st == MADRAIL_OK && !rail->order_flush && len > 0)
+        mdr_ucx_ep_want_sync(ep);
     mdr_ucx_rkey_unref(op->rk);
     op->rk = NULL;
     mdr_ucx_op_free(op);

@@ -446,6 +446,27 @@ void mdr_ucx_dispatch(mdr_ep_t *ep, mdr_ucx_rx_t *rx)
     case MDR_UCX_M_KEY_REVOKE:
         mdr_ucx_key_revoke(ep, rx);
         break;
+    case MDR_UCX_M_SYNC:
+        /* every put the peer made before it is in place: the lane is in order */
+        if (rx->len != sizeof(uint64_t))
+            mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "SYNC of %zu bytes", rx->len);
+        else
+            (void)mdr_ucx_send(ep, MDR_UCX_M_SYNC_ACK, 0, rx->data, sizeof(uint64_t), NULL, 0);
+        break;
+    case MDR_UCX_M_SYNC_ACK: {
+        uint64_t n;
+        if (rx->len != sizeof(n)) {
+            mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "SYNC_ACK of %zu bytes", rx->len);
+            break;
+        }
+        memcpy(&n, rx->data, sizeof(n));
+        if (n != ep->sync_sent)
+            mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "SYNC_ACK %llu, %llu was sent",
+                            (unsigned long long)n, (unsigned long long)ep->sync_sent);
+        else
+            ep->sync_acked = n;
+        break;
+    }
     default:
         mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO,
                         "malformed message (type %u, %zu bytes, version mismatch or too long)",
@@ -584,6 +605,7 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     mdr_list_init(&rail->failq);
     mdr_list_init(&rail->doneq);
     mdr_list_init(&rail->retryq);
+    mdr_list_init(&rail->syncq);
     mdr_list_init(&rail->rxq);
     mdr_list_init(&rail->closing);
     mdr_list_init(&rail->orphan_ops);
@@ -810,6 +832,8 @@ static int mdr_ucx_progress(mdr_rail_t *rail)
         if (n == 0)
             break;
     }
+    if (!mdr_list_empty(&rail->syncq))
+        count += mdr_ucx_send_syncs(rail);
     mdr_ucx_reap(rail);
     rail->in_progress = 0;
     return count;
