@@ -1,0 +1,33 @@
+#!/bin/sh
+# it_ucx_rails.sh -- integration runs over ucx rails: the size sweep, the
+# striping shares and many concurrent rendezvous on a UCX tcp rail next to
+# madrail's own tcp rail (ucx:lo,tcp:lo), and the rendezvous run on UCX
+# shared memory next to UCX tcp (ucx:shm,ucx:lo: two ucx rails of one
+# process on two devices).  It reuses the other wrappers with IT_RAILS set,
+# so what is checked is theirs.  Skips (77) when the ucx driver was not
+# built or when there is no mpiexec.
+set -u
+here=$(dirname "$0")
+info="${MDR_BUILDDIR:-.}/tools/madrail_info"
+
+[ -x "$info" ] || { echo "SKIP: it_ucx_rails: $info not built"; exit 77; }
+if ! MADRAIL_RAILS=ucx:lo "$info" -r >/dev/null 2>&1; then
+    echo "SKIP: it_ucx_rails: the ucx driver is not built (or UCX has no tcp on lo):"
+    MADRAIL_RAILS=ucx:lo "$info" -r 2>&1 | grep -i error | head -n 3
+    exit 77
+fi
+
+rc=0
+for run in "ucx:lo,tcp:lo it_sizes" "ucx:lo,tcp:lo it_stripe" "ucx:lo,tcp:lo it_rndv_many" \
+           "ucx:shm,ucx:lo it_rndv_many"; do
+    set -- $run
+    echo "it_ucx_rails: IT_RAILS=$1 $2.sh"
+    IT_RAILS=$1 sh "$here/$2.sh"
+    r=$?
+    case $r in
+        0) ;;
+        77) echo "it_ucx_rails: $2 skipped"; [ $rc -eq 0 ] && rc=77 ;;
+        *) echo "it_ucx_rails: IT_RAILS=$1 $2 FAILED (exit $r)"; rc=1 ;;
+    esac
+done
+exit $rc
