@@ -224,9 +224,19 @@ static madrail_status_t mdr_ucx_send_iov(mdr_ep_t *ep, int type, uint32_t aux,
     hdr.seq = ep->tx_seq;
     hdr.aux = aux;
     hdr.uuid = ep->rail->uuid;
+    if (ep->need_sync && type != MDR_UCX_M_HELLO) {
+        /* behind the puts in the lane: the peer answers when it gets here */
+        hdr.flags |= MDR_UCX_HF_SYNC;
+        hdr.aux = ep->sync_sent + 1;
+    }
     st = mdr_ucx_am_send(ep->rail, ep->uep->h, ep, &hdr, iov, iovcnt);
     if (st == MADRAIL_OK) {
         ep->tx_seq++;
+        if (hdr.flags & MDR_UCX_HF_SYNC) {
+            ep->sync_sent++;
+            ep->need_sync = 0;
+            mdr_list_del(&ep->sync_link);
+        }
     } else if (st != MADRAIL_ERR_NORESOURCE && st != MADRAIL_ERR_NOMEM) {
         mdr_ucx_ep_fail(ep, st == MADRAIL_ERR_RAIL_DOWN ? st : MADRAIL_ERR_RAIL_DOWN,
                         "sending a %s message: %s", mdr_ucx_type_str(type),
@@ -242,7 +252,7 @@ madrail_status_t mdr_ucx_send(mdr_ep_t *ep, int type, uint32_t aux, const void *
     struct iovec iov[2];
     madrail_status_t st;
 
-    if (ep->state != MDR_UCX_EP_OPEN)
+    if (ep->state != MDR_UCX_EP_OPEN || mdr_ucx_ep_closed_check(ep))
         return MADRAIL_ERR_RAIL_DOWN;
     st = mdr_ucx_ep_connect(ep);
     if (st != MADRAIL_OK)
@@ -395,7 +405,7 @@ void mdr_ucx_ep_destroy(mdr_ep_t *ep)
     while ((l = mdr_list_pop_head(&ep->ooo)) != NULL)
         mdr_ucx_rx_free(rail, mdr_container_of(l, mdr_ucx_rx_t, link));
     if (ep->uep != NULL) {
-        int healthy = ep->state == MDR_UCX_EP_OPEN && !ep->uep->failed;
+        int healthy = ep->state == MDR_UCX_EP_OPEN && !ep->uep->failed && !ep->peer_closed;
         if (healthy) {
             static const char why[] = "endpoint destroyed";
             (void)mdr_ucx_send(ep, MDR_UCX_M_BYE, 0, why, sizeof(why) - 1, NULL, 0);
@@ -450,22 +460,16 @@ int mdr_ucx_send_syncs(mdr_rail_t *rail)
 
     mdr_list_for_each_safe(l, tmp, &rail->syncq) {
         mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, sync_link);
-        uint64_t next;
 
         if (ep->state != MDR_UCX_EP_OPEN) {
             mdr_list_del(&ep->sync_link);
             ep->need_sync = 0;
             continue;
         }
-        if (ep->sync_acked != ep->sync_sent)
-            continue; /* one at a time: the next goes when this one is answered */
-        next = ep->sync_sent + 1;
-        if (mdr_ucx_send(ep, MDR_UCX_M_SYNC, 0, &next, sizeof(next), NULL, 0) != MADRAIL_OK)
-            continue; /* no resource: next progress; failed: the report follows */
-        ep->sync_sent = next;
-        ep->need_sync = 0;
-        mdr_list_del(&ep->sync_link);
-        n++;
+        /* carries MDR_UCX_HF_SYNC and leaves the queue; on no-resource the
+         * next progress tries again, a failure is reported */
+        if (mdr_ucx_send(ep, MDR_UCX_M_SYNC, 0, NULL, 0, NULL, 0) == MADRAIL_OK)
+            n++;
     }
     return n;
 }
@@ -478,7 +482,7 @@ madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
 
     if (ep == NULL || ep->destroyed || iovcnt < 0 || (iovcnt > 0 && iov == NULL))
         return MADRAIL_ERR_INVALID;
-    if (ep->state != MDR_UCX_EP_OPEN)
+    if (ep->state != MDR_UCX_EP_OPEN || mdr_ucx_ep_closed_check(ep))
         return MADRAIL_ERR_RAIL_DOWN;
     for (i = 0; i < iovcnt; i++)
         len += iov[i].iov_len;
@@ -496,6 +500,31 @@ madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
 }
 
 /* ---------------- failures ---------------- */
+
+void mdr_ucx_ep_bye(mdr_ep_t *ep, const char *reason, size_t len)
+{
+    int n = (int)(len < 100 ? len : 100);
+
+    if (ep->nops > 0 || !mdr_list_empty(&ep->txs) || ep->need_sync ||
+        ep->sync_acked != ep->sync_sent) {
+        mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "the peer closed the connection (%.*s)", n,
+                        reason);
+        return;
+    }
+    ep->peer_closed = 1;
+    snprintf(ep->closed_reason, sizeof(ep->closed_reason), "%.*s", n, reason);
+    mdr_debug("rail %s peer %016llx: the peer closed the connection (%s); failed when used",
+              ep->rail->name, (unsigned long long)ep->uuid, ep->closed_reason);
+}
+
+int mdr_ucx_ep_closed_check(mdr_ep_t *ep)
+{
+    if (!ep->peer_closed)
+        return 0;
+    mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "the peer closed the connection (%s)",
+                    ep->closed_reason);
+    return 1;
+}
 
 void mdr_ucx_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...)
 {

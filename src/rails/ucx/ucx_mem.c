@@ -38,9 +38,11 @@
  *          the AM FIFO (or is a synchronous CPU copy).  The default on tcp
  *          and shm; the conformance check put-then-ctrl-order tests it.
  *          Local completion does not say the data is in place, though, and
- *          a target may free its buffer once our ep is idle: after puts the
- *          ep sends a SYNC behind them (one in flight at a time) and stays
- *          non-idle until the peer's SYNC_ACK shows it applied them.
+ *          a target may free its buffer once our ep is idle: the next
+ *          message after a put (the FIN, normally) carries a SYNC flag, the
+ *          peer answers SYNC_ACK when it delivers it, and the ep stays
+ *          non-idle until then.  The FIN is not delayed; an explicit SYNC
+ *          goes out only when progress finds no message carried the flag.
  * ucp_worker_fence would not do: in UCX 1.13 it only asks each transport
  * to order its own operations.  A further reason to avoid flush on tcp:
  * UCX 1.13 implements a tcp flush as a zero-length PUT that the peer
@@ -486,7 +488,7 @@ madrail_status_t mdr_ucx_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
         comp == NULL)
         return MADRAIL_ERR_INVALID;
     rail = ep->rail;
-    if (ep->state != MDR_UCX_EP_OPEN)
+    if (ep->state != MDR_UCX_EP_OPEN || mdr_ucx_ep_closed_check(ep))
         return MADRAIL_ERR_RAIL_DOWN;
     if (rkey_len < sizeof(h))
         return MADRAIL_ERR_RAIL_PROTO;

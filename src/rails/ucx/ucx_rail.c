@@ -43,7 +43,16 @@ typedef struct mdr_ucx_spec {
     double bandwidth;   /* bw= MB/s (0: built-in profile) */
     int check;          /* check= */
     int order;          /* order=: -1 default, 0 lane, 1 flush */
+    char seg[24];       /* seg=: UCX tcp segment size ("" = UCX's default) */
 } mdr_ucx_spec_t;
+
+/* UCX applies ucp_config_modify keys it does not know itself to the
+ * transports; before 1.17 without the transport's prefix. */
+#if UCP_API_VERSION >= UCP_VERSION(1, 17)
+#define MDR_UCX_TCP_SEG_KEY "TCP_SEG_SIZE"
+#else
+#define MDR_UCX_TCP_SEG_KEY "SEG_SIZE"
+#endif
 
 #define MDR_UCX_SHM_TLS "posix,sysv,cma,self"
 
@@ -75,6 +84,20 @@ static madrail_status_t mdr_ucx_opt(const char *key, const char *val, void *arg)
         s->check = b;
         return MADRAIL_OK;
     }
+    if (strcmp(key, "seg") == 0) {
+        size_t v;
+        if (mdr_cfg_parse_value(MDR_CFG_SIZE, val, &v, &why) != MADRAIL_OK ||
+            (v != 0 && (v < 1024 || v > (64u << 20)))) {
+            mdr_error("rail spec ucx:%s: seg=%s: %s (expected 1k..64m, or 0 for UCX's default)",
+                      s->spec, val, why ? why : "out of range");
+            return MADRAIL_ERR_CONFIG;
+        }
+        if (v == 0)
+            s->seg[0] = '\0';
+        else
+            snprintf(s->seg, sizeof(s->seg), "%zu", v);
+        return MADRAIL_OK;
+    }
     if (strcmp(key, "order") == 0) {
         if (strcmp(val, "flush") == 0) {
             s->order = 1;
@@ -86,8 +109,8 @@ static madrail_status_t mdr_ucx_opt(const char *key, const char *val, void *arg)
         }
         return MADRAIL_OK;
     }
-    mdr_error("rail spec ucx:%s: unknown option '%s' (known: lat, bw, check, order)", s->spec,
-              key);
+    mdr_error("rail spec ucx:%s: unknown option '%s' (known: lat, bw, check, order, seg)",
+              s->spec, key);
     return MADRAIL_ERR_CONFIG;
 }
 
@@ -386,6 +409,17 @@ static ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_l
     return UCS_OK;
 }
 
+/* One message whose turn it is. */
+static void mdr_ucx_deliver_one(mdr_ep_t *ep, mdr_ucx_rx_t *rx)
+{
+    if (rx->hdr.flags & MDR_UCX_HF_SYNC) {
+        /* the sender's earlier puts came before this in the lane: in place */
+        uint32_t n = rx->hdr.aux;
+        (void)mdr_ucx_send(ep, MDR_UCX_M_SYNC_ACK, 0, &n, sizeof(n), NULL, 0);
+    }
+    mdr_ucx_dispatch(ep, rx);
+}
+
 /* Deliver rx (in order on ep's connection) and whatever it unblocks. */
 static void mdr_ucx_deliver(mdr_ep_t *ep, mdr_ucx_rx_t *rx)
 {
@@ -409,7 +443,7 @@ static void mdr_ucx_deliver(mdr_ep_t *ep, mdr_ucx_rx_t *rx)
         return;
     }
     ep->rx_seq++;
-    mdr_ucx_dispatch(ep, rx);
+    mdr_ucx_deliver_one(ep, rx);
     mdr_ucx_rx_free(rail, rx);
     while (!ep->destroyed && ep->state == MDR_UCX_EP_OPEN && !mdr_list_empty(&ep->ooo)) {
         mdr_ucx_rx_t *next = mdr_container_of(ep->ooo.next, mdr_ucx_rx_t, link);
@@ -418,7 +452,7 @@ static void mdr_ucx_deliver(mdr_ep_t *ep, mdr_ucx_rx_t *rx)
         l = mdr_list_pop_head(&ep->ooo);
         (void)l;
         ep->rx_seq++;
-        mdr_ucx_dispatch(ep, next);
+        mdr_ucx_deliver_one(ep, next);
         mdr_ucx_rx_free(rail, next);
     }
 }
@@ -431,8 +465,7 @@ void mdr_ucx_dispatch(mdr_ep_t *ep, mdr_ucx_rx_t *rx)
             ep->rail->upcalls->ctrl_recv(ep->cookie, rx->data, rx->len);
         break;
     case MDR_UCX_M_BYE:
-        mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "the peer closed the connection (%.*s)",
-                        (int)(rx->len < 100 ? rx->len : 100), (const char *)rx->data);
+        mdr_ucx_ep_bye(ep, (const char *)rx->data, rx->len);
         break;
     case MDR_UCX_M_KEY_CHECK:
         mdr_ucx_key_check(ep, rx);
@@ -446,23 +479,18 @@ void mdr_ucx_dispatch(mdr_ep_t *ep, mdr_ucx_rx_t *rx)
     case MDR_UCX_M_KEY_REVOKE:
         mdr_ucx_key_revoke(ep, rx);
         break;
-    case MDR_UCX_M_SYNC:
-        /* every put the peer made before it is in place: the lane is in order */
-        if (rx->len != sizeof(uint64_t))
-            mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "SYNC of %zu bytes", rx->len);
-        else
-            (void)mdr_ucx_send(ep, MDR_UCX_M_SYNC_ACK, 0, rx->data, sizeof(uint64_t), NULL, 0);
+    case MDR_UCX_M_SYNC: /* only the flag, answered in mdr_ucx_deliver */
         break;
     case MDR_UCX_M_SYNC_ACK: {
-        uint64_t n;
+        uint32_t n;
         if (rx->len != sizeof(n)) {
             mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "SYNC_ACK of %zu bytes", rx->len);
             break;
         }
         memcpy(&n, rx->data, sizeof(n));
-        if (n != ep->sync_sent)
-            mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "SYNC_ACK %llu, %llu was sent",
-                            (unsigned long long)n, (unsigned long long)ep->sync_sent);
+        if ((int32_t)(n - ep->sync_acked) <= 0 || (int32_t)(n - ep->sync_sent) > 0)
+            mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "SYNC_ACK %u, acknowledged %u, sent %u",
+                            n, ep->sync_acked, ep->sync_sent);
         else
             ep->sync_acked = n;
         break;
@@ -564,6 +592,7 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     s.spec = spec;
     s.check = 1;
     s.order = -1;
+    snprintf(s.seg, sizeof(s.seg), "%d", MDR_UCX_TCP_SEG);
     copy = strdup(spec);
     if (copy == NULL)
         return MADRAIL_ERR_NOMEM;
@@ -625,6 +654,8 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     us = ucp_config_modify(config, "TLS", rail->tls);
     if (us == UCS_OK && rail->dev[0] != '\0')
         us = ucp_config_modify(config, "NET_DEVICES", rail->dev);
+    if (us == UCS_OK && s.tcp && s.seg[0] != '\0')
+        us = ucp_config_modify(config, MDR_UCX_TCP_SEG_KEY, s.seg);
     if (us != UCS_OK) {
         mdr_error("rail spec ucx:%s: ucp_config_modify(TLS=%s, NET_DEVICES=%s): %s", spec,
                   rail->tls, rail->dev, ucs_status_string(us));
