@@ -43,15 +43,15 @@ typedef struct mdr_ucx_spec {
     double bandwidth;   /* bw= MB/s (0: built-in profile) */
     int check;          /* check= */
     int order;          /* order=: -1 default, 0 lane, 1 flush */
-    char seg[24];       /* seg=: UCX tcp segment size ("" = UCX's default) */
+    char seg[24];       /* seg=: UCX tcp send segment size ("" = UCX's default) */
 } mdr_ucx_spec_t;
 
 /* UCX applies ucp_config_modify keys it does not know itself to the
  * transports; before 1.17 without the transport's prefix. */
 #if UCP_API_VERSION >= UCP_VERSION(1, 17)
-#define MDR_UCX_TCP_SEG_KEY "TCP_SEG_SIZE"
+#define MDR_UCX_TCP_SEG_KEY "TCP_TX_SEG_SIZE"
 #else
-#define MDR_UCX_TCP_SEG_KEY "SEG_SIZE"
+#define MDR_UCX_TCP_SEG_KEY "TX_SEG_SIZE"
 #endif
 
 #define MDR_UCX_SHM_TLS "posix,sysv,cma,self"
@@ -87,8 +87,9 @@ static madrail_status_t mdr_ucx_opt(const char *key, const char *val, void *arg)
     if (strcmp(key, "seg") == 0) {
         size_t v;
         if (mdr_cfg_parse_value(MDR_CFG_SIZE, val, &v, &why) != MADRAIL_OK ||
-            (v != 0 && (v < 1024 || v > (64u << 20)))) {
-            mdr_error("rail spec ucx:%s: seg=%s: %s (expected 1k..64m, or 0 for UCX's default)",
+            (v != 0 && (v < 1024 || v > MDR_UCX_TCP_SEG))) {
+            /* above UCX's receive segment (64 KiB) a peer could not take it */
+            mdr_error("rail spec ucx:%s: seg=%s: %s (expected 1k..64k, or 0 for UCX's default)",
                       s->spec, val, why ? why : "out of range");
             return MADRAIL_ERR_CONFIG;
         }
