@@ -291,6 +291,7 @@ struct mdr_rail {
     mdr_list_t orphan_ops;   /* ops of gone eps whose UCX callbacks are still due */
     mdr_list_t orphan_txs;   /* the same for sends */
     uint32_t next_conn;
+    unsigned ntx;            /* sends UCX has not completed (every ep, and orphans) */
     int in_progress;
     int closing_rail;        /* close() runs: no upcalls, arrivals dropped */
     mdr_pool_t pool;         /* tx and rx buffers */

@@ -147,6 +147,7 @@ static void mdr_ucx_tx_done(void *request, ucs_status_t status, void *user_data)
 
     ucp_request_free(request);
     mdr_list_del(&tx->link);
+    tx->rail->ntx--;
     if (ep != NULL) {
         ep->backlog -= tx->len;
         if (status != UCS_OK && status != UCS_ERR_CANCELED)
@@ -201,6 +202,7 @@ static madrail_status_t mdr_ucx_am_send(mdr_rail_t *rail, ucp_ep_h h, mdr_ep_t *
             mdr_debug("rail %s: ucp_am_send_nbx: %s", rail->name, ucs_status_string(us));
         return mdr_ucx_status(us);
     }
+    rail->ntx++;
     if (ep != NULL) {
         tx->ep = ep;
         ep->backlog += len;

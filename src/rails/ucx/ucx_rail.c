@@ -871,6 +871,21 @@ static int mdr_ucx_progress(mdr_rail_t *rail)
     return count;
 }
 
+/* Sends UCX could not hand to the transport at once wait in its pending
+ * queues until the worker is progressed: push them out (the core calls this
+ * when the application collects a completed send and may go idle).  What
+ * arrives meanwhile is only queued; upcalls wait for progress(). */
+static int mdr_ucx_flush(mdr_rail_t *rail)
+{
+    int i, n = 0;
+
+    if (rail == NULL || rail->in_progress || rail->closing_rail || rail->ntx == 0)
+        return 0;
+    for (i = 0; i < MDR_UCX_PROGRESS_SPINS && rail->ntx > 0; i++)
+        n += (int)ucp_worker_progress(rail->worker);
+    return n;
+}
+
 const mdr_rail_ops_t mdr_ucx_ops = {
     .name = "ucx",
     .open = mdr_ucx_open,
@@ -887,5 +902,5 @@ const mdr_rail_ops_t mdr_ucx_ops = {
     .rkey_pack = mdr_ucx_rkey_pack,
     .put = mdr_ucx_put,
     .progress = mdr_ucx_progress,
-    .flush = mdr_rail_noop_flush,
+    .flush = mdr_ucx_flush,
 };
