@@ -96,8 +96,10 @@ void mdr_ucx_uep_close(mdr_ucx_uep_t *uep, int force)
     memset(&prm, 0, sizeof(prm));
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     /* A failed ucp_ep must be closed by force; a healthy one flushes first
-     * (what we sent, the BYE last, still goes out). */
-    prm.flags = force || uep->failed ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+     * (what we sent, the BYE last, still goes out).  UCX allows force only
+     * with peer error handling on both sides: without it (shared memory)
+     * every close flushes, which there completes locally. */
+    prm.flags = (force || uep->failed) && rail->peer_errors ? UCP_EP_CLOSE_FLAG_FORCE : 0;
     req = ucp_ep_close_nbx(uep->h, &prm);
     uep->h = NULL;
     if (req != NULL && UCS_PTR_IS_PTR(req)) {
