@@ -14,12 +14,16 @@
  * pointer to the data until the request completes.  The copy is at most
  * one slot (8 KiB by default).
  *
- * Failures (UCX's error handler, a BYE from the peer, a malformed message)
- * mark the ep failed at once, so nothing more is sent or delivered, and are
- * reported from progress: ep_failed first, then the ep's pending put
- * completions with an error.  UCX objects may outlive the ep: the ucp_ep's
- * wrapper (uep) and in-flight send buffers are detached, not freed, until
- * UCX lets go of them.
+ * Failures (UCX's error handler, a malformed message, a refused
+ * connection) mark the ep failed at once, so nothing more is sent or
+ * delivered, and are reported from progress: ep_failed first, then the
+ * ep's pending put completions with an error.  A BYE (the peer destroyed
+ * its ep or closed its rail: an orderly close) fails the ep at once only if
+ * something is still pending on it; otherwise it is reported when the core
+ * next uses the ep, so that processes finalizing at slightly different
+ * times do not report each other as failed.  UCX objects may outlive the
+ * ep: the ucp_ep's wrapper (uep) and in-flight send buffers are detached,
+ * not freed, until UCX lets go of them.
  */
 #include "mdr_config.h"
 

@@ -16,6 +16,11 @@
  * is involved, while one AM handler sees the sender's messages in order.
  * Order is nevertheless not taken on trust: every message carries its
  * connection's sequence number and the receiver delivers in that order.
+ *
+ * Rail specs (docs/configuration.md): ucx:<device>[:<port>] or
+ * ucx:<transports>:<device>[:<port>], ucx:shm; options lat=, bw=, check=,
+ * order=, seg=.  The driver has no MADRAIL_UCX_* variable: everything that
+ * differs between two ucx rails is in the spec.
  */
 #include "mdr_config.h"
 
