@@ -15,6 +15,9 @@ static const mdr_rail_ops_t *const mdr_drivers[] = {
 #ifdef MDR_HAVE_SHM
     &mdr_shm_ops,
 #endif
+#ifdef HAVE_UCX
+    &mdr_ucx_ops,
+#endif
 };
 
 const mdr_rail_ops_t *mdr_rail_find(const char *name)

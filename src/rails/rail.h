@@ -169,5 +169,6 @@ int mdr_rail_noop_flush(mdr_rail_t *rail);
 extern const mdr_rail_ops_t mdr_tcp_ops;
 extern const mdr_rail_ops_t mdr_loop_ops;
 extern const mdr_rail_ops_t mdr_shm_ops; /* when MDR_HAVE_SHM */
+extern const mdr_rail_ops_t mdr_ucx_ops; /* built when configure found UCX (HAVE_UCX) */
 
 #endif /* MDR_RAIL_H */

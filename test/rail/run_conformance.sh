@@ -3,7 +3,10 @@
 # driver: the loop driver plain and with each fault knob (reordering across
 # its internal queues, refused resources, delay + bandwidth limit), and a
 # real tcp rail on loopback.  The suite skips checks by capability itself;
-# this wrapper only chooses the rails and finds the program.
+# this wrapper only chooses the rails and finds the program.  The ucx
+# rails (tcp on loopback, shared memory, and tcp with flush-ordered puts)
+# run when the ucx driver was built; otherwise the suite reports them as
+# skipped ("driver not built") and the others decide the result.
 #
 # Run by `make check` (MDR_BUILDDIR is set by Makefile.am's
 # AM_TESTS_ENVIRONMENT); by hand: sh test/rail/run_conformance.sh from the
@@ -33,4 +36,7 @@ exec "$prog" \
     'loop:f3;delay=2;bw=200m' \
     tcp:lo \
     shm:conf \
-    'shm:conf;cma=0'
+    'shm:conf;cma=0' \
+    ucx:lo \
+    ucx:shm \
+    'ucx:tcp:lo;order=flush'

@@ -1,0 +1,379 @@
+/*
+ * Private header of the ucx driver (UCX's ucp layer).  Split in three
+ * files: ucx_rail.c (spec, open/close, the receive queue and progress),
+ * ucx_ep.c (endpoints, control messages, the connection handshake,
+ * failures) and ucx_mem.c (registration, remote keys, checked puts).
+ *
+ * One rail = one ucp_context + one ucp_worker, restricted to one device and
+ * transport set through that context's own ucp_config (ucp_config_modify:
+ * TLS, NET_DEVICES), so two ucx rails of one process drive two devices.
+ *
+ * Endpoints are one-directional in UCX terms: each side sends on the
+ * ucp_ep it created from the peer's packed worker address, and the
+ * receiver finds the sender by the uuid every message carries.  The first
+ * message on a ucp_ep is a HELLO with the sender's uuid and worker address,
+ * so a receiver that has no ep for that uuid can create the reverse one
+ * and offer it to the core (ep_accepted); a receiver that has one (both
+ * sides connected) simply attaches the incoming stream to it, which is the
+ * "merge" of rail.h.  Every message also carries the sender's connection
+ * id and a sequence number, and the receiver delivers each connection's
+ * messages in sequence order whatever lane UCX used.
+ */
+#ifndef MDR_UCX_H
+#define MDR_UCX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ucp/api/ucp.h>
+
+#include "rails/rail.h"
+#include "util/hash.h"
+#include "util/list.h"
+#include "util/pool.h"
+
+/* ---------------- wire format (host byte order, homogeneous job) ---------------- */
+
+#define MDR_UCX_AM_ID 7        /* the one active-message id of a rail's worker */
+#define MDR_UCX_VERSION 1
+
+enum {
+    MDR_UCX_M_HELLO = 1,      /* first on a connection: mdr_ucx_hello_t + worker address */
+    MDR_UCX_M_CTRL = 2,       /* a control message of the core */
+    MDR_UCX_M_BYE = 3,        /* the sender destroyed its ep / closed its rail (reason text) */
+    MDR_UCX_M_REFUSE = 4,     /* unsequenced: the connection hdr.aux was refused */
+    MDR_UCX_M_KEY_CHECK = 5,  /* mdr_ucx_check_t: may the sender put there? */
+    MDR_UCX_M_KEY_OK = 6,     /* mdr_ucx_answer_t */
+    MDR_UCX_M_KEY_BAD = 7,    /* mdr_ucx_answer_t, then a reason text */
+    MDR_UCX_M_KEY_REVOKE = 8, /* mdr_ucx_revoke_t: the region was deregistered */
+    MDR_UCX_M_SYNC = 9,       /* nothing but MDR_UCX_HF_SYNC, when no other message carries it */
+    MDR_UCX_M_SYNC_ACK = 10,  /* uint32_t: the sync number answered */
+    MDR_UCX_M_MAX
+};
+
+/* The active-message header (UCX carries it apart from the data). */
+typedef struct mdr_ucx_hdr {
+    uint8_t type;
+    uint8_t version;
+    uint16_t flags; /* MDR_UCX_HF_* */
+    uint32_t conn;  /* sender's connection id (0: unsequenced) */
+    uint32_t seq;   /* position in that connection, HELLO = 0 */
+    uint32_t aux;   /* REFUSE: the refused connection id; HF_SYNC: the sync number */
+    uint64_t uuid;  /* sender's uuid */
+} mdr_ucx_hdr_t;
+
+/* mdr_ucx_hdr_t.flags */
+enum {
+    /* answer SYNC_ACK(aux) on delivery: every put the sender made before
+     * this message (order=lane) is in place by then */
+    MDR_UCX_HF_SYNC = 1u << 0
+};
+
+typedef struct mdr_ucx_hello {
+    uint64_t target;   /* the uuid the sender means to reach */
+    uint32_t addr_len; /* worker address bytes that follow */
+    uint32_t pad;
+} mdr_ucx_hello_t;
+
+typedef struct mdr_ucx_check {
+    uint64_t check_id;
+    uint32_t id, gen;    /* region at the target */
+    uint64_t base, len;  /* what the packed key claims the region is */
+    uint64_t raddr, count; /* the put waiting for the answer */
+} mdr_ucx_check_t;
+
+typedef struct mdr_ucx_answer {
+    uint64_t check_id;
+    uint32_t id, gen;
+} mdr_ucx_answer_t;
+
+typedef struct mdr_ucx_revoke {
+    uint32_t id, gen;
+} mdr_ucx_revoke_t;
+
+/* Packed address: mark(4) version(1) pad(1) worker-address length(2),
+ * the worker address, zeros up to MDR_UCX_ADDR_LEN.  A fixed size, because
+ * the core wants every process's address of a rail to have one length and
+ * a worker address's length depends on the transports UCX found. */
+#define MDR_UCX_ADDR_LEN 256
+#define MDR_UCX_ADDR_HDR 8
+#define MDR_UCX_ADDR_MARK 0x31584355u /* "UCX1" in host order: byte-order mark */
+
+/* Packed remote key: this header, then the ucp_rkey_pack bytes. */
+typedef struct mdr_ucx_rkey_hdr {
+    uint32_t mark;     /* MDR_UCX_RKEY_MARK */
+    uint32_t ucp_len;  /* ucp bytes that follow */
+    uint32_t id, gen;  /* region id and generation at the target */
+    uint64_t base;     /* registered region */
+    uint64_t len;
+} mdr_ucx_rkey_hdr_t;
+#define MDR_UCX_RKEY_MARK 0x4b584355u /* "UCXK" */
+
+/* ---------------- tunables ---------------- */
+
+#define MDR_UCX_QCAP ((size_t)64 << 20) /* bytes in flight per ep before NORESOURCE */
+#define MDR_UCX_PROGRESS_SPINS 8         /* ucp_worker_progress calls per progress() at most */
+#define MDR_UCX_CLOSE_WAIT 2.0           /* seconds close() waits for sends to leave */
+#define MDR_UCX_CLOSE_GRACE 0.2          /* then for the peers to acknowledge the closes */
+#define MDR_UCX_REASON 160
+/* UCX tcp send segment size on tcp rails (spec option seg=; UCX's
+ * UCX_TCP_TX_SEG_SIZE, 8 KiB by default): a control slot (8 KiB) and our
+ * headers go in one eager message instead of two fragments, and the put
+ * emulation moves 64 KiB per active message.  UCX's receive segment is
+ * 64 KiB already. */
+#define MDR_UCX_TCP_SEG (64 * 1024)
+
+/* ---------------- objects ---------------- */
+
+/* A registration; its id indexes rail->regions. */
+struct mdr_memh {
+    mdr_rail_t *rail;
+    uint32_t id, gen;
+    uintptr_t addr;
+    size_t len;
+    unsigned access;
+    ucp_mem_h ucp;       /* NULL for an empty region */
+    void *packed;        /* ucp_rkey_pack output (packed once, on first rkey_pack) */
+    size_t packed_len;
+    uint64_t *exported;  /* uuids of the peers allowed to put here (KEY_OK sent) */
+    unsigned nexported, exported_cap;
+};
+
+/* A ucp_ep and the ep it serves.  It outlives the ep: UCX may still call
+ * the error handler or complete the close after the ep is destroyed. */
+typedef struct mdr_ucx_uep {
+    mdr_rail_t *rail;
+    mdr_ep_t *ep;      /* NULL once detached (ep destroyed, or a one-shot REFUSE ep) */
+    ucp_ep_h h;        /* NULL once closed */
+    void *close_req;
+    mdr_list_t link;   /* rail->closing while the close runs */
+    int failed;        /* UCX reported an error */
+} mdr_ucx_uep_t;
+
+/* A sent control message whose send UCX has not completed yet. */
+typedef struct mdr_ucx_tx {
+    mdr_list_t link;  /* ep->txs */
+    mdr_ep_t *ep;     /* NULL once the ep is destroyed */
+    mdr_rail_t *rail;
+    size_t len, cap;  /* payload bytes; pool class of the buffer */
+    mdr_ucx_hdr_t hdr;
+    uint8_t data[] __attribute__((aligned(8))); /* payload */
+} mdr_ucx_tx_t;
+
+/* An arrived message, copied out of UCX's buffer (8-byte aligned). */
+typedef struct mdr_ucx_rx {
+    mdr_list_t link; /* rail->rxq, then ep->ooo while out of order */
+    mdr_ucx_hdr_t hdr;
+    size_t len, cap;
+    int ready;       /* data in place (a rendezvous receive may still run) */
+    int dead;        /* close() came before the rendezvous receive finished */
+    uint8_t data[] __attribute__((aligned(8)));
+} mdr_ucx_rx_t;
+
+/* A remote key of one peer's region, unpacked on this ep's ucp_ep. */
+typedef struct mdr_ucx_rkey {
+    mdr_list_t link;    /* ep->rkey_list */
+    uint64_t key;       /* gen << 32 | id */
+    ucp_rkey_h h;
+    uint64_t base, len; /* the region the target approved */
+    unsigned refs;      /* puts in flight with it */
+    int dead;           /* revoked or its ep went away: destroy at refs == 0 */
+} mdr_ucx_rkey_t;
+
+typedef enum {
+    MDR_UCX_OP_CHECK,   /* waiting for the target's KEY_OK / KEY_BAD */
+    MDR_UCX_OP_RETRY,   /* approved, UCX said no-resource: issue again from progress */
+    MDR_UCX_OP_FLIGHT,  /* ucp_put_nbx + ucp_ep_flush_nbx issued */
+    MDR_UCX_OP_DONE     /* status known, completion due */
+} mdr_ucx_op_state_t;
+
+/* One put. */
+typedef struct mdr_ucx_op {
+    mdr_list_t link;       /* ep->ops; rail->retryq or rail->doneq; rail->orphan_ops */
+    mdr_rail_t *rail;
+    mdr_ep_t *ep;          /* NULL once orphaned (ep destroyed or failed; completion dropped/reported) */
+    mdr_completion_t *comp;
+    mdr_ucx_op_state_t state;
+    madrail_status_t status;
+    const void *local;
+    size_t len;
+    uint64_t raddr;
+    ucp_mem_h lmemh;
+    uint64_t key;          /* gen << 32 | id */
+    uint64_t base, rlen;   /* region claimed by the packed key */
+    uint64_t check_id;
+    void *ucp_rkey;        /* copy of the packed ucp bytes, until unpacked */
+    size_t ucp_rkey_len;
+    mdr_ucx_rkey_t *rk;    /* held while in flight */
+    int ucx_pending;       /* UCX callbacks still to come */
+    int in_doneq;
+} mdr_ucx_op_t;
+
+typedef enum {
+    MDR_UCX_EP_OPEN,
+    MDR_UCX_EP_FAILED   /* failure queued or reported: nothing more is sent or delivered */
+} mdr_ucx_ep_state_t;
+
+struct mdr_ep {
+    mdr_rail_t *rail;
+    void *cookie;
+    uint64_t uuid;
+    mdr_ucx_ep_state_t state;
+    int mapped;          /* rail->eps[uuid] == this */
+    int destroyed;       /* freed at the end of progress */
+    mdr_list_t link;     /* rail->eps_all or rail->zombie_eps */
+
+    uint8_t waddr[MDR_UCX_ADDR_LEN]; /* the peer's worker address */
+    size_t waddr_len;
+
+    /* sending side */
+    mdr_ucx_uep_t *uep;  /* NULL until the first send (lazy) */
+    uint32_t tx_conn, tx_seq;
+    mdr_list_t txs;      /* mdr_ucx_tx_t not completed by UCX */
+    size_t backlog;      /* bytes of txs and of puts not yet completed */
+    mdr_list_t ops;      /* mdr_ucx_op_t not yet done */
+    unsigned nops;       /* puts whose completion is not yet reported */
+    uint64_t next_check;
+    mdr_hash_t rkeys;    /* key -> mdr_ucx_rkey_t */
+    mdr_list_t rkey_list; /* the same keys, for teardown */
+
+    /* puts completed locally (order=lane) but not yet known to be in place:
+     * the next message carries MDR_UCX_HF_SYNC behind them and the peer's
+     * SYNC_ACK proves it */
+    int need_sync;
+    uint32_t sync_sent, sync_acked;
+    mdr_list_t sync_link; /* rail->syncq while need_sync */
+
+    /* receiving side */
+    uint32_t rx_conn;    /* the peer's connection we listen to (0: none yet) */
+    uint32_t rx_seq;     /* next expected sequence number */
+    mdr_list_t ooo;      /* mdr_ucx_rx_t that came early, by seq */
+
+    /* the peer said BYE while nothing was pending: reported as a failure
+     * only when the ep is used again (an orderly close is not an error) */
+    int peer_closed;
+    char closed_reason[MDR_UCX_REASON];
+
+    /* failure, reported from progress */
+    int fail_queued;
+    madrail_status_t fail_status;
+    char fail_reason[MDR_UCX_REASON];
+    mdr_list_t fail_link; /* rail->failq */
+};
+
+struct mdr_rail {
+    char name[64];           /* attr.name: "ucx:lo" */
+    char tls[64];            /* UCX_TLS of the context */
+    char dev[64];            /* UCX_NET_DEVICES, "" when not set */
+    ucp_context_h ctx;
+    ucp_worker_h worker;
+    uint8_t addr[MDR_UCX_ADDR_LEN]; /* our packed address */
+    size_t waddr_len;
+    int peer_errors;         /* UCP_ERR_HANDLING_MODE_PEER usable */
+    int check;               /* targets check each new key before a put (spec check=) */
+    int order_flush;         /* a put completes after ucp_ep_flush_nbx (spec order=flush) */
+    uint64_t uuid;
+    const mdr_rail_upcalls_t *upcalls;
+    void *rail_cookie;
+    size_t slot_size;
+    double latency_us, bandwidth_mbs;
+    size_t max_rkey;
+
+    mdr_hash_t eps;          /* uuid -> ep that is not failed */
+    mdr_list_t eps_all;      /* every ep not destroyed */
+    mdr_list_t zombie_eps;   /* destroyed inside progress, freed at its end */
+    mdr_list_t failq;        /* eps whose failure is still to be reported */
+    mdr_list_t doneq;        /* ops whose completion is due */
+    mdr_list_t retryq;       /* ops to issue again */
+    mdr_list_t syncq;        /* eps that owe a SYNC */
+    mdr_list_t rxq;          /* arrived messages in arrival order */
+    mdr_list_t closing;      /* ueps whose ucp_ep close runs */
+    mdr_list_t orphan_ops;   /* ops of gone eps whose UCX callbacks are still due */
+    mdr_list_t orphan_txs;   /* the same for sends */
+    uint32_t next_conn;
+    unsigned ntx;            /* sends UCX has not completed (every ep, and orphans) */
+    int in_progress;
+    int closing_rail;        /* close() runs: no upcalls, arrivals dropped */
+    mdr_pool_t pool;         /* tx and rx buffers */
+
+    /* registrations */
+    mdr_memh_t **regions;
+    uint32_t *region_gen;
+    uint32_t nregions, region_cap;
+    uint32_t *region_free;
+    uint32_t nfree;
+};
+
+/* ucx_rail.c */
+void mdr_ucx_rx_free(mdr_rail_t *rail, mdr_ucx_rx_t *rx);
+/* Handle one in-order message of ep's incoming connection. */
+void mdr_ucx_dispatch(mdr_ep_t *ep, mdr_ucx_rx_t *rx);
+
+/* ucx_ep.c */
+madrail_status_t mdr_ucx_ep_alloc(mdr_rail_t *rail, uint64_t uuid, const void *waddr,
+                                  size_t waddr_len, void *cookie, mdr_ep_t **ep_p);
+madrail_status_t mdr_ucx_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const void *addr,
+                                   size_t len, void *ep_cookie, mdr_ep_t **ep_p);
+void mdr_ucx_ep_destroy(mdr_ep_t *ep);
+void mdr_ucx_ep_free(mdr_ep_t *ep);
+size_t mdr_ucx_ep_backlog(mdr_ep_t *ep);
+int mdr_ucx_ep_idle(mdr_ep_t *ep);
+madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);
+/* Connect ep's ucp_ep if not yet done (sends the HELLO). */
+madrail_status_t mdr_ucx_ep_connect(mdr_ep_t *ep);
+/* A put of ep completed locally in order=lane mode: a SYNC must follow. */
+void mdr_ucx_ep_want_sync(mdr_ep_t *ep);
+/* Send a SYNC on the eps whose puts no message has followed; returns how many. */
+int mdr_ucx_send_syncs(mdr_rail_t *rail);
+/* Send one driver message (type, body) on ep's connection, sequenced. */
+madrail_status_t mdr_ucx_send(mdr_ep_t *ep, int type, uint32_t aux, const void *body,
+                              size_t body_len, const void *extra, size_t extra_len);
+void mdr_ucx_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A BYE arrived (reason text): fail ep now if something is pending, else
+ * remember it for the next use. */
+void mdr_ucx_ep_bye(mdr_ep_t *ep, const char *reason, size_t len);
+/* The ep is about to be used: a remembered BYE fails it now.  1 if it did. */
+int mdr_ucx_ep_closed_check(mdr_ep_t *ep);
+/* Report queued failures (ep_failed, then the ep's pending put completions). */
+int mdr_ucx_report_failures(mdr_rail_t *rail);
+/* A HELLO arrived (rx holds it). */
+void mdr_ucx_hello(mdr_rail_t *rail, mdr_ucx_rx_t *rx);
+/* REFUSE for one of our connections. */
+void mdr_ucx_refused(mdr_rail_t *rail, mdr_ucx_rx_t *rx);
+/* Poll ueps whose close runs; frees the finished ones.  Returns how many finished. */
+int mdr_ucx_closing_poll(mdr_rail_t *rail);
+/* Close a uep's ucp_ep (force: without flushing) and detach it. */
+void mdr_ucx_uep_close(mdr_ucx_uep_t *uep, int force);
+const char *mdr_ucx_type_str(int type);
+
+/* ucx_mem.c */
+madrail_status_t mdr_ucx_mem_reg(mdr_rail_t *rail, void *addr, size_t len, unsigned access,
+                                 mdr_memh_t **memh_p);
+void mdr_ucx_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh);
+madrail_status_t mdr_ucx_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
+                                   size_t *len_p);
+madrail_status_t mdr_ucx_put(mdr_ep_t *ep, const void *local, size_t len, mdr_memh_t *lmemh,
+                             uint64_t raddr, const void *rkey, size_t rkey_len,
+                             mdr_completion_t *comp);
+void mdr_ucx_mem_cleanup(mdr_rail_t *rail);
+/* Size of a packed ucp key on this context (probed at open). */
+madrail_status_t mdr_ucx_rkey_probe(mdr_rail_t *rail, size_t *len_p);
+/* Target side of KEY_CHECK; sender side of KEY_OK / KEY_BAD / KEY_REVOKE. */
+void mdr_ucx_key_check(mdr_ep_t *ep, const mdr_ucx_rx_t *rx);
+void mdr_ucx_key_answer(mdr_ep_t *ep, const mdr_ucx_rx_t *rx, int ok);
+void mdr_ucx_key_revoke(mdr_ep_t *ep, const mdr_ucx_rx_t *rx);
+/* Report completed puts; returns how many. */
+int mdr_ucx_report_done(mdr_rail_t *rail);
+/* Issue puts that UCX refused for lack of resources. */
+int mdr_ucx_retry_ops(mdr_rail_t *rail);
+/* The ep went away (destroyed) or failed (report errors): detach its puts and keys. */
+void mdr_ucx_ep_drop_ops(mdr_ep_t *ep, int report);
+void mdr_ucx_ep_drop_rkeys(mdr_ep_t *ep);
+/* Free orphaned ops (after the worker is destroyed). */
+void mdr_ucx_free_orphan_ops(mdr_rail_t *rail);
+void mdr_ucx_free_orphan_txs(mdr_rail_t *rail);
+/* Map a UCX status to ours. */
+madrail_status_t mdr_ucx_status(ucs_status_t st);
+
+#endif /* MDR_UCX_H */

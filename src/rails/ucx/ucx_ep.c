@@ -1,0 +1,688 @@
+/*
+ * Endpoints of the ucx driver: lazy ucp_eps, sequenced sends, the HELLO /
+ * REFUSE handshake, and failures.
+ *
+ * An ep is created from the peer's packed address but its ucp_ep only on
+ * the first send (a 10,000-rank job must not connect everything at init).
+ * That first send is preceded by a HELLO carrying our uuid and worker
+ * address: the peer attaches it to the ep it has for our uuid (both sides
+ * connected: merged), or creates one and offers it to its core
+ * (ep_accepted); a refusal comes back as REFUSE on a one-shot ucp_ep.
+ *
+ * Sends are copied into a pooled buffer before ucp_am_send_nbx, because
+ * rail.h lets the caller reuse its buffers at once while UCX keeps a
+ * pointer to the data until the request completes.  The copy is at most
+ * one slot (8 KiB by default).
+ *
+ * Failures (UCX's error handler, a malformed message, a refused
+ * connection) mark the ep failed at once, so nothing more is sent or
+ * delivered, and are reported from progress: ep_failed first, then the
+ * ep's pending put completions with an error.  A BYE (the peer destroyed
+ * its ep or closed its rail: an orderly close) fails the ep at once only if
+ * something is still pending on it; otherwise it is reported when the core
+ * next uses the ep, so that processes finalizing at slightly different
+ * times do not report each other as failed.  UCX objects may outlive the
+ * ep: the ucp_ep's wrapper (uep) and in-flight send buffers are detached,
+ * not freed, until UCX lets go of them.
+ */
+#include "mdr_config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rails/ucx/ucx.h"
+#include "util/log.h"
+
+const char *mdr_ucx_type_str(int type)
+{
+    static const char *const names[MDR_UCX_M_MAX] = {
+        "invalid", "HELLO", "CTRL", "BYE", "REFUSE", "KEY_CHECK", "KEY_OK", "KEY_BAD",
+        "KEY_REVOKE", "SYNC", "SYNC_ACK"};
+    return type > 0 && type < MDR_UCX_M_MAX ? names[type] : "invalid";
+}
+
+/* ---------------- ucp_ep wrappers ---------------- */
+
+static void mdr_ucx_err_cb(void *arg, ucp_ep_h h, ucs_status_t status)
+{
+    mdr_ucx_uep_t *uep = arg;
+
+    (void)h;
+    uep->failed = 1;
+    if (uep->ep != NULL)
+        mdr_ucx_ep_fail(uep->ep, MADRAIL_ERR_RAIL_DOWN, "UCX reports %s",
+                        ucs_status_string(status));
+}
+
+static madrail_status_t mdr_ucx_uep_open(mdr_rail_t *rail, const void *waddr, mdr_ep_t *ep,
+                                         mdr_ucx_uep_t **uep_p, ucs_status_t *us_p)
+{
+    ucp_ep_params_t prm;
+    mdr_ucx_uep_t *uep;
+    ucs_status_t us;
+
+    uep = calloc(1, sizeof(*uep));
+    if (uep == NULL)
+        return MADRAIL_ERR_NOMEM;
+    uep->rail = rail;
+    uep->ep = ep;
+    mdr_list_init(&uep->link);
+    memset(&prm, 0, sizeof(prm));
+    prm.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                     UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    prm.address = waddr;
+    prm.err_mode = rail->peer_errors ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+    prm.err_handler.cb = mdr_ucx_err_cb;
+    prm.err_handler.arg = uep;
+    us = ucp_ep_create(rail->worker, &prm, &uep->h);
+    if (us != UCS_OK) {
+        free(uep);
+        *us_p = us;
+        return MADRAIL_ERR_RAIL_DOWN;
+    }
+    *uep_p = uep;
+    return MADRAIL_OK;
+}
+
+void mdr_ucx_uep_close(mdr_ucx_uep_t *uep, int force)
+{
+    mdr_rail_t *rail = uep->rail;
+    ucp_request_param_t prm;
+    void *req;
+
+    uep->ep = NULL;
+    if (uep->h == NULL) {
+        free(uep);
+        return;
+    }
+    memset(&prm, 0, sizeof(prm));
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    /* A failed ucp_ep must be closed by force; a healthy one flushes first
+     * (what we sent, the BYE last, still goes out).  UCX allows force only
+     * with peer error handling on both sides: without it (shared memory)
+     * every close flushes, which there completes locally. */
+    prm.flags = (force || uep->failed) && rail->peer_errors ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    req = ucp_ep_close_nbx(uep->h, &prm);
+    uep->h = NULL;
+    if (req != NULL && UCS_PTR_IS_PTR(req)) {
+        uep->close_req = req;
+        mdr_list_push_tail(&rail->closing, &uep->link);
+        return;
+    }
+    free(uep);
+}
+
+int mdr_ucx_closing_poll(mdr_rail_t *rail)
+{
+    mdr_list_t *l, *tmp;
+    int n = 0;
+
+    mdr_list_for_each_safe(l, tmp, &rail->closing) {
+        mdr_ucx_uep_t *uep = mdr_container_of(l, mdr_ucx_uep_t, link);
+        if (ucp_request_check_status(uep->close_req) == UCS_INPROGRESS)
+            continue;
+        ucp_request_free(uep->close_req);
+        mdr_list_del(&uep->link);
+        free(uep);
+        n++;
+    }
+    return n;
+}
+
+/* ---------------- sending ---------------- */
+
+static void mdr_ucx_tx_free(mdr_rail_t *rail, mdr_ucx_tx_t *tx)
+{
+    mdr_pool_put(&rail->pool, tx, tx->cap);
+}
+
+void mdr_ucx_free_orphan_txs(mdr_rail_t *rail)
+{
+    mdr_list_t *l;
+
+    while ((l = mdr_list_pop_head(&rail->orphan_txs)) != NULL)
+        mdr_ucx_tx_free(rail, mdr_container_of(l, mdr_ucx_tx_t, link));
+}
+
+static void mdr_ucx_tx_done(void *request, ucs_status_t status, void *user_data)
+{
+    mdr_ucx_tx_t *tx = user_data;
+    mdr_ep_t *ep = tx->ep;
+
+    ucp_request_free(request);
+    mdr_list_del(&tx->link);
+    tx->rail->ntx--;
+    if (ep != NULL) {
+        ep->backlog -= tx->len;
+        if (status != UCS_OK && status != UCS_ERR_CANCELED)
+            mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "sending a %s message failed: %s",
+                            mdr_ucx_type_str(tx->hdr.type), ucs_status_string(status));
+    }
+    mdr_ucx_tx_free(tx->rail, tx);
+}
+
+/* Send hdr + the iov pieces on h; ep (may be NULL) accounts for it. */
+static madrail_status_t mdr_ucx_am_send(mdr_rail_t *rail, ucp_ep_h h, mdr_ep_t *ep,
+                                        const mdr_ucx_hdr_t *hdr, const struct iovec *iov,
+                                        int iovcnt)
+{
+    ucp_request_param_t prm;
+    mdr_ucx_tx_t *tx;
+    size_t len = 0, off = 0, cap;
+    void *req;
+    int i;
+
+    for (i = 0; i < iovcnt; i++)
+        len += iov[i].iov_len;
+    cap = sizeof(*tx) + len;
+    tx = mdr_pool_get(&rail->pool, cap);
+    if (tx == NULL)
+        return MADRAIL_ERR_NOMEM;
+    tx->cap = cap;
+    tx->len = len;
+    tx->rail = rail;
+    tx->ep = NULL;
+    tx->hdr = *hdr;
+    for (i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > 0)
+            memcpy(tx->data + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    memset(&prm, 0, sizeof(prm));
+    prm.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+    prm.flags = UCP_AM_SEND_FLAG_EAGER;
+    prm.cb.send = mdr_ucx_tx_done;
+    prm.user_data = tx;
+    req = ucp_am_send_nbx(h, MDR_UCX_AM_ID, &tx->hdr, sizeof(tx->hdr), tx->data, len, &prm);
+    if (req == NULL) {
+        mdr_ucx_tx_free(rail, tx);
+        return MADRAIL_OK;
+    }
+    if (UCS_PTR_IS_ERR(req)) {
+        ucs_status_t us = UCS_PTR_STATUS(req);
+        mdr_ucx_tx_free(rail, tx);
+        if (us != UCS_ERR_NO_RESOURCE)
+            mdr_debug("rail %s: ucp_am_send_nbx: %s", rail->name, ucs_status_string(us));
+        return mdr_ucx_status(us);
+    }
+    rail->ntx++;
+    if (ep != NULL) {
+        tx->ep = ep;
+        ep->backlog += len;
+        mdr_list_push_tail(&ep->txs, &tx->link);
+    } else {
+        mdr_list_push_tail(&rail->orphan_txs, &tx->link);
+    }
+    return MADRAIL_OK;
+}
+
+static madrail_status_t mdr_ucx_send_iov(mdr_ep_t *ep, int type, uint32_t aux,
+                                         const struct iovec *iov, int iovcnt)
+{
+    mdr_ucx_hdr_t hdr;
+    madrail_status_t st;
+
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = (uint8_t)type;
+    hdr.version = MDR_UCX_VERSION;
+    hdr.conn = ep->tx_conn;
+    hdr.seq = ep->tx_seq;
+    hdr.aux = aux;
+    hdr.uuid = ep->rail->uuid;
+    if (ep->need_sync && type != MDR_UCX_M_HELLO) {
+        /* behind the puts in the lane: the peer answers when it gets here */
+        hdr.flags |= MDR_UCX_HF_SYNC;
+        hdr.aux = ep->sync_sent + 1;
+    }
+    st = mdr_ucx_am_send(ep->rail, ep->uep->h, ep, &hdr, iov, iovcnt);
+    if (st == MADRAIL_OK) {
+        ep->tx_seq++;
+        if (hdr.flags & MDR_UCX_HF_SYNC) {
+            ep->sync_sent++;
+            ep->need_sync = 0;
+            mdr_list_del(&ep->sync_link);
+        }
+    } else if (st != MADRAIL_ERR_NORESOURCE && st != MADRAIL_ERR_NOMEM) {
+        mdr_ucx_ep_fail(ep, st == MADRAIL_ERR_RAIL_DOWN ? st : MADRAIL_ERR_RAIL_DOWN,
+                        "sending a %s message: %s", mdr_ucx_type_str(type),
+                        madrail_status_str(st));
+        st = MADRAIL_ERR_RAIL_DOWN;
+    }
+    return st;
+}
+
+madrail_status_t mdr_ucx_send(mdr_ep_t *ep, int type, uint32_t aux, const void *body,
+                              size_t body_len, const void *extra, size_t extra_len)
+{
+    struct iovec iov[2];
+    madrail_status_t st;
+
+    if (ep->state != MDR_UCX_EP_OPEN || mdr_ucx_ep_closed_check(ep))
+        return MADRAIL_ERR_RAIL_DOWN;
+    st = mdr_ucx_ep_connect(ep);
+    if (st != MADRAIL_OK)
+        return st;
+    iov[0].iov_base = (void *)body;
+    iov[0].iov_len = body_len;
+    iov[1].iov_base = (void *)extra;
+    iov[1].iov_len = extra_len;
+    return mdr_ucx_send_iov(ep, type, aux, iov, 2);
+}
+
+madrail_status_t mdr_ucx_ep_connect(mdr_ep_t *ep)
+{
+    mdr_rail_t *rail = ep->rail;
+    mdr_ucx_hello_t hello;
+    struct iovec iov[2];
+    madrail_status_t st;
+    ucs_status_t us = UCS_OK;
+
+    if (ep->uep != NULL)
+        return MADRAIL_OK;
+    if (ep->state != MDR_UCX_EP_OPEN)
+        return MADRAIL_ERR_RAIL_DOWN;
+    st = mdr_ucx_uep_open(rail, ep->waddr, ep, &ep->uep, &us);
+    if (st != MADRAIL_OK) {
+        if (st == MADRAIL_ERR_NOMEM)
+            return st;
+        mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "ucp_ep_create: %s", ucs_status_string(us));
+        return MADRAIL_ERR_RAIL_DOWN;
+    }
+    memset(&hello, 0, sizeof(hello));
+    hello.target = ep->uuid;
+    hello.addr_len = (uint32_t)rail->waddr_len;
+    iov[0].iov_base = &hello;
+    iov[0].iov_len = sizeof(hello);
+    iov[1].iov_base = rail->addr + MDR_UCX_ADDR_HDR;
+    iov[1].iov_len = rail->waddr_len;
+    ep->tx_seq = 0;
+    st = mdr_ucx_send_iov(ep, MDR_UCX_M_HELLO, 0, iov, 2);
+    if (st == MADRAIL_ERR_NORESOURCE || st == MADRAIL_ERR_NOMEM) {
+        /* nothing went out: try again with the next send */
+        mdr_ucx_uep_close(ep->uep, 1);
+        ep->uep = NULL;
+        return st;
+    }
+    if (st == MADRAIL_OK)
+        mdr_debug("rail %s peer %016llx: connecting (connection %u)", rail->name,
+                  (unsigned long long)ep->uuid, ep->tx_conn);
+    return st;
+}
+
+/* ---------------- endpoints ---------------- */
+
+madrail_status_t mdr_ucx_ep_alloc(mdr_rail_t *rail, uint64_t uuid, const void *waddr,
+                                  size_t waddr_len, void *cookie, mdr_ep_t **ep_p)
+{
+    mdr_ep_t *ep;
+
+    ep = calloc(1, sizeof(*ep));
+    if (ep == NULL)
+        return MADRAIL_ERR_NOMEM;
+    if (mdr_hash_init(&ep->rkeys, 8) != MADRAIL_OK) {
+        free(ep);
+        return MADRAIL_ERR_NOMEM;
+    }
+    ep->rail = rail;
+    ep->cookie = cookie;
+    ep->uuid = uuid;
+    ep->state = MDR_UCX_EP_OPEN;
+    memcpy(ep->waddr, waddr, waddr_len);
+    ep->waddr_len = waddr_len;
+    ep->tx_conn = rail->next_conn++;
+    if (rail->next_conn == 0)
+        rail->next_conn = 1;
+    mdr_list_init(&ep->txs);
+    mdr_list_init(&ep->ops);
+    mdr_list_init(&ep->ooo);
+    mdr_list_init(&ep->rkey_list);
+    mdr_list_init(&ep->fail_link);
+    mdr_list_init(&ep->sync_link);
+    mdr_list_push_tail(&rail->eps_all, &ep->link);
+    if (mdr_hash_get(&rail->eps, uuid) == NULL) {
+        if (mdr_hash_put(&rail->eps, uuid, ep) == MADRAIL_OK)
+            ep->mapped = 1;
+    } else {
+        mdr_debug("rail %s peer %016llx: a second endpoint; the first keeps receiving",
+                  rail->name, (unsigned long long)uuid);
+    }
+    *ep_p = ep;
+    return MADRAIL_OK;
+}
+
+madrail_status_t mdr_ucx_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const void *addr,
+                                   size_t len, void *ep_cookie, mdr_ep_t **ep_p)
+{
+    const uint8_t *a = addr;
+    uint32_t mark;
+    uint16_t alen;
+
+    if (rail == NULL || addr == NULL || ep_p == NULL)
+        return MADRAIL_ERR_INVALID;
+    if (len != MDR_UCX_ADDR_LEN) {
+        mdr_error("rail %s peer %016llx: address of %zu bytes, expected %d", rail->name,
+                  (unsigned long long)remote_uuid, len, MDR_UCX_ADDR_LEN);
+        return MADRAIL_ERR_INVALID;
+    }
+    memcpy(&mark, a, 4);
+    memcpy(&alen, a + 6, 2);
+    if (mark != MDR_UCX_ADDR_MARK || a[4] != MDR_UCX_VERSION || alen == 0 ||
+        alen > MDR_UCX_ADDR_LEN - MDR_UCX_ADDR_HDR) {
+        mdr_error("rail %s peer %016llx: not a ucx rail address of this version and byte "
+                  "order (mark %08x version %u length %u)",
+                  rail->name, (unsigned long long)remote_uuid, mark, a[4], alen);
+        return MADRAIL_ERR_INVALID;
+    }
+    return mdr_ucx_ep_alloc(rail, remote_uuid, a + MDR_UCX_ADDR_HDR, alen, ep_cookie, ep_p);
+}
+
+static void mdr_ucx_ep_unmap(mdr_ep_t *ep)
+{
+    if (ep->mapped) {
+        mdr_hash_del(&ep->rail->eps, ep->uuid);
+        ep->mapped = 0;
+    }
+}
+
+void mdr_ucx_ep_free(mdr_ep_t *ep)
+{
+    mdr_hash_cleanup(&ep->rkeys);
+    free(ep);
+}
+
+void mdr_ucx_ep_destroy(mdr_ep_t *ep)
+{
+    mdr_rail_t *rail;
+    mdr_list_t *l;
+
+    if (ep == NULL || ep->destroyed)
+        return;
+    rail = ep->rail;
+    ep->destroyed = 1;
+    if (ep->fail_queued) {
+        mdr_list_del(&ep->fail_link);
+        ep->fail_queued = 0;
+    }
+    mdr_list_del(&ep->sync_link);
+    ep->need_sync = 0;
+    mdr_ucx_ep_unmap(ep);
+    mdr_ucx_ep_drop_ops(ep, 0); /* pending completions are dropped, never called */
+    while ((l = mdr_list_pop_head(&ep->ooo)) != NULL)
+        mdr_ucx_rx_free(rail, mdr_container_of(l, mdr_ucx_rx_t, link));
+    if (ep->uep != NULL) {
+        int healthy = ep->state == MDR_UCX_EP_OPEN && !ep->uep->failed && !ep->peer_closed;
+        if (healthy) {
+            static const char why[] = "endpoint destroyed";
+            (void)mdr_ucx_send(ep, MDR_UCX_M_BYE, 0, why, sizeof(why) - 1, NULL, 0);
+        }
+        mdr_ucx_ep_drop_rkeys(ep);
+        mdr_ucx_uep_close(ep->uep, !healthy);
+        ep->uep = NULL;
+    } else {
+        mdr_ucx_ep_drop_rkeys(ep);
+    }
+    /* sends still in UCX's hands: their buffers live on without the ep */
+    while ((l = mdr_list_pop_head(&ep->txs)) != NULL) {
+        mdr_ucx_tx_t *tx = mdr_container_of(l, mdr_ucx_tx_t, link);
+        tx->ep = NULL;
+        mdr_list_push_tail(&rail->orphan_txs, &tx->link);
+    }
+    ep->backlog = 0;
+    mdr_list_del(&ep->link);
+    if (rail->in_progress)
+        mdr_list_push_tail(&rail->zombie_eps, &ep->link);
+    else
+        mdr_ucx_ep_free(ep);
+}
+
+size_t mdr_ucx_ep_backlog(mdr_ep_t *ep)
+{
+    return ep == NULL ? 0 : ep->backlog;
+}
+
+int mdr_ucx_ep_idle(mdr_ep_t *ep)
+{
+    if (ep == NULL)
+        return 1;
+    if (!mdr_list_empty(&ep->txs) || ep->nops > 0)
+        return 0;
+    /* order=lane: idle once the peer confirmed every put is in place */
+    return ep->state != MDR_UCX_EP_OPEN || (!ep->need_sync && ep->sync_acked == ep->sync_sent);
+}
+
+void mdr_ucx_ep_want_sync(mdr_ep_t *ep)
+{
+    if (ep->need_sync || ep->destroyed || ep->state != MDR_UCX_EP_OPEN)
+        return;
+    ep->need_sync = 1;
+    mdr_list_push_tail(&ep->rail->syncq, &ep->sync_link);
+}
+
+int mdr_ucx_send_syncs(mdr_rail_t *rail)
+{
+    mdr_list_t *l, *tmp;
+    int n = 0;
+
+    mdr_list_for_each_safe(l, tmp, &rail->syncq) {
+        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, sync_link);
+
+        if (ep->state != MDR_UCX_EP_OPEN) {
+            mdr_list_del(&ep->sync_link);
+            ep->need_sync = 0;
+            continue;
+        }
+        /* carries MDR_UCX_HF_SYNC and leaves the queue; on no-resource the
+         * next progress tries again, a failure is reported */
+        if (mdr_ucx_send(ep, MDR_UCX_M_SYNC, 0, NULL, 0, NULL, 0) == MADRAIL_OK)
+            n++;
+    }
+    return n;
+}
+
+madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt)
+{
+    madrail_status_t st;
+    size_t len = 0;
+    int i;
+
+    if (ep == NULL || ep->destroyed || iovcnt < 0 || (iovcnt > 0 && iov == NULL))
+        return MADRAIL_ERR_INVALID;
+    if (ep->state != MDR_UCX_EP_OPEN || mdr_ucx_ep_closed_check(ep))
+        return MADRAIL_ERR_RAIL_DOWN;
+    for (i = 0; i < iovcnt; i++)
+        len += iov[i].iov_len;
+    if (len > ep->rail->slot_size) {
+        mdr_error("rail %s: control message of %zu bytes exceeds the slot size %zu",
+                  ep->rail->name, len, ep->rail->slot_size);
+        return MADRAIL_ERR_INVALID;
+    }
+    if (ep->backlog > MDR_UCX_QCAP)
+        return MADRAIL_ERR_NORESOURCE;
+    st = mdr_ucx_ep_connect(ep);
+    if (st != MADRAIL_OK)
+        return st;
+    return mdr_ucx_send_iov(ep, MDR_UCX_M_CTRL, 0, iov, iovcnt);
+}
+
+/* ---------------- failures ---------------- */
+
+void mdr_ucx_ep_bye(mdr_ep_t *ep, const char *reason, size_t len)
+{
+    int n = (int)(len < 100 ? len : 100);
+
+    if (ep->nops > 0 || !mdr_list_empty(&ep->txs) || ep->need_sync ||
+        ep->sync_acked != ep->sync_sent) {
+        mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "the peer closed the connection (%.*s)", n,
+                        reason);
+        return;
+    }
+    ep->peer_closed = 1;
+    snprintf(ep->closed_reason, sizeof(ep->closed_reason), "%.*s", n, reason);
+    mdr_debug("rail %s peer %016llx: the peer closed the connection (%s); failed when used",
+              ep->rail->name, (unsigned long long)ep->uuid, ep->closed_reason);
+}
+
+int mdr_ucx_ep_closed_check(mdr_ep_t *ep)
+{
+    if (!ep->peer_closed)
+        return 0;
+    mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "the peer closed the connection (%s)",
+                    ep->closed_reason);
+    return 1;
+}
+
+void mdr_ucx_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (ep->destroyed || ep->state == MDR_UCX_EP_FAILED)
+        return;
+    ep->state = MDR_UCX_EP_FAILED;
+    ep->fail_status = status;
+    va_start(ap, fmt);
+    vsnprintf(ep->fail_reason, sizeof(ep->fail_reason), fmt, ap);
+    va_end(ap);
+    mdr_ucx_ep_unmap(ep); /* a later HELLO from the peer makes a new ep */
+    ep->fail_queued = 1;
+    mdr_list_push_tail(&ep->rail->failq, &ep->fail_link);
+    mdr_debug("rail %s peer %016llx: failed: %s", ep->rail->name, (unsigned long long)ep->uuid,
+              ep->fail_reason);
+}
+
+int mdr_ucx_report_failures(mdr_rail_t *rail)
+{
+    mdr_list_t *l;
+    int n = 0;
+
+    while ((l = mdr_list_pop_head(&rail->failq)) != NULL) {
+        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, fail_link);
+        mdr_list_t *r;
+
+        ep->fail_queued = 0;
+        n++;
+        mdr_list_del(&ep->sync_link);
+        ep->need_sync = 0;
+        /* nothing more is delivered: drop what waited for its turn */
+        while ((r = mdr_list_pop_head(&ep->ooo)) != NULL)
+            mdr_ucx_rx_free(rail, mdr_container_of(r, mdr_ucx_rx_t, link));
+        if (rail->closing_rail)
+            continue;
+        if (ep->cookie != NULL)
+            rail->upcalls->ep_failed(ep->cookie, ep->fail_status, ep->fail_reason);
+        if (ep->destroyed) /* destroyed inside the upcall */
+            continue;
+        mdr_ucx_ep_drop_ops(ep, 1);
+        mdr_ucx_ep_drop_rkeys(ep);
+        if (ep->uep != NULL) {
+            mdr_ucx_uep_close(ep->uep, 1);
+            ep->uep = NULL;
+        }
+    }
+    return n;
+}
+
+/* ---------------- handshake ---------------- */
+
+/* Tell the sender of a HELLO that its connection is refused, on a
+ * one-shot ucp_ep (we keep no ep for it). */
+static void mdr_ucx_refuse(mdr_rail_t *rail, uint64_t uuid, uint32_t conn, const void *waddr)
+{
+    mdr_ucx_uep_t *uep;
+    mdr_ucx_hdr_t hdr;
+    ucs_status_t us = UCS_OK;
+
+    if (mdr_ucx_uep_open(rail, waddr, NULL, &uep, &us) != MADRAIL_OK) {
+        mdr_debug("rail %s peer %016llx: cannot answer a refused connection: %s", rail->name,
+                  (unsigned long long)uuid, ucs_status_string(us));
+        return;
+    }
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = MDR_UCX_M_REFUSE;
+    hdr.version = MDR_UCX_VERSION;
+    hdr.aux = conn;
+    hdr.uuid = rail->uuid;
+    (void)mdr_ucx_am_send(rail, uep->h, NULL, &hdr, NULL, 0);
+    mdr_ucx_uep_close(uep, 0);
+}
+
+void mdr_ucx_hello(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
+{
+    uint64_t u = rx->hdr.uuid;
+    uint32_t conn = rx->hdr.conn;
+    mdr_ucx_hello_t h;
+    const uint8_t *waddr;
+    mdr_ep_t *ep;
+    void *cookie;
+
+    if (rx->len < sizeof(h)) {
+        mdr_error("rail %s: HELLO of %zu bytes from %016llx; dropped", rail->name, rx->len,
+                  (unsigned long long)u);
+        return;
+    }
+    memcpy(&h, rx->data, sizeof(h));
+    waddr = rx->data + sizeof(h);
+    if (h.addr_len == 0 || h.addr_len > MDR_UCX_ADDR_LEN - MDR_UCX_ADDR_HDR ||
+        h.addr_len > rx->len - sizeof(h) || conn == 0 || rx->hdr.seq != 0) {
+        mdr_error("rail %s: malformed HELLO from %016llx (address %u bytes, connection %u, "
+                  "sequence %u); dropped",
+                  rail->name, (unsigned long long)u, h.addr_len, conn, rx->hdr.seq);
+        return;
+    }
+    if (h.target != rail->uuid || u == rail->uuid) {
+        mdr_error("rail %s: connection from %016llx is meant for %016llx, we are %016llx; "
+                  "refusing it",
+                  rail->name, (unsigned long long)u, (unsigned long long)h.target,
+                  (unsigned long long)rail->uuid);
+        mdr_ucx_refuse(rail, u, conn, waddr);
+        return;
+    }
+    ep = mdr_hash_get(&rail->eps, u);
+    if (ep != NULL) {
+        if (ep->rx_conn == 0) {
+            /* ours, created by the core: the peer's stream joins it */
+            ep->rx_conn = conn;
+            ep->rx_seq = 1;
+            mdr_debug("rail %s peer %016llx: incoming connection %u joins our endpoint",
+                      rail->name, (unsigned long long)u, conn);
+            return;
+        }
+        if (ep->rx_conn == conn)
+            return; /* cannot happen (sequence 0 twice); harmless */
+        /* The peer started over: it gave up the old connection.  Report that
+         * before offering the new one, so the core sees them in order. */
+        mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "the peer reconnected");
+        mdr_ucx_report_failures(rail);
+    }
+    if (mdr_ucx_ep_alloc(rail, u, waddr, h.addr_len, NULL, &ep) != MADRAIL_OK) {
+        mdr_error("rail %s: out of memory accepting %016llx", rail->name, (unsigned long long)u);
+        mdr_ucx_refuse(rail, u, conn, waddr);
+        return;
+    }
+    ep->rx_conn = conn;
+    ep->rx_seq = 1;
+    cookie = rail->upcalls->ep_accepted(rail->rail_cookie, u, ep);
+    if (ep->destroyed) /* the core destroyed it inside the upcall */
+        return;
+    if (cookie == NULL) {
+        mdr_debug("rail %s peer %016llx: refused by the core", rail->name,
+                  (unsigned long long)u);
+        mdr_ucx_refuse(rail, u, conn, waddr);
+        mdr_ucx_ep_destroy(ep);
+        return;
+    }
+    ep->cookie = cookie;
+    mdr_debug("rail %s peer %016llx: accepted connection %u", rail->name,
+              (unsigned long long)u, conn);
+}
+
+void mdr_ucx_refused(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
+{
+    mdr_ep_t *ep = mdr_hash_get(&rail->eps, rx->hdr.uuid);
+
+    if (ep == NULL || ep->tx_conn != rx->hdr.aux || ep->uep == NULL)
+        return;
+    mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "the peer refused the connection");
+}

@@ -1,0 +1,911 @@
+/*
+ * The ucx driver: one rail = one ucp_context + one ucp_worker, limited to
+ * one device and transport set by that context's own ucp_config (never the
+ * environment: two ucx rails of one process must see different devices).
+ * progress() is ucp_worker_progress plus the driver's own queues; nothing
+ * runs in a thread of ours.
+ *
+ * Control messages are UCP active messages, sent with UCP_AM_SEND_FLAG_EAGER
+ * so the handler sees the whole message; the handler only copies it into an
+ * 8-byte aligned buffer and queues it.  Upcalls are made after
+ * ucp_worker_progress returns, never from inside a UCX callback, so the core
+ * may send, put or destroy eps from any upcall.  Active messages were chosen
+ * over tagged messages because the receiver needs no posted buffers and no
+ * unexpected-message handling: a tag receive would have to be re-posted per
+ * message and its completion order is not its match order once rendezvous
+ * is involved, while one AM handler sees the sender's messages in order.
+ * Order is nevertheless not taken on trust: every message carries its
+ * connection's sequence number and the receiver delivers in that order.
+ *
+ * Rail specs (docs/configuration.md): ucx:<device>[:<port>] or
+ * ucx:<transports>:<device>[:<port>], ucx:shm; options lat=, bw=, check=,
+ * order=, seg=.  The driver has no MADRAIL_UCX_* variable: everything that
+ * differs between two ucx rails is in the spec.
+ */
+#include "mdr_config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rails/ucx/ucx.h"
+#include "util/cfg.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+/* ---------------- rail spec ---------------- */
+
+typedef struct mdr_ucx_spec {
+    const char *spec;   /* for messages */
+    char tls[64];       /* UCX_TLS value */
+    char dev[64];       /* UCX_NET_DEVICES value, "" = leave UCX's default */
+    int shm;            /* shared-memory transports only */
+    int tcp;            /* tcp on a network interface */
+    double latency_us;  /* lat= (0: built-in profile) */
+    double bandwidth;   /* bw= MB/s (0: built-in profile) */
+    int check;          /* check= */
+    int order;          /* order=: -1 default, 0 lane, 1 flush */
+    char seg[24];       /* seg=: UCX tcp send segment size ("" = UCX's default) */
+} mdr_ucx_spec_t;
+
+/* UCX applies ucp_config_modify keys it does not know itself to the
+ * transports; before 1.17 without the transport's prefix. */
+#if UCP_API_VERSION >= UCP_VERSION(1, 17)
+#define MDR_UCX_TCP_SEG_KEY "TCP_TX_SEG_SIZE"
+#else
+#define MDR_UCX_TCP_SEG_KEY "TX_SEG_SIZE"
+#endif
+
+#define MDR_UCX_SHM_TLS "posix,sysv,cma,self"
+
+static madrail_status_t mdr_ucx_opt(const char *key, const char *val, void *arg)
+{
+    mdr_ucx_spec_t *s = arg;
+    const char *why = NULL;
+
+    if (strcmp(key, "lat") == 0 || strcmp(key, "bw") == 0) {
+        double v;
+        if (mdr_cfg_parse_value(MDR_CFG_DOUBLE, val, &v, &why) != MADRAIL_OK || !(v > 0)) {
+            mdr_error("rail spec ucx:%s: %s=%s: %s (expected a positive number)", s->spec, key,
+                      val, why ? why : "out of range");
+            return MADRAIL_ERR_CONFIG;
+        }
+        if (key[0] == 'l')
+            s->latency_us = v;
+        else
+            s->bandwidth = v;
+        return MADRAIL_OK;
+    }
+    if (strcmp(key, "check") == 0) {
+        int b;
+        if (mdr_cfg_parse_value(MDR_CFG_BOOL, val, &b, &why) != MADRAIL_OK) {
+            mdr_error("rail spec ucx:%s: check=%s: %s (expected 0 or 1)", s->spec, val,
+                      why ? why : "not a boolean");
+            return MADRAIL_ERR_CONFIG;
+        }
+        s->check = b;
+        return MADRAIL_OK;
+    }
+    if (strcmp(key, "seg") == 0) {
+        size_t v;
+        if (mdr_cfg_parse_value(MDR_CFG_SIZE, val, &v, &why) != MADRAIL_OK ||
+            (v != 0 && (v < 1024 || v > MDR_UCX_TCP_SEG))) {
+            /* above UCX's receive segment (64 KiB) a peer could not take it */
+            mdr_error("rail spec ucx:%s: seg=%s: %s (expected 1k..64k, or 0 for UCX's default)",
+                      s->spec, val, why ? why : "out of range");
+            return MADRAIL_ERR_CONFIG;
+        }
+        if (v == 0)
+            s->seg[0] = '\0';
+        else
+            snprintf(s->seg, sizeof(s->seg), "%zu", v);
+        return MADRAIL_OK;
+    }
+    if (strcmp(key, "order") == 0) {
+        if (strcmp(val, "flush") == 0) {
+            s->order = 1;
+        } else if (strcmp(val, "lane") == 0) {
+            s->order = 0;
+        } else {
+            mdr_error("rail spec ucx:%s: order=%s: expected flush or lane", s->spec, val);
+            return MADRAIL_ERR_CONFIG;
+        }
+        return MADRAIL_OK;
+    }
+    mdr_error("rail spec ucx:%s: unknown option '%s' (known: lat, bw, check, order, seg)",
+              s->spec, key);
+    return MADRAIL_ERR_CONFIG;
+}
+
+static int mdr_ucx_all(const char *s, const char *allowed_extra, int digits_only)
+{
+    if (*s == '\0')
+        return 0;
+    for (; *s; s++) {
+        if (digits_only) {
+            if (!isdigit((unsigned char)*s))
+                return 0;
+        } else if (!isalnum((unsigned char)*s) && strchr(allowed_extra, *s) == NULL) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Is name one of UCX's shared-memory transports (or an alias of them)? */
+static int mdr_ucx_is_shm_tl(const char *name)
+{
+    static const char *const shm[] = {"sm", "shm", "mm", "posix", "sysv", "cma",
+                                      "xpmem", "knem", "self"};
+    size_t i;
+    for (i = 0; i < sizeof(shm) / sizeof(shm[0]); i++)
+        if (strcmp(name, shm[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/*
+ * "<device>[:<port>]" or "<tls>:<device>[:<port>]" or "shm" or "<tls>:shm":
+ *   lo, eth0           tcp on that interface
+ *   tcp:lo             the same, transport named
+ *   shm                posix, sysv, cma and self (this node only)
+ *   mlx5_0:1           every transport UCX has for that device, no shared memory
+ *   rc_x+ud_x:mlx5_0:1 those transports ('+' separates, ',' separates rails)
+ */
+static madrail_status_t mdr_ucx_spec_split(char *first, mdr_ucx_spec_t *s)
+{
+    char *part[3] = {NULL, NULL, NULL}, *save = NULL, *tok, *p;
+    const char *tls = NULL, *dev = NULL, *port = NULL;
+    int n = 0;
+
+    for (tok = strtok_r(first, ":", &save); tok != NULL; tok = strtok_r(NULL, ":", &save)) {
+        if (n == 3) {
+            mdr_error("rail spec ucx:%s: too many ':' (expected ucx:<device>[:<port>] or "
+                      "ucx:<transports>:<device>[:<port>])",
+                      s->spec);
+            return MADRAIL_ERR_CONFIG;
+        }
+        part[n++] = tok;
+    }
+    if (n == 0) {
+        mdr_error("rail spec ucx:%s: no device (expected e.g. ucx:lo, ucx:tcp:lo, ucx:shm, "
+                  "ucx:mlx5_0:1)",
+                  s->spec);
+        return MADRAIL_ERR_CONFIG;
+    }
+    if (n == 1) {
+        dev = part[0];
+    } else if (n == 2) {
+        if (mdr_ucx_all(part[1], "", 1)) {
+            dev = part[0];
+            port = part[1];
+        } else {
+            tls = part[0];
+            dev = part[1];
+        }
+    } else {
+        tls = part[0];
+        dev = part[1];
+        port = part[2];
+        if (!mdr_ucx_all(port, "", 1)) {
+            mdr_error("rail spec ucx:%s: port '%s' is not a number", s->spec, port);
+            return MADRAIL_ERR_CONFIG;
+        }
+    }
+    if (!mdr_ucx_all(dev, "_-.", 0)) {
+        mdr_error("rail spec ucx:%s: bad device name '%s'", s->spec, dev);
+        return MADRAIL_ERR_CONFIG;
+    }
+    if (tls != NULL && !mdr_ucx_all(tls, "_+^", 0)) {
+        mdr_error("rail spec ucx:%s: bad transport list '%s' (names joined with '+')", s->spec,
+                  tls);
+        return MADRAIL_ERR_CONFIG;
+    }
+
+    if (strcmp(dev, "shm") == 0) {
+        if (port != NULL) {
+            mdr_error("rail spec ucx:%s: shm takes no port", s->spec);
+            return MADRAIL_ERR_CONFIG;
+        }
+        s->shm = 1;
+        s->dev[0] = '\0';
+        snprintf(s->tls, sizeof(s->tls), "%s", tls ? tls : MDR_UCX_SHM_TLS);
+    } else {
+        if (port != NULL)
+            snprintf(s->dev, sizeof(s->dev), "%s:%s", dev, port);
+        else
+            snprintf(s->dev, sizeof(s->dev), "%s", dev);
+        if (tls != NULL)
+            snprintf(s->tls, sizeof(s->tls), "%s", tls);
+        else if (port == NULL && if_nametoindex(dev) != 0)
+            snprintf(s->tls, sizeof(s->tls), "tcp");
+        else
+            snprintf(s->tls, sizeof(s->tls), "^sm,self"); /* everything for that device */
+        s->tcp = strcmp(s->tls, "tcp") == 0;
+    }
+    for (p = s->tls; *p; p++)
+        if (*p == '+')
+            *p = ',';
+    if (tls != NULL && !s->shm) {
+        /* a shared-memory transport in a device rail would let UCX bypass the device */
+        char copy[64], *t, *sv = NULL;
+        snprintf(copy, sizeof(copy), "%s", s->tls);
+        for (t = strtok_r(copy, ",", &sv); t != NULL; t = strtok_r(NULL, ",", &sv))
+            if (t[0] != '^' && mdr_ucx_is_shm_tl(t)) {
+                mdr_error("rail spec ucx:%s: '%s' is a shared-memory transport; use "
+                          "ucx:%s:shm for a shared-memory rail",
+                          s->spec, t, tls);
+                return MADRAIL_ERR_CONFIG;
+            }
+    }
+    return MADRAIL_OK;
+}
+
+/* ---------------- profile ---------------- */
+
+static double mdr_ucx_read_double(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    double v = -1;
+
+    if (f == NULL)
+        return -1;
+    if (fscanf(f, "%lf", &v) != 1)
+        v = -1;
+    fclose(f);
+    return v;
+}
+
+static void mdr_ucx_profile(mdr_rail_t *rail, const mdr_ucx_spec_t *s)
+{
+    char path[160], dev[64], *colon;
+    double v;
+
+    if (s->shm) {
+        rail->latency_us = 1.0;
+        rail->bandwidth_mbs = 8000.0;
+    } else if (s->tcp) {
+        unsigned long flags = 0;
+        FILE *f;
+        rail->latency_us = 20.0;
+        snprintf(path, sizeof(path), "/sys/class/net/%s/flags", s->dev);
+        f = fopen(path, "r");
+        if (f != NULL) {
+            if (fscanf(f, "%lx", &flags) != 1)
+                flags = 0;
+            fclose(f);
+        }
+        snprintf(path, sizeof(path), "/sys/class/net/%s/speed", s->dev);
+        v = mdr_ucx_read_double(path);
+        if (flags & IFF_LOOPBACK)
+            rail->bandwidth_mbs = 5000.0;
+        else
+            rail->bandwidth_mbs = v > 0 ? v / 8.0 : 1000.0; /* Mbit/s -> MB/s */
+    } else {
+        /* an RDMA device "mlx5_0:1": the port's rate, "100 Gb/sec (4X EDR)" */
+        rail->latency_us = 3.0;
+        snprintf(dev, sizeof(dev), "%s", s->dev);
+        colon = strchr(dev, ':');
+        if (colon != NULL)
+            *colon = '\0';
+        snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%s/rate", dev,
+                 colon != NULL ? colon + 1 : "1");
+        v = mdr_ucx_read_double(path);
+        rail->bandwidth_mbs = v > 0 ? v * 125.0 : 10000.0; /* Gbit/s -> MB/s */
+    }
+    if (s->latency_us > 0)
+        rail->latency_us = s->latency_us;
+    if (s->bandwidth > 0)
+        rail->bandwidth_mbs = s->bandwidth;
+}
+
+/* ---------------- receiving ---------------- */
+
+void mdr_ucx_rx_free(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
+{
+    if (rx->cap == 0)
+        free(rx);
+    else
+        mdr_pool_put(&rail->pool, rx, rx->cap);
+}
+
+static mdr_ucx_rx_t *mdr_ucx_rx_alloc(mdr_rail_t *rail, size_t len, int plain)
+{
+    size_t need = sizeof(mdr_ucx_rx_t) + len;
+    mdr_ucx_rx_t *rx;
+
+    if (plain || mdr_pool_class(need) < 0) {
+        rx = malloc(need);
+        if (rx != NULL)
+            rx->cap = 0;
+    } else {
+        rx = mdr_pool_get(&rail->pool, need);
+        if (rx != NULL)
+            rx->cap = need;
+    }
+    if (rx != NULL) {
+        rx->len = len;
+        rx->ready = 1;
+        rx->dead = 0;
+    }
+    return rx;
+}
+
+static void mdr_ucx_rndv_done(void *request, ucs_status_t status, size_t length,
+                              void *user_data)
+{
+    mdr_ucx_rx_t *rx = user_data;
+
+    (void)length;
+    ucp_request_free(request);
+    if (rx->dead) { /* the rail closed meanwhile */
+        free(rx);
+        return;
+    }
+    if (status != UCS_OK) {
+        mdr_error("ucx: receiving a %zu-byte message from %016llx failed: %s", rx->len,
+                  (unsigned long long)rx->hdr.uuid, ucs_status_string(status));
+        rx->hdr.type = 0; /* the ep is failed when the message comes up */
+    }
+    rx->ready = 1;
+}
+
+/* The active-message handler: copy out and queue; nothing else here. */
+static ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_length,
+                                  void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+    mdr_rail_t *rail = arg;
+    int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+    size_t max_len = rail->slot_size + sizeof(mdr_ucx_hello_t) + MDR_UCX_ADDR_LEN + 256;
+    mdr_ucx_hdr_t hdr;
+    mdr_ucx_rx_t *rx;
+
+    if (rail->closing_rail || header_length != sizeof(hdr)) {
+        if (!rail->closing_rail)
+            mdr_error("rail %s: active message with a %zu-byte header (want %zu); dropped",
+                      rail->name, header_length, sizeof(hdr));
+        if (rndv)
+            ucp_am_data_release(rail->worker, data);
+        return UCS_OK;
+    }
+    memcpy(&hdr, header, sizeof(hdr));
+    if (hdr.version != MDR_UCX_VERSION || length > max_len) {
+        /* still queued, as an invalid message, so that the sender's ep fails in order */
+        hdr.type = 0;
+        length = 0;
+        if (rndv)
+            ucp_am_data_release(rail->worker, data);
+        rndv = 0;
+    }
+    rx = mdr_ucx_rx_alloc(rail, length, rndv);
+    if (rx == NULL) {
+        mdr_error("rail %s: out of memory receiving %zu bytes from %016llx; dropped",
+                  rail->name, length, (unsigned long long)hdr.uuid);
+        if (rndv)
+            ucp_am_data_release(rail->worker, data);
+        return UCS_OK;
+    }
+    rx->hdr = hdr;
+    if (rndv) {
+        ucp_request_param_t prm;
+        void *req;
+
+        memset(&prm, 0, sizeof(prm));
+        prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+        prm.cb.recv_am = mdr_ucx_rndv_done;
+        prm.user_data = rx;
+        rx->ready = 0;
+        req = ucp_am_recv_data_nbx(rail->worker, data, rx->data, length, &prm);
+        if (req == NULL) {
+            rx->ready = 1;
+        } else if (UCS_PTR_IS_ERR(req)) {
+            mdr_error("rail %s: receiving a %zu-byte message from %016llx: %s", rail->name,
+                      length, (unsigned long long)hdr.uuid,
+                      ucs_status_string(UCS_PTR_STATUS(req)));
+            rx->hdr.type = 0;
+            rx->ready = 1;
+        }
+    } else if (length > 0) {
+        memcpy(rx->data, data, length);
+    }
+    mdr_list_push_tail(&rail->rxq, &rx->link);
+    return UCS_OK;
+}
+
+/* One message whose turn it is. */
+static void mdr_ucx_deliver_one(mdr_ep_t *ep, mdr_ucx_rx_t *rx)
+{
+    if (rx->hdr.flags & MDR_UCX_HF_SYNC) {
+        /* the sender's earlier puts came before this in the lane: in place */
+        uint32_t n = rx->hdr.aux;
+        (void)mdr_ucx_send(ep, MDR_UCX_M_SYNC_ACK, 0, &n, sizeof(n), NULL, 0);
+    }
+    mdr_ucx_dispatch(ep, rx);
+}
+
+/* Deliver rx (in order on ep's connection) and whatever it unblocks. */
+static void mdr_ucx_deliver(mdr_ep_t *ep, mdr_ucx_rx_t *rx)
+{
+    mdr_rail_t *rail = ep->rail;
+    int32_t ahead = (int32_t)(rx->hdr.seq - ep->rx_seq);
+    mdr_list_t *l;
+
+    if (ahead < 0) {
+        mdr_debug("rail %s peer %016llx: duplicate message %u dropped", rail->name,
+                  (unsigned long long)ep->uuid, rx->hdr.seq);
+        mdr_ucx_rx_free(rail, rx);
+        return;
+    }
+    if (ahead > 0) {
+        /* early: keep it, sorted by sequence number */
+        mdr_list_t *pos = ep->ooo.prev;
+        while (pos != &ep->ooo &&
+               (int32_t)(mdr_container_of(pos, mdr_ucx_rx_t, link)->hdr.seq - rx->hdr.seq) > 0)
+            pos = pos->prev;
+        mdr_list_insert_after(pos, &rx->link);
+        return;
+    }
+    ep->rx_seq++;
+    mdr_ucx_deliver_one(ep, rx);
+    mdr_ucx_rx_free(rail, rx);
+    while (!ep->destroyed && ep->state == MDR_UCX_EP_OPEN && !mdr_list_empty(&ep->ooo)) {
+        mdr_ucx_rx_t *next = mdr_container_of(ep->ooo.next, mdr_ucx_rx_t, link);
+        if (next->hdr.seq != ep->rx_seq)
+            break;
+        l = mdr_list_pop_head(&ep->ooo);
+        (void)l;
+        ep->rx_seq++;
+        mdr_ucx_deliver_one(ep, next);
+        mdr_ucx_rx_free(rail, next);
+    }
+}
+
+void mdr_ucx_dispatch(mdr_ep_t *ep, mdr_ucx_rx_t *rx)
+{
+    switch (rx->hdr.type) {
+    case MDR_UCX_M_CTRL:
+        if (ep->cookie != NULL)
+            ep->rail->upcalls->ctrl_recv(ep->cookie, rx->data, rx->len);
+        break;
+    case MDR_UCX_M_BYE:
+        mdr_ucx_ep_bye(ep, (const char *)rx->data, rx->len);
+        break;
+    case MDR_UCX_M_KEY_CHECK:
+        mdr_ucx_key_check(ep, rx);
+        break;
+    case MDR_UCX_M_KEY_OK:
+        mdr_ucx_key_answer(ep, rx, 1);
+        break;
+    case MDR_UCX_M_KEY_BAD:
+        mdr_ucx_key_answer(ep, rx, 0);
+        break;
+    case MDR_UCX_M_KEY_REVOKE:
+        mdr_ucx_key_revoke(ep, rx);
+        break;
+    case MDR_UCX_M_SYNC: /* only the flag, answered in mdr_ucx_deliver */
+        break;
+    case MDR_UCX_M_SYNC_ACK: {
+        uint32_t n;
+        if (rx->len != sizeof(n)) {
+            mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "SYNC_ACK of %zu bytes", rx->len);
+            break;
+        }
+        memcpy(&n, rx->data, sizeof(n));
+        if ((int32_t)(n - ep->sync_acked) <= 0 || (int32_t)(n - ep->sync_sent) > 0)
+            mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "SYNC_ACK %u, acknowledged %u, sent %u",
+                            n, ep->sync_acked, ep->sync_sent);
+        else
+            ep->sync_acked = n;
+        break;
+    }
+    default:
+        mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO,
+                        "malformed message (type %u, %zu bytes, version mismatch or too long)",
+                        rx->hdr.type, rx->len);
+        break;
+    }
+}
+
+static void mdr_ucx_rx_handle(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
+{
+    mdr_ep_t *ep;
+
+    if (rx->hdr.type == MDR_UCX_M_HELLO) {
+        mdr_ucx_hello(rail, rx);
+        mdr_ucx_rx_free(rail, rx);
+        return;
+    }
+    if (rx->hdr.type == MDR_UCX_M_REFUSE) {
+        mdr_ucx_refused(rail, rx);
+        mdr_ucx_rx_free(rail, rx);
+        return;
+    }
+    ep = mdr_hash_get(&rail->eps, rx->hdr.uuid);
+    if (ep == NULL || ep->state != MDR_UCX_EP_OPEN || ep->rx_conn == 0 ||
+        ep->rx_conn != rx->hdr.conn) {
+        mdr_debug("rail %s: %s message from %016llx (connection %u) has no endpoint; dropped",
+                  rail->name, mdr_ucx_type_str(rx->hdr.type), (unsigned long long)rx->hdr.uuid,
+                  rx->hdr.conn);
+        mdr_ucx_rx_free(rail, rx);
+        return;
+    }
+    mdr_ucx_deliver(ep, rx);
+}
+
+static int mdr_ucx_rx_process(mdr_rail_t *rail)
+{
+    int n = 0;
+
+    while (!mdr_list_empty(&rail->rxq)) {
+        mdr_ucx_rx_t *rx = mdr_container_of(rail->rxq.next, mdr_ucx_rx_t, link);
+        if (!rx->ready)
+            break;
+        mdr_list_del(&rx->link);
+        mdr_ucx_rx_handle(rail, rx);
+        n++;
+    }
+    return n;
+}
+
+/* ---------------- open / close ---------------- */
+
+madrail_status_t mdr_ucx_status(ucs_status_t st)
+{
+    switch (st) {
+    case UCS_OK:
+        return MADRAIL_OK;
+    case UCS_INPROGRESS:
+        return MADRAIL_INPROGRESS;
+    case UCS_ERR_NO_RESOURCE:
+        return MADRAIL_ERR_NORESOURCE;
+    case UCS_ERR_NO_MEMORY:
+        return MADRAIL_ERR_NOMEM;
+    case UCS_ERR_INVALID_PARAM:
+        return MADRAIL_ERR_INVALID;
+    case UCS_ERR_UNSUPPORTED:
+        return MADRAIL_ERR_UNSUPPORTED;
+    case UCS_ERR_CANCELED:
+        return MADRAIL_ERR_CANCELED;
+    default:
+        return MADRAIL_ERR_RAIL_DOWN;
+    }
+}
+
+static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *params,
+                                     mdr_rail_t **rail_p)
+{
+    mdr_ucx_spec_t s;
+    madrail_status_t st;
+    ucs_status_t us;
+    ucp_config_t *config;
+    ucp_params_t up;
+    ucp_worker_params_t wp;
+    ucp_am_handler_param_t hp;
+    ucp_address_t *waddr;
+    size_t waddr_len, rkey_len;
+    mdr_rail_t *rail;
+    char *copy, *first;
+    uint32_t mark = MDR_UCX_ADDR_MARK;
+    uint16_t alen;
+
+    if (spec == NULL || params == NULL || params->upcalls == NULL || rail_p == NULL ||
+        params->slot_size == 0 || params->slot_size > UINT32_MAX)
+        return MADRAIL_ERR_INVALID;
+    memset(&s, 0, sizeof(s));
+    s.spec = spec;
+    s.check = 1;
+    s.order = -1;
+    snprintf(s.seg, sizeof(s.seg), "%d", MDR_UCX_TCP_SEG);
+    copy = strdup(spec);
+    if (copy == NULL)
+        return MADRAIL_ERR_NOMEM;
+    st = mdr_spec_parse(copy, &first, mdr_ucx_opt, &s);
+    if (st == MADRAIL_OK)
+        st = mdr_ucx_spec_split(first, &s);
+    free(copy);
+    if (st != MADRAIL_OK)
+        return st == MADRAIL_ERR_NOMEM ? st : MADRAIL_ERR_CONFIG;
+
+    rail = calloc(1, sizeof(*rail));
+    if (rail == NULL)
+        return MADRAIL_ERR_NOMEM;
+    {
+        const char *semi = strchr(spec, ';');
+        int n = semi ? (int)(semi - spec) : (int)strlen(spec);
+        snprintf(rail->name, sizeof(rail->name), "ucx:%.*s", n > 58 ? 58 : n, spec);
+    }
+    snprintf(rail->tls, sizeof(rail->tls), "%s", s.tls);
+    snprintf(rail->dev, sizeof(rail->dev), "%s", s.dev);
+    rail->uuid = params->uuid;
+    rail->upcalls = params->upcalls;
+    rail->rail_cookie = params->rail_cookie;
+    rail->slot_size = params->slot_size;
+    rail->check = s.check;
+    /* Put ordering (see ucx_mem.c): on tcp and shared memory UCX emulates
+     * puts to user memory over the active-message lane, so a message sent
+     * after the put's local completion already comes after its data;
+     * elsewhere (RDMA devices) the put may use another lane and only a
+     * flush proves that the data is in place. */
+    rail->order_flush = s.order >= 0 ? s.order : !(s.tcp || s.shm);
+    /* UCX 1.13's shared-memory transports have no peer-failure handling: an
+     * ep asking for it is "unreachable" there.  Their failures are learned
+     * from BYE messages instead. */
+    rail->peer_errors = !s.shm;
+    rail->next_conn = 1;
+    mdr_list_init(&rail->eps_all);
+    mdr_list_init(&rail->zombie_eps);
+    mdr_list_init(&rail->failq);
+    mdr_list_init(&rail->doneq);
+    mdr_list_init(&rail->retryq);
+    mdr_list_init(&rail->syncq);
+    mdr_list_init(&rail->rxq);
+    mdr_list_init(&rail->closing);
+    mdr_list_init(&rail->orphan_ops);
+    mdr_list_init(&rail->orphan_txs);
+    mdr_pool_init(&rail->pool, 64);
+    mdr_ucx_profile(rail, &s);
+    st = mdr_hash_init(&rail->eps, 16);
+    if (st != MADRAIL_OK)
+        goto err_free;
+
+    us = ucp_config_read(NULL, NULL, &config);
+    if (us != UCS_OK) {
+        mdr_error("rail spec ucx:%s: ucp_config_read: %s", spec, ucs_status_string(us));
+        st = MADRAIL_ERR_CONFIG;
+        goto err_hash;
+    }
+    us = ucp_config_modify(config, "TLS", rail->tls);
+    if (us == UCS_OK && rail->dev[0] != '\0')
+        us = ucp_config_modify(config, "NET_DEVICES", rail->dev);
+    if (us == UCS_OK && s.tcp && s.seg[0] != '\0')
+        us = ucp_config_modify(config, MDR_UCX_TCP_SEG_KEY, s.seg);
+    if (us != UCS_OK) {
+        mdr_error("rail spec ucx:%s: ucp_config_modify(TLS=%s, NET_DEVICES=%s): %s", spec,
+                  rail->tls, rail->dev, ucs_status_string(us));
+        ucp_config_release(config);
+        st = MADRAIL_ERR_CONFIG;
+        goto err_hash;
+    }
+    memset(&up, 0, sizeof(up));
+    up.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
+    up.features = UCP_FEATURE_AM | UCP_FEATURE_RMA;
+    up.name = rail->name;
+    us = ucp_init(&up, config, &rail->ctx);
+    ucp_config_release(config);
+    if (us != UCS_OK) {
+        mdr_error("rail spec ucx:%s: UCX has no usable transport for it (UCX_TLS=%s%s%s): %s",
+                  spec, rail->tls, rail->dev[0] ? " UCX_NET_DEVICES=" : "", rail->dev,
+                  ucs_status_string(us));
+        rail->ctx = NULL;
+        st = MADRAIL_ERR_CONFIG;
+        goto err_hash;
+    }
+    memset(&wp, 0, sizeof(wp));
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+    us = ucp_worker_create(rail->ctx, &wp, &rail->worker);
+    if (us != UCS_OK) {
+        mdr_error("rail %s: ucp_worker_create: %s", rail->name, ucs_status_string(us));
+        rail->worker = NULL;
+        st = MADRAIL_ERR_CONFIG;
+        goto err_ctx;
+    }
+    us = ucp_worker_get_address(rail->worker, &waddr, &waddr_len);
+    if (us != UCS_OK) {
+        mdr_error("rail %s: ucp_worker_get_address: %s", rail->name, ucs_status_string(us));
+        st = MADRAIL_ERR_IO;
+        goto err_worker;
+    }
+    if (waddr_len > MDR_UCX_ADDR_LEN - MDR_UCX_ADDR_HDR) {
+        mdr_error("rail %s: the worker address has %zu bytes, more than the %d a rail "
+                  "address holds; name fewer transports in the rail spec",
+                  rail->name, waddr_len, MDR_UCX_ADDR_LEN - MDR_UCX_ADDR_HDR);
+        ucp_worker_release_address(rail->worker, waddr);
+        st = MADRAIL_ERR_CONFIG;
+        goto err_worker;
+    }
+    alen = (uint16_t)waddr_len;
+    memcpy(rail->addr, &mark, 4);
+    rail->addr[4] = MDR_UCX_VERSION;
+    rail->addr[5] = 0;
+    memcpy(rail->addr + 6, &alen, 2);
+    memcpy(rail->addr + MDR_UCX_ADDR_HDR, waddr, waddr_len);
+    rail->waddr_len = waddr_len;
+    ucp_worker_release_address(rail->worker, waddr);
+
+    memset(&hp, 0, sizeof(hp));
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                    UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    hp.id = MDR_UCX_AM_ID;
+    hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+    hp.cb = mdr_ucx_am_cb;
+    hp.arg = rail;
+    us = ucp_worker_set_am_recv_handler(rail->worker, &hp);
+    if (us != UCS_OK) {
+        mdr_error("rail %s: ucp_worker_set_am_recv_handler: %s", rail->name,
+                  ucs_status_string(us));
+        st = MADRAIL_ERR_IO;
+        goto err_worker;
+    }
+    st = mdr_ucx_rkey_probe(rail, &rkey_len);
+    if (st != MADRAIL_OK)
+        goto err_worker;
+    /* room for larger keys of other memory types */
+    rail->max_rkey = sizeof(mdr_ucx_rkey_hdr_t) + rkey_len + 64;
+    mdr_debug("rail %s: UCX_TLS=%s UCX_NET_DEVICES=%s, worker address %zu bytes, rkey %zu "
+              "bytes, peer errors %s, put checks %s, put order by %s, profile %.1f us %.0f MB/s",
+              rail->name, rail->tls, rail->dev[0] ? rail->dev : "(default)", waddr_len,
+              rkey_len, rail->peer_errors ? "on" : "off", rail->check ? "on" : "off",
+              rail->order_flush ? "flush" : "lane", rail->latency_us, rail->bandwidth_mbs);
+    *rail_p = rail;
+    return MADRAIL_OK;
+
+err_worker:
+    ucp_worker_destroy(rail->worker);
+err_ctx:
+    ucp_cleanup(rail->ctx);
+err_hash:
+    mdr_hash_cleanup(&rail->eps);
+err_free:
+    mdr_pool_cleanup(&rail->pool);
+    free(rail);
+    return st;
+}
+
+static void mdr_ucx_reap(mdr_rail_t *rail)
+{
+    mdr_list_t *l;
+
+    while ((l = mdr_list_pop_head(&rail->zombie_eps)) != NULL)
+        mdr_ucx_ep_free(mdr_container_of(l, mdr_ep_t, link));
+}
+
+static void mdr_ucx_close(mdr_rail_t *rail)
+{
+    mdr_list_t *l;
+    double deadline, grace;
+
+    if (rail == NULL)
+        return;
+    if (rail->in_progress) {
+        mdr_error("rail %s: close called from inside progress; leaking the rail", rail->name);
+        return;
+    }
+    rail->closing_rail = 1;
+    /* Every ep says BYE and flushes; give the flushes a bounded time. */
+    while (!mdr_list_empty(&rail->eps_all))
+        mdr_ucx_ep_destroy(mdr_container_of(rail->eps_all.next, mdr_ep_t, link));
+    mdr_ucx_reap(rail);
+    /* First until what we sent (the BYEs last) has left, then a short
+     * grace for the peers to acknowledge the closes: a peer that does not
+     * progress meanwhile must not hold us for long. */
+    deadline = mdr_time_sec() + MDR_UCX_CLOSE_WAIT;
+    while (!mdr_list_empty(&rail->orphan_txs) && mdr_time_sec() < deadline) {
+        ucp_worker_progress(rail->worker);
+        mdr_ucx_closing_poll(rail);
+    }
+    grace = mdr_time_sec() + MDR_UCX_CLOSE_GRACE;
+    if (grace < deadline)
+        deadline = grace;
+    while (!mdr_list_empty(&rail->closing) && mdr_time_sec() < deadline) {
+        ucp_worker_progress(rail->worker);
+        mdr_ucx_closing_poll(rail);
+    }
+    if (!mdr_list_empty(&rail->closing))
+        mdr_debug("rail %s: endpoint closes still running; closing anyway", rail->name);
+    while ((l = mdr_list_pop_head(&rail->closing)) != NULL) {
+        mdr_ucx_uep_t *uep = mdr_container_of(l, mdr_ucx_uep_t, link);
+        if (uep->close_req != NULL)
+            ucp_request_free(uep->close_req); /* the worker's destruction ends it */
+        free(uep);
+    }
+    while ((l = mdr_list_pop_head(&rail->rxq)) != NULL) {
+        mdr_ucx_rx_t *rx = mdr_container_of(l, mdr_ucx_rx_t, link);
+        if (rx->ready)
+            mdr_ucx_rx_free(rail, rx);
+        else
+            rx->dead = 1; /* its receive callback frees it */
+    }
+    mdr_ucx_mem_cleanup(rail);
+    ucp_worker_destroy(rail->worker);
+    /* after the worker (its destruction may still complete requests), before
+     * the context (orphans may hold remote keys) */
+    mdr_ucx_free_orphan_ops(rail);
+    mdr_ucx_free_orphan_txs(rail);
+    ucp_cleanup(rail->ctx);
+    mdr_hash_cleanup(&rail->eps);
+    mdr_pool_cleanup(&rail->pool);
+    free(rail);
+}
+
+static void mdr_ucx_query(mdr_rail_t *rail, mdr_rail_attr_t *attr)
+{
+    memset(attr, 0, sizeof(*attr));
+    snprintf(attr->name, sizeof(attr->name), "%s", rail->name);
+    attr->caps = MDR_RAIL_CAP_PUT | (rail->check ? 0 : MDR_RAIL_CAP_PUT_HW);
+    attr->latency_us = rail->latency_us;
+    attr->bandwidth_mbs = rail->bandwidth_mbs;
+    attr->max_ctrl = rail->slot_size;
+    attr->addr_len = MDR_UCX_ADDR_LEN;
+    attr->max_rkey = rail->max_rkey;
+}
+
+static madrail_status_t mdr_ucx_addr_pack(mdr_rail_t *rail, void *buf, size_t len)
+{
+    if (rail == NULL || buf == NULL || len < MDR_UCX_ADDR_LEN)
+        return MADRAIL_ERR_INVALID;
+    memcpy(buf, rail->addr, MDR_UCX_ADDR_LEN);
+    return MADRAIL_OK;
+}
+
+/* ---------------- progress ---------------- */
+
+static int mdr_ucx_progress(mdr_rail_t *rail)
+{
+    int count = 0, i, n;
+
+    if (rail == NULL || rail->in_progress || rail->closing_rail)
+        return 0;
+    rail->in_progress = 1;
+    for (i = 0; i < MDR_UCX_PROGRESS_SPINS; i++) {
+        n = (int)ucp_worker_progress(rail->worker);
+        count += n;
+        if (n == 0)
+            break;
+    }
+    if (!mdr_list_empty(&rail->closing))
+        mdr_ucx_closing_poll(rail);
+    if (!mdr_list_empty(&rail->retryq))
+        count += mdr_ucx_retry_ops(rail);
+    /* upcalls may queue more of each: repeat until quiet */
+    for (;;) {
+        n = mdr_ucx_rx_process(rail);
+        n += mdr_ucx_report_done(rail);
+        n += mdr_ucx_report_failures(rail);
+        count += n;
+        if (n == 0)
+            break;
+    }
+    if (!mdr_list_empty(&rail->syncq))
+        count += mdr_ucx_send_syncs(rail);
+    mdr_ucx_reap(rail);
+    rail->in_progress = 0;
+    return count;
+}
+
+/* Sends UCX could not hand to the transport at once wait in its pending
+ * queues until the worker is progressed: push them out (the core calls this
+ * when the application collects a completed send and may go idle).  What
+ * arrives meanwhile is only queued; upcalls wait for progress(). */
+static int mdr_ucx_flush(mdr_rail_t *rail)
+{
+    int i, n = 0;
+
+    if (rail == NULL || rail->in_progress || rail->closing_rail || rail->ntx == 0)
+        return 0;
+    for (i = 0; i < MDR_UCX_PROGRESS_SPINS && rail->ntx > 0; i++)
+        n += (int)ucp_worker_progress(rail->worker);
+    return n;
+}
+
+const mdr_rail_ops_t mdr_ucx_ops = {
+    .name = "ucx",
+    .open = mdr_ucx_open,
+    .close = mdr_ucx_close,
+    .query = mdr_ucx_query,
+    .addr_pack = mdr_ucx_addr_pack,
+    .ep_create = mdr_ucx_ep_create,
+    .ep_destroy = mdr_ucx_ep_destroy,
+    .ep_backlog = mdr_ucx_ep_backlog,
+    .ep_idle = mdr_ucx_ep_idle,
+    .ctrl_send = mdr_ucx_ctrl_send,
+    .mem_reg = mdr_ucx_mem_reg,
+    .mem_dereg = mdr_ucx_mem_dereg,
+    .rkey_pack = mdr_ucx_rkey_pack,
+    .put = mdr_ucx_put,
+    .progress = mdr_ucx_progress,
+    .flush = mdr_ucx_flush,
+};
