@@ -84,6 +84,29 @@ static const mdr_disc_map_t *mdr_disc_map_for(const mdr_netdev_t *d, const mdr_d
     return NULL;
 }
 
+/* Can the device's name be written in its rail spec?  A rail list is split
+ * at ',', a spec at ';' (options) and ':' (the ucx driver's
+ * [transports:]device[:port]), so an interface name must avoid those, '='
+ * and blanks; an HCA name must be letters, digits and "_-." (what the ucx
+ * driver's spec parser and ofi's domain names take: "mlx5_0", "hfi1_0",
+ * "rocep59s0f0").  Linux never names devices otherwise; this keeps a
+ * renamed one from becoming a spec that means something else. */
+static int mdr_disc_name_ok(const mdr_netdev_t *d)
+{
+    const char *p;
+    if (d->name[0] == '\0')
+        return 0;
+    for (p = d->name; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (d->kind == MDR_NETDEV_HCA
+                ? !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    c == '_' || c == '-' || c == '.')
+                : (c <= ' ' || c == ',' || c == ';' || c == ':' || c == '=' || c >= 0x7f))
+            return 0;
+    }
+    return 1;
+}
+
 /* "tcp" or "ofi, ucx": the drivers that could take this kind. */
 static void mdr_disc_drivers_of(mdr_netdev_kind_t kind, char *buf, size_t len)
 {
@@ -198,7 +221,9 @@ int mdr_discover_choose(const mdr_netdev_t *devs, int ndev, const mdr_disc_opts_
 
         v->rail = MDR_DISC_REJECTED;
         mdr_disc_drivers_of(d->kind, drivers, sizeof(drivers));
-        if (d->kind == MDR_NETDEV_HCA) {
+        if (!mdr_disc_name_ok(d)) {
+            mdr_disc_why(v, "rejected: its name cannot be written in a rail spec");
+        } else if (d->kind == MDR_NETDEV_HCA) {
             if (!d->up)
                 mdr_disc_why(v, "rejected: port not ACTIVE");
             else if (!m)

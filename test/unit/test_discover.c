@@ -15,6 +15,10 @@
 #include <string.h>
 
 #include "core/discover.h"
+#include "rails/rail.h"
+#ifdef HAVE_UCX
+#include "rails/ucx/ucx.h"
+#endif
 #include "unit_check.h"
 
 #define MAXDEV 16
@@ -411,6 +415,93 @@ static void test_order_independent(void)
 }
 
 /* The probe's parser of /sys/class/infiniband/<dev>/ports/<n>/rate. */
+/* The specs discovery writes for HCA ports are ones the drivers take: the
+ * driver name is a registered driver (when discovery looks it up in the
+ * registry), and with the ucx driver built its own spec parser accepts
+ * "ucx:<dev>:<port>" for the device names HCAs have in the wild. */
+static void test_driver_specs(void)
+{
+    static const char *const names[] = {"mlx5_0",  "mlx5_bond_0", "rocep59s0f0", "hfi1_0",
+                                        "bnxt_re0", "irdma-x722",  "rxe.eth0"};
+    const int nnames = (int)(sizeof(names) / sizeof(names[0]));
+    machine_t m = {0};
+    outcome_t o;
+    mdr_disc_opts_t opts;
+    char pci[16];
+    int i, nucx = 0;
+
+    for (i = 0; i < nnames; i++) {
+        snprintf(pci, sizeof(pci), "0000:%02x:00.0", 0x10 + i);
+        add_hca(&m, names[i], (unsigned)(1 + i % 2), pci, 0, MDR_NETDEV_NEAR, 100000, 1);
+    }
+    run(&m, 8, 10000, tcp_ucx, &o);
+    check(o.n == nnames, "ucx built: every HCA port with a usual name is a rail (%s)", o.list);
+    for (i = 0; i < o.r.nrails; i++) {
+        const char *spec = o.r.rails[i].spec;
+        const mdr_netdev_t *d = &m.d[o.r.rails[i].dev];
+        char want[MDR_DISC_SPEC_MAX];
+        snprintf(want, sizeof(want), "ucx:%s:%u", d->name, d->port);
+        check(strcmp(spec, want) == 0, "HCA %s port %u -> %s", d->name, d->port, spec);
+#ifdef HAVE_UCX
+        check(strncmp(spec, "ucx:", 4) == 0 && mdr_ucx_spec_check(spec + 4) == MADRAIL_OK,
+              "the ucx driver accepts %s", spec);
+        nucx++;
+#endif
+    }
+#ifdef HAVE_UCX
+    /* the checker is the driver's parser: it does refuse */
+    check(mdr_ucx_spec_check("mlx5_0:1:2:3") != MADRAIL_OK &&
+              mdr_ucx_spec_check("mlx5_0:x1") == MADRAIL_OK /* transports "mlx5_0", device x1 */ &&
+              mdr_ucx_spec_check("tcp:mlx5_0:one") != MADRAIL_OK &&
+              mdr_ucx_spec_check("mlx5_0:1;nosuch=1") != MADRAIL_OK,
+          "ucx spec checker refuses malformed specs");
+    check(nucx == nnames, "%d discovered ucx specs checked by the driver", nucx);
+#else
+    printf("ok: ucx driver not built: its parser is not asked (%d specs)\n", nucx);
+#endif
+
+    /* a name that would not survive as a spec is left out, not mangled */
+    memset(&m, 0, sizeof(m));
+    add_hca(&m, "mlx5;0", 1, "0000:10:00.0", 0, MDR_NETDEV_NEAR, 100000, 1);
+    add_hca(&m, "mlx5+1", 1, "0000:11:00.0", 0, MDR_NETDEV_NEAR, 100000, 1);
+    add_hca(&m, "mlx5_2", 1, "0000:12:00.0", 0, MDR_NETDEV_NEAR, 100000, 1);
+    add(&m, "eth,1", "0000:13:00.0", 0, MDR_NETDEV_NEAR, 10000, 1);
+    add(&m, "eth0.100", "0000:14:00.0", 0, MDR_NETDEV_NEAR, 10000, 1);
+    run(&m, 8, 10000, tcp_ucx, &o);
+    check(strcmp(o.list, "ucx:mlx5_2:1,tcp:eth0.100") == 0 &&
+              why_has(&m, &o, "mlx5;0", 1, "cannot be written in a rail spec") &&
+              why_has(&m, &o, "mlx5+1", 1, "cannot be written in a rail spec") &&
+              why_has(&m, &o, "eth,1", 0, "cannot be written in a rail spec"),
+          "names that break a rail spec are rejected (%s)", o.list);
+
+    /* with the real registry: the HCA's driver is one that is registered */
+    memset(&m, 0, sizeof(m));
+    add_hca(&m, "mlx5_0", 1, "0000:10:00.0", 0, MDR_NETDEV_NEAR, 100000, 1);
+    memset(&opts, 0, sizeof(opts));
+    opts.max_rails = 4;
+    opts.default_speed_mbps = 10000;
+    memset(&o, 0, sizeof(o));
+    o.n = mdr_discover_choose(m.d, m.n, &opts, o.v, &o.r);
+    if (mdr_rail_find("ofi") == NULL && mdr_rail_find("ucx") == NULL) {
+        check(o.n == 0 && strstr(o.v[0].why, "no driver for OpenFabrics") != NULL,
+              "registry without ofi/ucx: the HCA is rejected (%s)", o.v[0].why);
+    } else {
+        char drv[16];
+        size_t k = strcspn(o.r.rails[0].spec, ":");
+        snprintf(drv, sizeof(drv), "%.*s", (int)(k < sizeof(drv) ? k : sizeof(drv) - 1),
+                 o.r.rails[0].spec);
+        check(o.n == 1 && mdr_rail_find(drv) != NULL,
+              "registry: the HCA maps to built driver '%s' (%s)", drv, o.r.rails[0].spec);
+#ifdef HAVE_UCX
+        if (mdr_rail_find("ofi") == NULL)
+            check(strcmp(o.r.rails[0].spec, "ucx:mlx5_0:1") == 0 &&
+                      mdr_ucx_spec_check(o.r.rails[0].spec + 4) == MADRAIL_OK,
+                  "registry with ucx, without ofi: %s, accepted by the driver",
+                  o.r.rails[0].spec);
+#endif
+    }
+}
+
 static void test_ib_rate(void)
 {
     check(mdr_topo_ib_rate("100 Gb/sec (4X EDR)") == 100000, "rate 100 Gb/sec (4X EDR)");
@@ -434,6 +525,7 @@ int main(void)
     test_no_driver();
     test_order_independent();
     test_ib_rate();
+    test_driver_specs();
     printf("%s: %d of %d checks failed\n", failures ? "FAIL" : "PASS", failures, checks);
     return failures ? 1 : 0;
 }

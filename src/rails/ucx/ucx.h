@@ -308,6 +308,10 @@ struct mdr_rail {
 void mdr_ucx_rx_free(mdr_rail_t *rail, mdr_ucx_rx_t *rx);
 /* Handle one in-order message of ep's incoming connection. */
 void mdr_ucx_dispatch(mdr_ep_t *ep, mdr_ucx_rx_t *rx);
+/* Is spec (what follows "ucx:") one open() accepts?  Parsed exactly as
+ * open() parses it, nothing opened; MADRAIL_ERR_CONFIG (logged) when
+ * refused.  Rail discovery's tests check the specs it makes with it. */
+madrail_status_t mdr_ucx_spec_check(const char *spec);
 
 /* ucx_ep.c */
 madrail_status_t mdr_ucx_ep_alloc(mdr_rail_t *rail, uint64_t uuid, const void *waddr,

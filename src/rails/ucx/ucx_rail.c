@@ -244,6 +244,39 @@ static madrail_status_t mdr_ucx_spec_split(char *first, mdr_ucx_spec_t *s)
     return MADRAIL_OK;
 }
 
+/* The whole spec (options and device part) as open() reads it, with its
+ * defaults; nothing is opened.  MADRAIL_ERR_CONFIG (logged) when refused. */
+static madrail_status_t mdr_ucx_spec_read(const char *spec, mdr_ucx_spec_t *s)
+{
+    madrail_status_t st;
+    char *copy, *first = NULL;
+
+    memset(s, 0, sizeof(*s));
+    s->spec = spec;
+    s->check = 1;
+    s->order = -1;
+    snprintf(s->seg, sizeof(s->seg), "%d", MDR_UCX_TCP_SEG);
+    copy = strdup(spec);
+    if (copy == NULL)
+        return MADRAIL_ERR_NOMEM;
+    st = mdr_spec_parse(copy, &first, mdr_ucx_opt, s);
+    if (st == MADRAIL_OK)
+        st = mdr_ucx_spec_split(first, s);
+    free(copy);
+    if (st != MADRAIL_OK)
+        return st == MADRAIL_ERR_NOMEM ? st : MADRAIL_ERR_CONFIG;
+    return MADRAIL_OK;
+}
+
+madrail_status_t mdr_ucx_spec_check(const char *spec)
+{
+    mdr_ucx_spec_t s;
+
+    if (spec == NULL)
+        return MADRAIL_ERR_INVALID;
+    return mdr_ucx_spec_read(spec, &s);
+}
+
 /* ---------------- profile ---------------- */
 
 static double mdr_ucx_read_double(const char *path)
@@ -587,27 +620,15 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     ucp_address_t *waddr;
     size_t waddr_len, rkey_len;
     mdr_rail_t *rail;
-    char *copy, *first;
     uint32_t mark = MDR_UCX_ADDR_MARK;
     uint16_t alen;
 
     if (spec == NULL || params == NULL || params->upcalls == NULL || rail_p == NULL ||
         params->slot_size == 0 || params->slot_size > UINT32_MAX)
         return MADRAIL_ERR_INVALID;
-    memset(&s, 0, sizeof(s));
-    s.spec = spec;
-    s.check = 1;
-    s.order = -1;
-    snprintf(s.seg, sizeof(s.seg), "%d", MDR_UCX_TCP_SEG);
-    copy = strdup(spec);
-    if (copy == NULL)
-        return MADRAIL_ERR_NOMEM;
-    st = mdr_spec_parse(copy, &first, mdr_ucx_opt, &s);
-    if (st == MADRAIL_OK)
-        st = mdr_ucx_spec_split(first, &s);
-    free(copy);
+    st = mdr_ucx_spec_read(spec, &s);
     if (st != MADRAIL_OK)
-        return st == MADRAIL_ERR_NOMEM ? st : MADRAIL_ERR_CONFIG;
+        return st;
 
     rail = calloc(1, sizeof(*rail));
     if (rail == NULL)
