@@ -586,10 +586,21 @@ void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
               madrail_status_str(status));
     mdr_list_for_each_safe(it, tmp, &peer->sendq) {
         mdr_req_t *req = mdr_container_of(it, mdr_req_t, link);
+        int j;
         mdr_list_del(it);
         req->queued = 0;
-        req->nputs = 0; /* none of its puts is in flight (still queued) */
-        mdr_req_complete(req, status);
+        /* Puts it could not issue yet never will; puts already issued are
+         * still the driver's (their completions, failed, finish the send:
+         * its buffer and registrations must outlive them). */
+        for (j = 0; j < req->nputs; j++)
+            if (req->puts[j].state == 0) {
+                req->puts[j].state = 2;
+                req->puts_left--;
+            }
+        if (req->rndv != 2 || req->puts_left == 0)
+            mdr_req_complete(req, status);
+        else if (req->info.status == MADRAIL_OK)
+            req->info.status = status;
     }
     mdr_list_for_each_safe(it, tmp, &ctx->posted) {
         mdr_req_t *req = mdr_container_of(it, mdr_req_t, link);

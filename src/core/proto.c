@@ -230,12 +230,17 @@ static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status)
         mdr_req_complete(req, req->info.status);
 }
 
-/* Issue the puts not yet issued; returns how many went out. */
+/* Issue the puts not yet issued; returns how many went out.  Puts that are
+ * over at once (done, refused, failed) are reported after the loop: the
+ * last report may complete the request, which may then be released (a
+ * callback request) with its puts array. */
 static int mdr_issue_puts(mdr_req_t *req)
 {
     mdr_ctx_t *ctx = req->ctx;
     mdr_peer_t *peer = mdr_peer_get(ctx, req->peer);
-    int i, n = 0, waiting = 0;
+    mdr_put_op_t *over[MDR_MAX_RAILS];
+    madrail_status_t over_st[MDR_MAX_RAILS];
+    int i, n = 0, waiting = 0, nover = 0;
 
     for (i = 0; i < req->nputs; i++) {
         mdr_put_op_t *op = &req->puts[i];
@@ -246,9 +251,14 @@ static int mdr_issue_puts(mdr_req_t *req)
 
         if (op->state != 0)
             continue;
+        if (nover == MDR_MAX_RAILS) { /* not reached: one chunk per rail at most */
+            waiting++;
+            continue;
+        }
         if (!pr->ep && mdr_peer_connect_rail(peer, op->rail) != MADRAIL_OK) {
             op->state = 1;
-            mdr_put_done(&op->comp, MADRAIL_ERR_RAIL_DOWN);
+            over[nover] = op;
+            over_st[nover++] = MADRAIL_ERR_RAIL_DOWN;
             continue;
         }
         if (!(rs->attr.caps & MDR_RAIL_CAP_REG_CHEAP)) {
@@ -256,7 +266,8 @@ static int mdr_issue_puts(mdr_req_t *req)
                 mdr_rcache_get(rs->rcache, req->buf, req->len, MDR_MEM_LOCAL,
                                &req->reg[op->rail]) != MADRAIL_OK) {
                 op->state = 1;
-                mdr_put_done(&op->comp, MADRAIL_ERR_RAIL_DOWN);
+                over[nover] = op;
+                over_st[nover++] = MADRAIL_ERR_RAIL_DOWN;
                 continue;
             }
             lmemh = mdr_rcache_memh(req->reg[op->rail]);
@@ -272,16 +283,17 @@ static int mdr_issue_puts(mdr_req_t *req)
         rs->stats.tx_bytes += op->len;
         n++;
         op->state = 1;
-        if (st == MADRAIL_OK) {
-            mdr_put_done(&op->comp, MADRAIL_OK);
-        } else if (st != MADRAIL_INPROGRESS) {
-            mdr_put_done(&op->comp, st);
+        if (st != MADRAIL_INPROGRESS) {
+            over[nover] = op;
+            over_st[nover++] = st;
         }
     }
     if (waiting)
         mdr_sendq_add(peer, req);
     else
         mdr_sendq_del(req);
+    for (i = 0; i < nover; i++)
+        mdr_put_done(&over[i]->comp, over_st[i]);
     return n;
 }
 

@@ -280,3 +280,15 @@ void mdr_rcache_get_stats(const mdr_rcache_t *rc, mdr_rcache_stats_t *stats)
         return;
     *stats = rc->stats;
 }
+
+size_t mdr_rcache_in_use(const mdr_rcache_t *rc)
+{
+    const mdr_list_t *it;
+    size_t n = 0;
+
+    if (!rc)
+        return 0;
+    for (it = rc->entries.next; it != &rc->entries; it = it->next)
+        n += mdr_container_of(it, mdr_rcache_entry_t, link)->refcnt != 0;
+    return n;
+}

@@ -35,5 +35,8 @@ madrail_status_t mdr_rcache_get(mdr_rcache_t *rc, void *addr, size_t len, unsign
 mdr_memh_t *mdr_rcache_memh(const mdr_rcache_entry_t *entry);
 void mdr_rcache_put(mdr_rcache_t *rc, mdr_rcache_entry_t *entry);
 void mdr_rcache_get_stats(const mdr_rcache_t *rc, mdr_rcache_stats_t *stats);
+/* Registrations some transfer holds (got, not put back yet); 0 when every
+ * transfer gave its registrations back. */
+size_t mdr_rcache_in_use(const mdr_rcache_t *rc);
 
 #endif

@@ -88,6 +88,7 @@ void mdr_req_release(mdr_req_t *req)
     if (ctx->reqgen[idx] == 0)
         ctx->reqgen[idx] = 1;
     ctx->reqfree[ctx->nreqfree++] = idx;
+    mdr_rfs_release(req); /* a request released without completing (isend error) */
     free(req->cts);
     free(req->puts);
     if (ctx->nreq_cache < MDR_REQ_CACHE_MAX) {
@@ -115,6 +116,14 @@ void mdr_req_complete(mdr_req_t *req, madrail_status_t status)
         return;
     req->complete = 1;
     req->info.status = status;
+    /* Registrations go back to the cache as soon as the transfer is over,
+     * whatever its outcome: a send's local registrations (taken for its
+     * puts), a receive's remote-write ones on paths that fail it without
+     * mdr_recv_finish.  Every caller completes a request only once no put
+     * of it is in flight.  Held past this point they would stay
+     * referenced, hence never evicted, until the user collects the
+     * request. */
+    mdr_rfs_release(req);
     if (req->type == MDR_REQ_SEND) {
         req->ctx->active_sends--;
         if (status == MADRAIL_OK || status == MADRAIL_ERR_TRUNCATE)

@@ -1448,7 +1448,7 @@ static int chk_knob_profile(const t_spec_t *sp, const char *fab, char *why)
     int rc = T_PASS;
     t_pair_t p;
 
-    snprintf(rest, sizeof(rest), "%s;latency=7.5;bw=10m", fab);
+    snprintf(rest, sizeof(rest), "%s;latency=7.5;bw=10m;reg=1", fab);
     if (t_loop_pair(&p, sp, fab, rest, NULL, why) != 0)
         return T_FAIL;
     T_CHECK(p.a.attr.latency_us == 1.0 && p.a.attr.bandwidth_mbs == 10000.0,
@@ -1459,6 +1459,8 @@ static int chk_knob_profile(const t_spec_t *sp, const char *fab, char *why)
             "bw=10m gave %g MB/s, want %g", p.b.attr.bandwidth_mbs, 10.0 * 1048576 / 1e6);
     T_CHECK(p.a.attr.caps == (MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP), "caps %#x",
             p.a.attr.caps);
+    T_CHECK(p.b.attr.caps == MDR_RAIL_CAP_PUT, "reg=1: caps %#x, want put without REG_CHEAP",
+            p.b.attr.caps);
     T_CHECK(p.a.attr.max_ctrl == T_SLOT, "max_ctrl %zu, want slot_size %d", p.a.attr.max_ctrl,
             T_SLOT);
     T_CHECK(strncmp(p.a.attr.name, "loop:", 5) == 0 && strcmp(p.a.attr.name + 5, fab) == 0,

@@ -477,6 +477,211 @@ static void test_probe_cancel_sync(void)
     pair_close(&p);
 }
 
+/* Registrations some transfer of ctx still holds, over its rails. */
+static size_t regs_in_use(madrail_context_t ctx)
+{
+    size_t n = 0;
+    int r;
+    for (r = 0; r < ctx->nrails; r++)
+        n += mdr_rcache_in_use(ctx->rails[r].rcache);
+    return n;
+}
+
+static void rcache_totals(madrail_context_t ctx, mdr_rcache_stats_t *t)
+{
+    mdr_rcache_stats_t s;
+    int r;
+    memset(t, 0, sizeof(*t));
+    for (r = 0; r < ctx->nrails; r++) {
+        mdr_rcache_get_stats(ctx->rails[r].rcache, &s);
+        t->regs += s.regs;
+        t->deregs += s.deregs;
+        t->evictions += s.evictions;
+        t->hits += s.hits;
+        t->misses += s.misses;
+    }
+}
+
+/*
+ * Registrations are given back when a rendezvous completes, on both sides,
+ * on rails where registering is real (loop reg=1: no REG_CHEAP, so the
+ * sender registers its buffer too).  NBUF sends from NBUF distinct buffers,
+ * through RTS/CTS and through receiver-first offers: afterwards no
+ * registration is in use, and with caching on the cache stayed within
+ * MADRAIL_RCACHE_MAX by evicting (a region still referenced is never
+ * evicted, so leaked references made the cache grow per send buffer).
+ */
+static void test_reg_release(const char *rails, int cache)
+{
+    const char *ov[] = {rails, cache ? "MADRAIL_RCACHE=1" : "MADRAIL_RCACHE=0",
+                        "MADRAIL_RCACHE_MAX=4", "MADRAIL_RNDV_THRESH=16k", NULL};
+    enum { NBUF = 12 };
+    size_t n = 64 * 1024 + 100;
+    uint8_t *sb[NBUF], *rb = malloc(n);
+    mdr_rcache_stats_t sa, sbs;
+    pair_t p;
+    int i, j, ok = 1;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "open %s", rails);
+        free(rb);
+        return;
+    }
+    for (i = 0; i < NBUF; i++) {
+        madrail_request_t sr, rr;
+        sb[i] = malloc(n);
+        fill(sb[i], n, 40 + (unsigned)i);
+        memset(rb, 0, n);
+        if (i % 2) { /* receiver first: the send spends the offer */
+            madrail_irecv(p.b, p.b2a, rb, n, 500 + (uint64_t)i, 0, &rr);
+            for (j = 0; j < 50; j++)
+                spin(&p);
+            madrail_isend(p.a, p.a2b, sb[i], n, 500 + (uint64_t)i, 0, &sr);
+        } else {
+            madrail_isend(p.a, p.a2b, sb[i], n, 500 + (uint64_t)i, 0, &sr);
+            madrail_irecv(p.b, MADRAIL_ANY_PEER, rb, n, 500 + (uint64_t)i, 0, &rr);
+        }
+        ok &= pwait(&p, &rr, NULL) == MADRAIL_OK && verify(rb, n, 40 + (unsigned)i);
+        ok &= pwait(&p, &sr, NULL) == MADRAIL_OK;
+    }
+    CHECK(ok, "%s rcache=%d: %d rendezvous from distinct buffers byte-exact", rails, cache, NBUF);
+    rcache_totals(p.a, &sa);
+    rcache_totals(p.b, &sbs);
+    CHECK(sa.regs >= NBUF, "%s rcache=%d: the sender registered its buffers (%llu regs)", rails,
+          cache, (unsigned long long)sa.regs);
+    CHECK(regs_in_use(p.a) == 0,
+          "%s rcache=%d: sender holds %zu registration(s) after its %d sends completed", rails,
+          cache, regs_in_use(p.a), NBUF);
+    CHECK(regs_in_use(p.b) == 0,
+          "%s rcache=%d: receiver holds %zu registration(s) after its receives completed", rails,
+          cache, regs_in_use(p.b));
+    if (cache)
+        CHECK(sa.evictions > 0 && sa.regs - sa.deregs <= 4 * (unsigned)p.a->nrails,
+              "%s: sender cache bounded by MADRAIL_RCACHE_MAX=4 per rail (%llu regs, %llu "
+              "deregs, %llu evictions)",
+              rails, (unsigned long long)sa.regs, (unsigned long long)sa.deregs,
+              (unsigned long long)sa.evictions);
+    else
+        CHECK(sa.regs == sa.deregs && sbs.regs == sbs.deregs,
+              "%s: without caching every registration was undone (sender %llu/%llu, receiver "
+              "%llu/%llu)",
+              rails, (unsigned long long)sa.regs, (unsigned long long)sa.deregs,
+              (unsigned long long)sbs.regs, (unsigned long long)sbs.deregs);
+    pair_close(&p);
+    for (i = 0; i < NBUF; i++)
+        free(sb[i]);
+    free(rb);
+}
+
+/* The error path: the only rail dies while a rendezvous is under way (the
+ * loop fail= knob, at each point of the exchange in turn).  Whatever the
+ * send's outcome, it gives its registration back when it completes. */
+static void test_reg_release_fail(void)
+{
+    size_t n = 64 * 1024 + 100;
+    uint8_t *sb = malloc(n), *rb = malloc(n);
+    int j, k, failed_after_reg = 0, ok = 1;
+
+    fill(sb, n, 77);
+    for (k = 1; k <= 12; k++) {
+        char rails[80];
+        const char *ov[] = {rails, "MADRAIL_RNDV_THRESH=16k", "MADRAIL_LOG_LEVEL=error", NULL};
+        madrail_request_t sr = NULL, rr = NULL;
+        madrail_status_t sst;
+        mdr_rcache_stats_t sa;
+        pair_t p;
+
+        /* k > 6: every other operation is refused first, so the rail
+         * dies with puts still queued in the core */
+        snprintf(rails, sizeof(rails), "MADRAIL_RAILS=loop:rgf%d;reg=1;fail=%d%s", k,
+                 k > 6 ? k - 6 : k, k > 6 ? ";nores=2" : "");
+        if (pair_open(&p, ov) != 0) {
+            CHECK(0, "open %s", rails);
+            continue;
+        }
+        madrail_irecv(p.b, MADRAIL_ANY_PEER, rb, n, 9, 0, &rr);
+        if (madrail_isend(p.a, p.a2b, sb, n, 9, 0, &sr) != MADRAIL_OK)
+            sr = NULL;
+        sst = sr ? pwait(&p, &sr, NULL) : MADRAIL_ERR_IO;
+        /* The receive may never end: a dead rail is noticed by the side
+         * whose operation hits it, and nothing pings an idle peer yet.
+         * Only the sender is judged here; finalize frees the receive. */
+        for (j = 0; j < 2000 && rr; j++) {
+            int flag = 0;
+            spin(&p);
+            madrail_test(&rr, &flag, NULL);
+        }
+        rcache_totals(p.a, &sa);
+        if (sst != MADRAIL_OK && sa.regs > 0)
+            failed_after_reg++;
+        printf("  %s: send %s, receive %s; sender holds %zu registration(s)\n", rails + 14,
+               madrail_status_str(sst), rr ? "pending" : "done", regs_in_use(p.a));
+        if (regs_in_use(p.a) != 0 || (rr == NULL && regs_in_use(p.b) != 0))
+            ok = 0;
+        pair_close(&p);
+    }
+    CHECK(failed_after_reg > 0, "a rail death after the sender registered was exercised (%d)",
+          failed_after_reg);
+    CHECK(ok, "failed or not, completed sends gave their registrations back");
+    free(sb);
+    free(rb);
+}
+
+/* The peer fails while a striped send has one put in flight and another
+ * still queued (rail 0 refuses everything with no-resource, nores=1; its
+ * control messages go on rail 1): the queued put is dropped, the send
+ * completes with the failure only once the driver reported the put in
+ * flight (its puts array, buffer and registrations stay valid until
+ * then), and its registrations are given back. */
+static void test_reg_release_peer_fail(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:pfa;reg=1;nores=1,loop:pfb;reg=1",
+                        "MADRAIL_RNDV_THRESH=16k", "MADRAIL_RAIL_WEIGHTS=1,1",
+                        "MADRAIL_LOG_LEVEL=error", NULL};
+    size_t n = 256 * 1024;
+    uint8_t *sb = malloc(n), *rb = malloc(n);
+    madrail_request_t sr = NULL, rr = NULL;
+    madrail_status_t st;
+    pair_t p;
+    int i, j, inflight = 0, queued = 0;
+
+    fill(sb, n, 5);
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "open");
+        free(sb);
+        free(rb);
+        return;
+    }
+    madrail_irecv(p.b, MADRAIL_ANY_PEER, rb, n, 3, 0, &rr);
+    madrail_isend(p.a, p.a2b, sb, n, 3, 0, &sr);
+    /* one side at a time, checked right after a handled the CTS, before
+     * b's progress takes the put in flight */
+    for (i = 0; i < 400 && !(sr->rndv == 2 && sr->queued); i++)
+        madrail_progress(i % 2 ? p.b : p.a);
+    for (j = 0; j < sr->nputs; j++) {
+        inflight += sr->puts[j].state == 1;
+        queued += sr->puts[j].state == 0;
+    }
+    CHECK(sr->rndv == 2 && sr->queued && inflight == 1 && queued == 1,
+          "staged: one put in flight, one queued (rndv %d queued %d, %d in flight, %d waiting)",
+          sr->rndv, sr->queued, inflight, queued);
+    mdr_peer_fail(mdr_peer_get(p.a, p.a2b), MADRAIL_ERR_PEER_UNREACHABLE);
+    CHECK(!sr->complete, "peer failed: the send waits for its put in flight");
+    st = pwait(&p, &sr, NULL);
+    CHECK(st == MADRAIL_ERR_PEER_UNREACHABLE, "the send reports the failure (%s)",
+          madrail_status_str(st));
+    CHECK(regs_in_use(p.a) == 0, "the failed send gave its registrations back (%zu in use)",
+          regs_in_use(p.a));
+    for (i = 0; i < 2000 && rr; i++) {
+        int flag = 0;
+        spin(&p);
+        madrail_test(&rr, &flag, NULL);
+    }
+    pair_close(&p);
+    free(sb);
+    free(rb);
+}
+
 /* A malformed message closes the rail to that peer; the process survives. */
 static void test_malformed(void)
 {
@@ -641,6 +846,11 @@ int main(void)
     test_am("MADRAIL_RAILS=loop:am1;reorder=1;seed=2,loop:am2;reorder=1;seed=4;nores=5");
     test_probe_cancel_sync();
     test_malformed();
+    test_reg_release("MADRAIL_RAILS=loop:rg0;reg=1", 1);
+    test_reg_release("MADRAIL_RAILS=loop:rg1;reg=1,loop:rg2;reg=1", 1);
+    test_reg_release("MADRAIL_RAILS=loop:rg3;reg=1,loop:rg4;reg=1;nores=3", 0);
+    test_reg_release_fail();
+    test_reg_release_peer_fail();
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -47,6 +47,7 @@ typedef struct mdr_loop_config {
     size_t bandwidth;     /* bytes per second per ep, 0: unlimited */
     unsigned fail_after;  /* the rail dies after N operations, 0: never */
     double latency_us;    /* profile latency */
+    int reg;              /* registration is not cheap: no MDR_RAIL_CAP_REG_CHEAP */
 } mdr_loop_config_t;
 
 static const mdr_cfg_entry_t mdr_loop_cfg_entries[] = {
@@ -73,6 +74,9 @@ static const mdr_cfg_entry_t mdr_loop_cfg_entries[] = {
      offsetof(mdr_loop_config_t, latency_us),
      "loop rails: one-way latency in microseconds reported in the profile (spec option "
      "latency=)"},
+    {"MADRAIL_LOOP_REG", MDR_CFG_BOOL, "0", 1, 0, offsetof(mdr_loop_config_t, reg),
+     "loop rails: do not report registration as cheap, so the core registers send buffers "
+     "too and caches registrations, as on an RDMA rail (spec option reg=)"},
 };
 
 const mdr_cfg_table_t mdr_loop_cfg_table = {
@@ -84,7 +88,7 @@ static const struct {
     size_t entry;
 } mdr_loop_spec_opts[] = {
     {"delay", 0}, {"reorder", 1}, {"seed", 2}, {"nores", 3},
-    {"bw", 4},    {"fail", 5},    {"latency", 6},
+    {"bw", 4},    {"fail", 5},    {"latency", 6}, {"reg", 7},
 };
 
 /* ---------------- objects ---------------- */
@@ -616,7 +620,7 @@ static madrail_status_t mdr_loop_spec_opt(const char *key, const char *val, void
             e = &mdr_loop_cfg_entries[mdr_loop_spec_opts[i].entry];
     if (e == NULL) {
         mdr_error("rail spec loop:%s: unknown option '%s' (known: delay, reorder, seed, nores, "
-                  "bw, fail, latency)",
+                  "bw, fail, latency, reg)",
                   sa->spec, key);
         return MADRAIL_ERR_CONFIG;
     }
@@ -777,7 +781,7 @@ static void mdr_loop_query(mdr_rail_t *rail, mdr_rail_attr_t *attr)
 {
     memset(attr, 0, sizeof(*attr));
     snprintf(attr->name, sizeof(attr->name), "%s", rail->name);
-    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP;
+    attr->caps = MDR_RAIL_CAP_PUT | (rail->cfg.reg ? 0 : MDR_RAIL_CAP_REG_CHEAP);
     attr->latency_us = rail->cfg.latency_us;
     attr->bandwidth_mbs = rail->cfg.bandwidth != 0 ? (double)rail->cfg.bandwidth / 1e6 : 10000.0;
     attr->max_ctrl = rail->slot_size;
