@@ -90,6 +90,30 @@ static void mdr_close_rails(mdr_ctx_t *ctx)
     ctx->nrails = 0;
 }
 
+typedef struct mdr_name_list {
+    char *buf;
+    size_t len, off;
+} mdr_name_list_t;
+
+static void mdr_name_list_add(const mdr_rail_ops_t *ops, void *arg)
+{
+    mdr_name_list_t *l = arg;
+    int n;
+    if (l->off >= l->len)
+        return;
+    n = snprintf(l->buf + l->off, l->len - l->off, "%s%s", l->off ? ", " : "", ops->name);
+    if (n > 0)
+        l->off += (size_t)n;
+}
+
+/* "tcp, loop, shm, ucx": the drivers built into this library. */
+static void mdr_built_drivers(char *buf, size_t len)
+{
+    mdr_name_list_t l = {buf, len, 0};
+    buf[0] = '\0';
+    mdr_rail_foreach(mdr_name_list_add, &l);
+}
+
 /*
  * Open the rails of rails_list.  auto_w (MADRAIL_RAILS=auto) holds one
  * discovered weight per listed rail; a discovered rail that fails to open
@@ -137,8 +161,10 @@ static madrail_status_t mdr_open_rails(mdr_ctx_t *ctx, const char *rails_list,
             *colon = '\0';
         ops = mdr_rail_find(tok);
         if (!ops) {
-            mdr_error("MADRAIL_RAILS=%s: unknown driver '%s' (built: tcp, loop)",
-                      ctx->cfg.rails, tok);
+            char built[128];
+            mdr_built_drivers(built, sizeof(built));
+            mdr_error("MADRAIL_RAILS=%s: unknown driver '%s' (built: %s)", ctx->cfg.rails, tok,
+                      built);
             st = MADRAIL_ERR_CONFIG;
             goto err_close;
         }
