@@ -12,6 +12,9 @@
 static const mdr_rail_ops_t *const mdr_drivers[] = {
     &mdr_tcp_ops,
     &mdr_loop_ops,
+#ifdef HAVE_LIBFABRIC
+    &mdr_ofi_ops,
+#endif
 };
 
 const mdr_rail_ops_t *mdr_rail_find(const char *name)

@@ -168,5 +168,6 @@ int mdr_rail_noop_flush(mdr_rail_t *rail);
 /* The drivers. */
 extern const mdr_rail_ops_t mdr_tcp_ops;
 extern const mdr_rail_ops_t mdr_loop_ops;
+extern const mdr_rail_ops_t mdr_ofi_ops; /* built when configure found libfabric */
 
 #endif /* MDR_RAIL_H */

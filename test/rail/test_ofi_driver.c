@@ -1,0 +1,2 @@
+#include "mdr_config.h"
+int main(void) { return 77; }
