@@ -27,11 +27,13 @@ fi
 # per libfabric provider that fi_info lists with RDM endpoints here, or
 # tcp;ofi_rxm alone without fi_info (libfabric-bin).  shm and udp;ofi_rxd
 # never report a write the target rejected, nor a peer that died: only
-# MADRAIL_OFI_TIMEOUT catches those, so the run sets one.
+# MADRAIL_OFI_TIMEOUT catches those, so the run sets one.  (ofi:sockets:lo
+# passes too, but libfabric 1.17's sockets provider leaks in its progress
+# thread, which fails the LeakSanitizer run of check.sh.)
 ofi_specs='ofi:tcp;ofi_rxm:lo'
 if command -v fi_info >/dev/null 2>&1; then
     ofi_specs=
-    for p in 'tcp;ofi_rxm:lo' shm 'udp;ofi_rxd:lo' sockets:lo; do
+    for p in 'tcp;ofi_rxm:lo' shm 'udp;ofi_rxd:lo'; do
         fi_info -p "${p%%:*}" -t FI_EP_RDM >/dev/null 2>&1 && ofi_specs="$ofi_specs ofi:$p"
     done
 fi

@@ -543,18 +543,18 @@ static void check_foreign_address(void)
     mdr_ep_t *ep = NULL;
 
     memset(&b, 0, sizeof(b));
-    if (!provider_exists("sockets", 1)) {
-        printf("skip foreign address: no sockets provider to make one\n");
+    if (!provider_exists("udp;ofi_rxd", 1)) {
+        printf("skip foreign address: no udp;ofi_rxd provider to make one\n");
         return;
     }
     if (side_open(&a, 0x7007, SPEC, NULL) != MADRAIL_OK ||
-        side_open(&b, 0x8008, "sockets:lo", NULL) != MADRAIL_OK) {
+        side_open(&b, 0x8008, "udp;ofi_rxd:lo", NULL) != MADRAIL_OK) {
         CHECK(0, "foreign address: open");
         goto out;
     }
     st = ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.own, &ep);
     CHECK(st == MADRAIL_ERR_INVALID && ep == NULL,
-          "an address of a sockets rail is refused by a tcp;ofi_rxm rail (%s)",
+          "an address of a udp;ofi_rxd rail is refused by a tcp;ofi_rxm rail (%s)",
           madrail_status_str(st));
 out:
     side_close(&a);

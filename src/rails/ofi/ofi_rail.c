@@ -130,18 +130,26 @@ static int mdr_ofi_try(const char *spec, const char *prov, const char *dev,
     return *info_p != NULL ? 0 : -FI_ENOMEM;
 }
 
-/* Append s to a ", "-separated list in buf unless it is there. */
-static void mdr_ofi_list_add(char *buf, size_t size, const char *s)
+/* Is s an item of the ", "-separated list in buf? */
+static int mdr_ofi_list_has(const char *buf, const char *s)
 {
-    size_t n = strlen(buf), k = strlen(s);
+    size_t k = strlen(s);
     const char *p = buf;
 
     while ((p = strstr(p, s)) != NULL) {
         if ((p == buf || p[-1] == ' ') && (p[k] == ',' || p[k] == '\0'))
-            return;
+            return 1;
         p += k;
     }
-    if (n + k + 3 >= size)
+    return 0;
+}
+
+/* Append s to a ", "-separated list in buf unless it is there. */
+static void mdr_ofi_list_add(char *buf, size_t size, const char *s)
+{
+    size_t n = strlen(buf), k = strlen(s);
+
+    if (mdr_ofi_list_has(buf, s) || n + k + 3 >= size)
         return;
     snprintf(buf + n, size - n, "%s%s", n ? ", " : "", s);
 }
@@ -275,7 +283,7 @@ static madrail_status_t mdr_ofi_select_any(mdr_rail_t *rail, const char *spec,
                                            const char *dev, struct fi_info **info_p)
 {
     struct fi_info *hints, *list = NULL, *i;
-    char tried[512] = "", seen[512] = "";
+    char tried[512] = "";
     madrail_status_t st;
     int ret;
 
@@ -293,11 +301,8 @@ static madrail_status_t mdr_ofi_select_any(mdr_rail_t *rail, const char *spec,
     }
     for (i = list; i != NULL; i = i->next) {
         const char *p = i->fabric_attr->prov_name;
-        size_t n = strlen(seen);
-        if (p == NULL || (strstr(seen, p) != NULL && n > 0))
+        if (p == NULL || mdr_ofi_list_has(tried, p))
             continue;
-        if (n + strlen(p) + 3 < sizeof(seen))
-            snprintf(seen + n, sizeof(seen) - n, "%s|", p);
         mdr_ofi_list_add(tried, sizeof(tried), p);
         /* quiet while probing: a refusal here is not an error */
         st = mdr_ofi_select(rail, spec, p, dev, 1, info_p);
@@ -857,7 +862,7 @@ static void mdr_ofi_handle(mdr_rail_t *rail, const struct fi_cq_data_entry *e, i
         return;
     if (ctx->kind == MDR_OFI_OP_RECV) {
         mdr_ofi_rxbuf_t *rxb = (mdr_ofi_rxbuf_t *)ctx;
-        if ((e->flags & FI_RECV) && !quiet) {
+        if ((e->flags & FI_RECV) && e->len > 0 && !quiet) {
             const uint8_t *data = rail->multi_recv ? e->buf : rxb->buf;
             if (data != NULL)
                 mdr_ofi_recv_msg(rail, data, e->len);
