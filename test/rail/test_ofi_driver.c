@@ -5,17 +5,21 @@
  * messages the refusals print (stderr is captured), both receive modes
  * (FI_MULTI_RECV pools and single buffers) with odd message lengths, the
  * send-after-write put mode, a peer that destroys its endpoint and comes
- * back (the hello/bye incarnations), and addresses of another provider.
- * Two rails in one process on tcp;ofi_rxm over lo.  Each check prints a
+ * back (the hello/bye incarnations), addresses of another provider, and a
+ * peer process that dies without a goodbye (tcp;ofi_rxm reports it; shm
+ * needs MADRAIL_OFI_TIMEOUT).  Two rails in one process on tcp;ofi_rxm
+ * over lo, or two processes (fork) for the deaths.  Each check prints a
  * line; exit 0 = pass, 1 = fail, 77 = skip (no tcp;ofi_rxm provider).
  */
 #include "mdr_config.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +30,7 @@
 #include "util/log.h"
 
 #define SLOT 2048
+#define MDR_OFI_ADDR_HDR_TEST 12 /* packed ofi address: header, then fi_getname() bytes */
 #define PROV "tcp;ofi_rxm"
 #define SPEC PROV ":lo"
 
@@ -349,6 +354,161 @@ static void check_specs(void)
     side_close(&s);
 }
 
+/* A peer process that dies without a goodbye (exit without closing its
+ * rail): the survivor's ep must fail once it sends.  tcp;ofi_rxm notices
+ * the broken connection by itself; shm needs MADRAIL_OFI_TIMEOUT, which the
+ * overrides give.  Runs before this process initialises libfabric (fork). */
+static void check_peer_death(const char *spec, const char *const *ov, const char *label)
+{
+    int c2p[2], p2c[2], status = 0, n;
+    uint8_t addr[256];
+    uint32_t alen = 0;
+    pid_t pid;
+    side_t a;
+    madrail_status_t st;
+    double dl;
+    char ch;
+
+    if (pipe(c2p) != 0 || pipe(p2c) != 0) {
+        CHECK(0, "%s: pipe", label);
+        return;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid == 0) {
+        side_t c;
+        close(c2p[0]);
+        close(p2c[1]);
+        if (side_open(&c, 0xC0DE, spec, ov) != MADRAIL_OK) {
+            alen = 0; /* no such provider here: the parent skips */
+            _exit(write(c2p[1], &alen, 4) == 4 ? 3 : 2);
+        }
+        alen = (uint32_t)c.attr.addr_len;
+        if (write(c2p[1], &alen, 4) != 4 || write(c2p[1], c.addr, alen) != (ssize_t)alen)
+            _exit(2);
+        dl = mdr_time_sec() + 20.0;
+        while ((c.naccepted < 1 || c.acc[0].nrecv < 1) && mdr_time_sec() < dl)
+            ops->progress(c.rail);
+        ch = c.acc[0].nrecv >= 1 ? 'r' : 'n';
+        if (write(c2p[1], &ch, 1) != 1)
+            _exit(2);
+        if (read(p2c[0], &ch, 1) < 0)
+            _exit(2);
+        exit(0); /* no close: the peer hears nothing from the driver */
+    }
+    close(c2p[1]);
+    close(p2c[0]);
+    if (pid < 0 || read(c2p[0], &alen, 4) != 4 || alen > sizeof(addr)) {
+        CHECK(0, "%s: the child process failed", label);
+        goto out_child;
+    }
+    if (alen == 0) {
+        printf("skip %s: %s does not open here\n", label, spec);
+        goto out_child;
+    }
+    if (read(c2p[0], addr, alen) != (ssize_t)alen) {
+        CHECK(0, "%s: the child process failed", label);
+        goto out_child;
+    }
+    if (side_open(&a, 0xA11CE, spec, ov) != MADRAIL_OK) {
+        CHECK(0, "%s: open", label);
+        goto out_child;
+    }
+    st = ops->ep_create(a.rail, 0xC0DE, addr, alen, &a.own, &a.own.ep);
+    if (st == MADRAIL_OK) {
+        uint8_t buf[SLOT];
+        struct iovec iov = {buf, msg_make(buf, 0)};
+        dl = mdr_time_sec() + 20.0;
+        while ((st = ops->ctrl_send(a.own.ep, &iov, 1)) == MADRAIL_ERR_NORESOURCE &&
+               mdr_time_sec() < dl)
+            ops->progress(a.rail);
+    }
+    /* progress until the child says it got the message */
+    fcntl(c2p[0], F_SETFL, O_NONBLOCK);
+    dl = mdr_time_sec() + 20.0;
+    ch = 0;
+    while (st == MADRAIL_OK && mdr_time_sec() < dl && (n = (int)read(c2p[0], &ch, 1)) != 1)
+        ops->progress(a.rail);
+    CHECK(st == MADRAIL_OK && ch == 'r', "%s: the child process received a message", label);
+    if (ch != 'r')
+        goto out_rail;
+    ch = 'x';
+    if (write(p2c[1], &ch, 1) != 1 || waitpid(pid, &status, 0) != pid) {
+        CHECK(0, "%s: the child did not exit", label);
+        goto out_rail;
+    }
+    pid = -1;
+    if (strncmp(spec, "shm", 3) == 0 && alen > MDR_OFI_ADDR_HDR_TEST + 9 &&
+        memcmp(addr + MDR_OFI_ADDR_HDR_TEST, "fi_shm://", 9) == 0) {
+        /* the dead process left its shm region behind (nobody closed it) */
+        char name[200];
+        size_t n = alen - MDR_OFI_ADDR_HDR_TEST - 9;
+        if (n >= sizeof(name))
+            n = sizeof(name) - 1;
+        memcpy(name, addr + MDR_OFI_ADDR_HDR_TEST + 9, n);
+        name[n] = '\0';
+        shm_unlink(name);
+    }
+    dl = mdr_time_sec() + 25.0;
+    while (a.own.failed == 0 && mdr_time_sec() < dl) {
+        uint8_t buf[SLOT];
+        static uint64_t seq = 1;
+        struct iovec iov = {buf, msg_make(buf, seq)};
+        if (ops->ctrl_send(a.own.ep, &iov, 1) == MADRAIL_OK)
+            seq++;
+        ops->progress(a.rail);
+        usleep(1000);
+    }
+    CHECK(a.own.failed == 1 && a.own.fail_status == MADRAIL_ERR_RAIL_DOWN,
+          "%s: the ep to a peer that died without a goodbye failed (%d report(s): %s)", label,
+          a.own.failed, a.own.fail_reason);
+out_rail:
+    side_close(&a);
+out_child:
+    if (pid > 0) {
+        ch = 'x';
+        if (write(p2c[1], &ch, 1) != 1)
+            kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    (void)status;
+    close(c2p[0]);
+    close(p2c[1]);
+}
+
+enum { PEER_DEATH_RXM, PEER_DEATH_SHM };
+
+/* Run one forking check in a process of its own, so that this one has not
+ * started libfabric when the next check forks. */
+static void run_isolated(int which)
+{
+    static const char *const ov[] = {"MADRAIL_OFI_TIMEOUT=2s", NULL};
+    int status = 0;
+    pid_t pid;
+
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid == 0) {
+        failures = 0; /* no libfabric call here before check_peer_death forks */
+        if (which == PEER_DEATH_RXM)
+            check_peer_death(SPEC, NULL, "peer death (" PROV ")");
+        else
+            check_peer_death("shm", ov, "peer death (shm, MADRAIL_OFI_TIMEOUT=2s)");
+        fflush(stdout);
+        fflush(stderr);
+        _exit(failures ? 1 : 0);
+    }
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+        if (pid < 0 || !WIFEXITED(status))
+            printf("FAIL peer death check process: %s\n",
+                   pid < 0 ? "fork failed" : "killed by a signal");
+        failures++;
+    }
+}
+
 /* Both directions, many messages of odd lengths, through one receive mode. */
 static void check_traffic(const char *label, const char *const *ov)
 {
@@ -564,7 +724,12 @@ out:
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    check_lacks(); /* first: forks before this process initialises libfabric */
+    /* first, the checks that fork: every process involved starts libfabric
+     * afresh (a child forked after libfabric started shares its file
+     * descriptors and may inherit its locks) */
+    check_lacks();
+    run_isolated(PEER_DEATH_RXM);
+    run_isolated(PEER_DEATH_SHM);
     if (!provider_exists(PROV, 1)) {
         printf("SKIP: libfabric has no %s provider with RDM endpoints\n", PROV);
         return 77;

@@ -178,6 +178,7 @@ struct mdr_ep {
     size_t backlog;     /* bytes handed to the provider, not yet completed */
     mdr_list_t ops;     /* in flight, oldest first */
     double last_done;   /* when an operation of this ep last completed */
+    double nores_since; /* first of the current run of refused sends (MADRAIL_OFI_TIMEOUT) */
     mdr_list_t link;    /* rail->eps_all, or rail->zombie_eps */
 
     int fail_queued;
@@ -207,7 +208,6 @@ struct mdr_rail {
 
     uint64_t mr_mode;   /* FI_MR_* bits the provider requires */
     size_t mr_key_size;
-    size_t inject_size; /* messages up to this size go out with fi_inject */
     size_t max_msg;     /* largest send/write */
     size_t tx_size;     /* outstanding operations the provider takes */
     int put_delivery;   /* writes carry FI_DELIVERY_COMPLETE */
@@ -218,7 +218,6 @@ struct mdr_rail {
     size_t name_len;
     uint32_t prov_hash;
 
-    uint8_t *scratch;   /* gathers a message for fi_inject */
     uint8_t *rx_scratch; /* realigns a received message the provider placed unaligned */
     size_t msg_max;     /* largest message we send or accept, header and padding included */
 
@@ -250,7 +249,7 @@ struct mdr_rail {
     void *rx_desc;
     mdr_list_t rx_repost;
 
-    /* send buffers (messages longer than inject_size) */
+    /* send buffers: every control message is copied into one */
     mdr_list_t txb_free;
     mdr_list_t txb_slabs;
     size_t txb_size;

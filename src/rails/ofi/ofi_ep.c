@@ -1,9 +1,12 @@
 /*
  * Endpoints of the ofi driver: the hello/bye protocol that gives a
  * connectionless RDM endpoint the connection semantics rail.h promises,
- * control messages (fi_inject up to the provider's inject size, else a
- * copy into a pre-registered send buffer and fi_send) and puts (fi_writemsg
- * straight from the caller's memory).
+ * control messages (a copy into a pre-registered send buffer and fi_send
+ * with a completion) and puts (fi_writemsg straight from the caller's
+ * memory).  No fi_inject: a completion is where a dead peer shows (rxm
+ * takes fi_inject to a dead peer forever, silently), and fi_sendmsg with
+ * FI_INJECT | FI_COMPLETION broke send-after-send order in rxm 1.17
+ * (conformance ctrl-burst); measured, fi_send costs no more here.
  *
  * Nothing is queued inside the driver: when the provider says -FI_EAGAIN
  * the operation returns MADRAIL_ERR_NORESOURCE and the core retries after
@@ -315,55 +318,38 @@ static madrail_status_t mdr_ofi_send_msg(mdr_ep_t *ep, uint8_t type, const struc
 {
     mdr_rail_t *rail = ep->rail;
     mdr_ofi_hdr_t hdr;
-    mdr_ofi_txbuf_t *txb = NULL;
+    mdr_ofi_txbuf_t *txb;
     mdr_ofi_op_t *op;
     size_t pad = MDR_OFI_PAD8(paylen), total = MDR_OFI_HDR_LEN + paylen + pad, off;
-    uint8_t *dst;
     ssize_t ret;
     int i;
 
     if (total > rail->msg_max)
         return MADRAIL_ERR_INVALID;
-    hdr.type = type;
-    hdr.pad = (uint8_t)pad;
-    hdr.magic = MDR_OFI_MAGIC;
-    hdr.epid = ep->epid;
-    hdr.uuid = rail->uuid;
-
-    if (total <= rail->inject_size && !is_bye) {
-        dst = rail->scratch;
-    } else {
-        if (rail->tx_inflight >= rail->tx_size)
-            return MADRAIL_ERR_NORESOURCE;
-        txb = mdr_ofi_txb_get(rail);
-        if (txb == NULL)
-            return MADRAIL_ERR_NORESOURCE;
-        dst = txb->buf;
-    }
-    memcpy(dst, &hdr, MDR_OFI_HDR_LEN);
-    off = MDR_OFI_HDR_LEN;
-    for (i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_len > 0)
-            memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);
-        off += iov[i].iov_len;
-    }
-    memset(dst + off, 0, pad);
-
-    if (txb == NULL) {
-        ret = fi_inject(rail->ep, dst, total, ep->peer->fa);
-        if (ret == 0)
-            return MADRAIL_OK;
-        if (ret == -FI_EAGAIN)
-            return MADRAIL_ERR_NORESOURCE;
-        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "fi_inject of %zu bytes: %s", total,
-                        fi_strerror((int)-ret));
-        return MADRAIL_ERR_RAIL_DOWN;
-    }
+    if (rail->tx_inflight >= rail->tx_size)
+        return MADRAIL_ERR_NORESOURCE;
+    txb = mdr_ofi_txb_get(rail);
+    if (txb == NULL)
+        return MADRAIL_ERR_NORESOURCE;
     op = mdr_ofi_op_get(rail);
     if (op == NULL) {
         mdr_ofi_txb_release(rail, txb);
         return MADRAIL_ERR_NORESOURCE;
     }
+    hdr.type = type;
+    hdr.pad = (uint8_t)pad;
+    hdr.magic = MDR_OFI_MAGIC;
+    hdr.epid = ep->epid;
+    hdr.uuid = rail->uuid;
+    memcpy(txb->buf, &hdr, MDR_OFI_HDR_LEN);
+    off = MDR_OFI_HDR_LEN;
+    for (i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > 0)
+            memcpy(txb->buf + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    memset(txb->buf + off, 0, pad);
+
     op->ctx.kind = MDR_OFI_OP_SEND;
     op->ep = ep;
     op->bytes = total;
@@ -372,6 +358,7 @@ static madrail_status_t mdr_ofi_send_msg(mdr_ep_t *ep, uint8_t type, const struc
     ret = fi_send(rail->ep, txb->buf, total, txb->desc, ep->peer->fa, &op->ctx.fctx);
     if (ret != 0) {
         mdr_ofi_txb_release(rail, txb);
+        op->txb = NULL;
         mdr_ofi_op_put(rail, op);
         if (ret == -FI_EAGAIN)
             return MADRAIL_ERR_NORESOURCE;
@@ -442,6 +429,34 @@ void mdr_ofi_send_bye(mdr_ep_t *ep, uint32_t reason)
                   (unsigned long long)ep->uuid, madrail_status_str(st));
 }
 
+/* A peer that stopped taking messages (shm: its queue is full because it
+ * is gone) makes every send return -FI_EAGAIN and nothing stays in flight
+ * for the completion watchdog to see: with MADRAIL_OFI_TIMEOUT set, a run
+ * of refusals that long fails the ep too. */
+static madrail_status_t mdr_ofi_nores_check(mdr_ep_t *ep, madrail_status_t st)
+{
+    double now;
+
+    if (st != MADRAIL_ERR_NORESOURCE) {
+        if (st == MADRAIL_OK || st == MADRAIL_INPROGRESS)
+            ep->nores_since = 0;
+        return st;
+    }
+    if (ep->rail->cfg.timeout <= 0)
+        return st;
+    now = mdr_time_sec();
+    if (ep->nores_since == 0) {
+        ep->nores_since = now;
+    } else if (now - ep->nores_since > ep->rail->cfg.timeout) {
+        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN,
+                        "the provider has refused every send for %.1f s "
+                        "(MADRAIL_OFI_TIMEOUT): the peer takes no messages",
+                        now - ep->nores_since);
+        return MADRAIL_ERR_RAIL_DOWN;
+    }
+    return st;
+}
+
 madrail_status_t mdr_ofi_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt)
 {
     size_t len = 0;
@@ -463,16 +478,16 @@ madrail_status_t mdr_ofi_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
     if (!ep->hello_sent) {
         st = mdr_ofi_send_hello(ep);
         if (st != MADRAIL_OK)
-            return st;
+            return mdr_ofi_nores_check(ep, st);
     }
-    return mdr_ofi_send_msg(ep, MDR_OFI_M_CTRL, iov, iovcnt, len, 0);
+    return mdr_ofi_nores_check(ep, mdr_ofi_send_msg(ep, MDR_OFI_M_CTRL, iov, iovcnt, len, 0));
 }
 
 /* ---------------- puts ---------------- */
 
-madrail_status_t mdr_ofi_put(mdr_ep_t *ep, const void *local, size_t len, mdr_memh_t *lmemh,
-                             uint64_t raddr, const void *rkey, size_t rkey_len,
-                             mdr_completion_t *comp)
+static madrail_status_t mdr_ofi_put_post(mdr_ep_t *ep, const void *local, size_t len,
+                                         mdr_memh_t *lmemh, uint64_t raddr, const void *rkey,
+                                         size_t rkey_len, mdr_completion_t *comp)
 {
     mdr_rail_t *rail;
     const uint8_t *k = rkey;
@@ -567,6 +582,14 @@ madrail_status_t mdr_ofi_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
     ep->pending++;
     ep->backlog += len;
     return MADRAIL_INPROGRESS;
+}
+
+madrail_status_t mdr_ofi_put(mdr_ep_t *ep, const void *local, size_t len, mdr_memh_t *lmemh,
+                             uint64_t raddr, const void *rkey, size_t rkey_len,
+                             mdr_completion_t *comp)
+{
+    madrail_status_t st = mdr_ofi_put_post(ep, local, len, lmemh, raddr, rkey, rkey_len, comp);
+    return ep != NULL ? mdr_ofi_nores_check(ep, st) : st;
 }
 
 /* ---------------- completions ---------------- */

@@ -15,9 +15,9 @@
  * earlier (MADRAIL_OFI_PUT_COMPLETE=order), at the price of that error
  * report: measured on tcp;ofi_rxm, a rejected write then completes
  * successfully and only the connection's next send fails.  fi_getinfo is
- * asked for the most useful combination first and less after each refusal
- * (FI_MULTI_RECV, an inject size that holds a whole slot); every attempt is
- * logged at debug level and a refused provider is named with what it lacks.
+ * asked with FI_MULTI_RECV first and without it after a refusal; every
+ * attempt is logged at debug level and a refused provider is named with
+ * what it lacks.
  *
  * Progress is the provider's: one completion queue for everything, read
  * with fi_cq_read in progress() (FI_PROGRESS_MANUAL providers move data
@@ -44,9 +44,8 @@
 /* ---------------- provider selection ---------------- */
 
 typedef struct mdr_ofi_want {
-    int saw;     /* ask for FI_ORDER_SAW */
-    int mrecv;   /* ask for FI_MULTI_RECV */
-    size_t inject;
+    int saw;   /* ask for FI_ORDER_SAW */
+    int mrecv; /* ask for FI_MULTI_RECV */
 } mdr_ofi_want_t;
 
 static struct fi_info *mdr_ofi_hints(const char *prov, const mdr_ofi_want_t *w)
@@ -64,7 +63,6 @@ static struct fi_info *mdr_ofi_hints(const char *prov, const mdr_ofi_want_t *w)
     h->domain_attr->threading = FI_THREAD_DOMAIN;
     h->tx_attr->msg_order = FI_ORDER_SAS | (w->saw ? FI_ORDER_SAW : 0);
     h->rx_attr->msg_order = h->tx_attr->msg_order;
-    h->tx_attr->inject_size = w->inject;
     if (prov != NULL && prov[0] != '\0') {
         h->fabric_attr->prov_name = strdup(prov);
         if (h->fabric_attr->prov_name == NULL) {
@@ -106,9 +104,8 @@ static int mdr_ofi_try(const char *spec, const char *prov, const char *dev,
     ret = fi_getinfo(MDR_OFI_API, by_addr ? dev : NULL, NULL, by_addr ? FI_SOURCE : 0, hints,
                      &list);
     fi_freeinfo(hints);
-    mdr_debug("ofi rail %s: fi_getinfo(provider %s, SAW %d, multi-recv %d, inject %zu): %s",
-              spec, prov[0] ? prov : "any", w->saw, w->mrecv, w->inject,
-              ret == 0 ? "ok" : fi_strerror(-ret));
+    mdr_debug("ofi rail %s: fi_getinfo(provider %s, SAW %d, multi-recv %d): %s", spec,
+              prov[0] ? prov : "any", w->saw, w->mrecv, ret == 0 ? "ok" : fi_strerror(-ret));
     if (ret != 0)
         return ret;
     /* the first entry of the device; IPv4 before other address formats */
@@ -229,7 +226,7 @@ static madrail_status_t mdr_ofi_select(mdr_rail_t *rail, const char *spec, const
                                        const char *dev, int quiet, struct fi_info **info_p)
 {
     const char *pc = rail->cfg.put_complete;
-    int saw, mrecv, inj, ret = -FI_ENODATA;
+    int saw, mrecv, ret = -FI_ENODATA;
     mdr_ofi_want_t w;
 
     if (strcmp(pc, "delivery") == 0) {
@@ -241,27 +238,23 @@ static madrail_status_t mdr_ofi_select(mdr_rail_t *rail, const char *spec, const
         return MADRAIL_ERR_CONFIG;
     }
     for (mrecv = rail->cfg.multi_recv; mrecv >= 0; mrecv--) {
-        for (inj = 1; inj >= 0; inj--) {
-            w.saw = saw;
-            w.mrecv = mrecv;
-            w.inject = inj ? rail->msg_max : 0;
-            ret = mdr_ofi_try(spec, prov, dev, &w, info_p);
-            if (ret == 0) {
-                rail->put_delivery = !saw;
-                rail->multi_recv = mrecv;
-                return MADRAIL_OK;
-            }
-            if (ret == -FI_ENOMEM)
-                return MADRAIL_ERR_NOMEM;
-            if (ret == -FI_ENODEV)
-                goto fail; /* the provider is fine, the device is not */
+        w.saw = saw;
+        w.mrecv = mrecv;
+        ret = mdr_ofi_try(spec, prov, dev, &w, info_p);
+        if (ret == 0) {
+            rail->put_delivery = !saw;
+            rail->multi_recv = mrecv;
+            return MADRAIL_OK;
         }
+        if (ret == -FI_ENOMEM)
+            return MADRAIL_ERR_NOMEM;
+        if (ret == -FI_ENODEV)
+            goto fail; /* the provider is fine, the device is not */
     }
     if (saw) {
         /* does it qualify without send-after-write ordering? */
         w.saw = 0;
         w.mrecv = 0;
-        w.inject = 0;
         if (mdr_ofi_try(spec, prov, dev, &w, info_p) == 0) {
             fi_freeinfo(*info_p);
             *info_p = NULL;
@@ -571,9 +564,8 @@ static madrail_status_t mdr_ofi_open(const char *spec, const mdr_rail_params_t *
         goto err;
     if (mdr_hash_init(&rail->peers, 16) != MADRAIL_OK)
         goto err;
-    rail->scratch = malloc(rail->msg_max);
     rail->rx_scratch = malloc(rail->msg_max);
-    if (rail->scratch == NULL || rail->rx_scratch == NULL)
+    if (rail->rx_scratch == NULL)
         goto err;
 
     if (prov[0] != '\0')
@@ -591,7 +583,6 @@ static madrail_status_t mdr_ofi_open(const char *spec, const mdr_rail_params_t *
     rail->prov_hash = mdr_ofi_hash_str(rail->prov);
     rail->mr_mode = rail->info->domain_attr->mr_mode;
     rail->mr_key_size = rail->info->domain_attr->mr_key_size;
-    rail->inject_size = rail->info->tx_attr->inject_size;
     rail->max_msg = rail->info->ep_attr->max_msg_size;
     rail->tx_size = rail->info->tx_attr->size ? rail->info->tx_attr->size : 256;
     if (rail->max_msg < rail->msg_max) {
@@ -691,10 +682,9 @@ static madrail_status_t mdr_ofi_open(const char *spec, const mdr_rail_params_t *
         char addr[64] = "";
         size_t alen = sizeof(addr);
         fi_av_straddr(rail->av, rail->name_buf, addr, &alen);
-        mdr_debug("rail %s: address %s, mr_mode %#llx, inject %zu, tx %zu, puts complete by "
+        mdr_debug("rail %s: address %s, mr_mode %#llx, tx %zu, puts complete by "
                   "%s, %s receives, profile %.1f us %.0f MB/s",
-                  rail->name, addr, (unsigned long long)rail->mr_mode, rail->inject_size,
-                  rail->tx_size, rail->put_delivery ? "FI_DELIVERY_COMPLETE" : "FI_ORDER_SAW",
+                  rail->name, addr, (unsigned long long)rail->mr_mode, rail->tx_size, rail->put_delivery ? "FI_DELIVERY_COMPLETE" : "FI_ORDER_SAW",
                   rail->multi_recv ? "FI_MULTI_RECV" : "single-buffer", rail->latency_us,
                   rail->bandwidth_mbs);
     }
@@ -745,7 +735,6 @@ static void mdr_ofi_teardown(mdr_rail_t *rail)
         fi_freeinfo(rail->info);
     free(rail->rx_mem);
     free(rail->rxb);
-    free(rail->scratch);
     free(rail->rx_scratch);
     while ((l = mdr_list_pop_head(&rail->peer_list)) != NULL)
         free(mdr_container_of(l, mdr_ofi_peer_t, link));
