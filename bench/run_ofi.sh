@@ -46,9 +46,9 @@ mdr() { # rails prog size iters out
         > "$5" 2>&1 || echo "(failed: see below)" >&2
 }
 
-port=47700
-pingpong() { # size iters out -> "usec_per_xfer MB_per_s"
-    port=$((port + 1))
+port=$((47700 + $$ % 200))
+pingpong() { # size iters out port -> "usec_per_xfer MB_per_s"
+    local port=$4
     echo "+ fi_pingpong -p '$PROV' -e rdm -d $DEV -S $1 -I $2 -B $port  &&  ... -P $port 127.0.0.1" >&2
     timeout 300 fi_pingpong -p "$PROV" -e rdm -d "$DEV" -S "$1" -I "$2" -B "$port" > "$3.srv" 2>&1 &
     local srv=$!
@@ -70,10 +70,12 @@ printf '%-6s | %8s %8s %10s | %8s %8s %10s | %8s %8s %10s\n' "" ofi tcp fi_pp of
 for r in $(seq 1 "$ROUNDS"); do
     mdr "$OFI" "$LAT" 8 "$ITERS8" "$tmp/ol8"; ol8=$(row "$tmp/ol8" 8)
     mdr "$TCP" "$LAT" 8 "$ITERS8" "$tmp/tl8"; tl8=$(row "$tmp/tl8" 8)
-    read -r pl8 _ <<<"$(pingpong 8 "$ITERS8" "$tmp/pl8")"
+    port=$((port + 1))
+    read -r pl8 _ <<<"$(pingpong 8 "$ITERS8" "$tmp/pl8" $port)"
     mdr "$OFI" "$LAT" 4m "$ITERS4M" "$tmp/olb"; olb=$(row "$tmp/olb" $BIG)
     mdr "$TCP" "$LAT" 4m "$ITERS4M" "$tmp/tlb"; tlb=$(row "$tmp/tlb" $BIG)
-    read -r plb pbw <<<"$(pingpong $BIG "$ITERS4M" "$tmp/plb")"
+    port=$((port + 1))
+    read -r plb pbw <<<"$(pingpong $BIG "$ITERS4M" "$tmp/plb" $port)"
     mdr "$OFI" "$BW" 4m "$ITERSBW" "$tmp/obw"; obw=$(row "$tmp/obw" $BIG)
     mdr "$TCP" "$BW" 4m "$ITERSBW" "$tmp/tbw"; tbw=$(row "$tmp/tbw" $BIG)
     printf '%-6s | %8s %8s %10s | %8s %8s %10s | %8s %8s %10s\n' "$r" \
