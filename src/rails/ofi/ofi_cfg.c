@@ -39,8 +39,9 @@ static const mdr_cfg_entry_t mdr_ofi_cfg_entries[] = {
     MDR_OFI_CFG("MADRAIL_OFI_TIMEOUT", MDR_CFG_TIME, "0", 0, 86400, timeout,
                 "ofi rails: fail an endpoint whose oldest send or put has not completed "
                 "after this long without any other completion on it (plus 1 s per MB of "
-                "the operation); 0 = never.  For providers that never report a peer that "
-                "died or a write the target rejected (shm, udp;ofi_rxd in libfabric 1.17); "
+                "the operation), or whose sends the provider has refused for this long; "
+                "0 = never.  For providers that never report a peer that died or a write "
+                "the target rejected (shm, udp;ofi_rxd in libfabric 1.17); "
                 "keep it well above the longest time a peer computes without calling "
                 "madrail, since software providers move data only inside progress."),
 };
