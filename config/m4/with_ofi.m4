@@ -1,9 +1,9 @@
 dnl with_ofi.m4 -- --with-libfabric[=DIR].
 dnl
-dnl Detected and reported only: the ofi driver is not written yet, so
-dnl nothing links libfabric.  OFI_CPPFLAGS/OFI_LDFLAGS/OFI_LIBS are
-dnl substituted for the driver to use once it exists (AM_CONDITIONAL
-dnl HAVE_LIBFABRIC guards its sources).
+dnl When libfabric is found, HAVE_LIBFABRIC is defined and the ofi driver
+dnl (src/rails/ofi/) is built and linked with OFI_CPPFLAGS/OFI_LDFLAGS/
+dnl OFI_LIBS (AM_CONDITIONAL HAVE_LIBFABRIC guards its sources in
+dnl Makefile.am); only the library and what links it get -lfabric.
 AC_DEFUN([MDR_WITH_OFI], [
 MDR_CHECK_PKG([OFI], [libfabric], [libfabric], [rdma/fabric.h], [fabric],
               [fi_getinfo], [libfabric])

@@ -18,6 +18,9 @@ static const mdr_rail_ops_t *const mdr_drivers[] = {
 #ifdef HAVE_UCX
     &mdr_ucx_ops,
 #endif
+#ifdef HAVE_LIBFABRIC
+    &mdr_ofi_ops,
+#endif
 };
 
 const mdr_rail_ops_t *mdr_rail_find(const char *name)

@@ -170,5 +170,6 @@ extern const mdr_rail_ops_t mdr_tcp_ops;
 extern const mdr_rail_ops_t mdr_loop_ops;
 extern const mdr_rail_ops_t mdr_shm_ops; /* when MDR_HAVE_SHM */
 extern const mdr_rail_ops_t mdr_ucx_ops; /* built when configure found UCX (HAVE_UCX) */
+extern const mdr_rail_ops_t mdr_ofi_ops; /* built when configure found libfabric */
 
 #endif /* MDR_RAIL_H */

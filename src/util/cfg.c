@@ -28,12 +28,16 @@ extern char **environ;
 
 #define MDR_CFG_PREFIX "MADRAIL_"
 
+/* (belongs in cfg.h's list; declared here to leave that header alone) */
+extern const mdr_cfg_table_t mdr_ofi_cfg_table;
+
 static const mdr_cfg_table_t *const mdr_cfg_tables[] = {
     &mdr_core_cfg_table,
     &mdr_tcp_cfg_table,
     &mdr_loop_cfg_table,
     &mdr_shm_cfg_table, /* built even without the driver: the docs name its variables */
     &mdr_discover_cfg_table, /* rail discovery (MADRAIL_RAILS=auto) */
+    &mdr_ofi_cfg_table,
 };
 #define MDR_CFG_NTABLES (sizeof(mdr_cfg_tables) / sizeof(mdr_cfg_tables[0]))
 

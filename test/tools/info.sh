@@ -30,6 +30,7 @@ want="tcp loop"
 cfg="${MDR_BUILDDIR:-.}/mdr_config.h"
 grep -q '^#define MDR_HAVE_SHM 1' "$cfg" 2>/dev/null && want="$want shm"
 grep -q '^#define HAVE_UCX 1' "$cfg" 2>/dev/null && want="$want ucx"
+grep -q '^#define HAVE_LIBFABRIC 1' "$cfg" 2>/dev/null && want="$want ofi"
 for d in $want; do
     case ", $built," in
         *", $d,"*) ;;

@@ -78,6 +78,8 @@ const mdr_cfg_table_t mdr_loop_cfg_table = {"loop", test_loop_entries, 1};
 const mdr_cfg_table_t mdr_shm_cfg_table = {"shm", NULL, 0};
 /* Rail discovery's table, empty here too. */
 const mdr_cfg_table_t mdr_discover_cfg_table = {"discover", NULL, 0};
+/* registered too; empty here so the counts below stay this test's own */
+const mdr_cfg_table_t mdr_ofi_cfg_table = {"ofi", NULL, 0};
 
 /* ---------------- harness ---------------- */
 

@@ -1,0 +1,306 @@
+/*
+ * Private header of the ofi (libfabric) driver.  The driver is split into
+ * ofi_rail.c (provider selection, open/close, the completion queue and
+ * progress), ofi_ep.c (endpoints, the hello/bye protocol, control messages
+ * and puts) and ofi_mem.c (registrations and remote keys).
+ *
+ * One rail = one fabric + domain + one FI_EP_RDM endpoint with one
+ * address vector and one completion queue for sends, receives and writes.
+ * RDM is connectionless, so what tcp learns from accept() arrives here as
+ * messages: every message carries the sender's uuid and the incarnation of
+ * its endpoint (epid); each endpoint's first message is a HELLO with the
+ * sender's address (the receiver inserts it into its AV and, for an
+ * unknown uuid, creates the endpoint and calls ep_accepted).  A BYE tells
+ * one incarnation that the other side destroyed it, closed its rail or
+ * refused it.  Messages of an incarnation the receiver does not know are
+ * stale and dropped, which gives the ofi rail the same "new connection,
+ * clean slate" behaviour as a tcp reconnect.
+ */
+#ifndef MDR_OFI_H
+#define MDR_OFI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "rails/ofi/ofi_cfg.h"
+#include "rails/rail.h"
+#include "util/hash.h"
+#include "util/list.h"
+
+/* ---------------- wire format (host byte order, homogeneous job) ---------------- */
+
+enum {
+    MDR_OFI_M_HELLO = 1, /* first message of an endpoint incarnation: mdr_ofi_hello_t + address */
+    MDR_OFI_M_CTRL = 2,  /* a control message of the core */
+    MDR_OFI_M_BYE = 3    /* mdr_ofi_bye_t: the receiver's endpoint is gone at the sender */
+};
+
+enum {
+    MDR_OFI_BYE_CLOSED = 1,    /* the sender closed its rail */
+    MDR_OFI_BYE_DESTROYED = 2, /* the sender's core destroyed its endpoint */
+    MDR_OFI_BYE_REFUSED = 3,   /* the sender's core refused us (ep_accepted said no) */
+    MDR_OFI_BYE_PROTO = 4,     /* the sender saw a protocol error from us */
+    MDR_OFI_BYE_FAILED = 5     /* the sender's endpoint failed (e.g. a send error) */
+};
+
+/* Every message starts with this header; messages are padded to a multiple
+ * of 8 bytes so that consecutive messages in a FI_MULTI_RECV buffer (and
+ * the payload after the header) stay 8-byte aligned. */
+typedef struct mdr_ofi_hdr {
+    uint8_t type;
+    uint8_t pad;    /* padding bytes after the payload */
+    uint16_t magic; /* MDR_OFI_MAGIC: version and byte order */
+    uint32_t epid;  /* the sender's endpoint incarnation */
+    uint64_t uuid;  /* the sender's uuid */
+} mdr_ofi_hdr_t;
+
+typedef struct mdr_ofi_hello {
+    uint64_t target;   /* uuid the sender means to reach */
+    uint32_t addr_len; /* the sender's packed address follows */
+    uint32_t pad;
+} mdr_ofi_hello_t;
+
+typedef struct mdr_ofi_bye {
+    uint32_t target_epid; /* the receiver's incarnation it is meant for; 0: the one that
+                           * knows the sender's epid */
+    uint32_t reason;      /* MDR_OFI_BYE_* */
+} mdr_ofi_bye_t;
+
+#define MDR_OFI_MAGIC 0x4f31u /* "O1" */
+#define MDR_OFI_HDR_LEN 16
+#define MDR_OFI_PAD8(_n) ((8 - ((_n) & 7)) & 7)
+
+/* Packed address: mark(4) provider-name hash(4) name length(2) pad(2),
+ * then the provider's fi_getname() bytes. */
+#define MDR_OFI_ADDR_MARK 0x3149464fu /* "OFI1" in host order: byte-order mark */
+#define MDR_OFI_ADDR_HDR 12
+#define MDR_OFI_NAME_MAX 200
+
+/* Packed remote key: key, region base address, region length, flags. */
+#define MDR_OFI_RKEY_LEN 32
+#define MDR_OFI_RKEY_VIRT 1u /* the target's provider addresses by virtual address */
+
+/* ---------------- tunables ---------------- */
+
+#define MDR_OFI_CQ_BATCH 32     /* completions read per fi_cq_read */
+#define MDR_OFI_CQ_BUDGET 512   /* completions handled per progress call */
+#define MDR_OFI_TXB_SLAB 32     /* send buffers allocated (and registered) together */
+#define MDR_OFI_TXB_MAX 512     /* send buffers per rail at most */
+#define MDR_OFI_CLOSE_WAIT 0.25 /* seconds close() waits for its BYEs to leave */
+
+/* ---------------- objects ---------------- */
+
+enum { MDR_OFI_OP_RECV = 1, MDR_OFI_OP_SEND, MDR_OFI_OP_PUT };
+
+/* What a completion's op_context points at: a provider scratch area (for
+ * FI_CONTEXT / FI_CONTEXT2 providers) followed by what kind of work it was. */
+typedef struct mdr_ofi_ctx {
+    struct fi_context2 fctx;
+    int kind;
+} mdr_ofi_ctx_t;
+
+typedef struct mdr_ofi_txbuf {
+    mdr_list_t link; /* rail->txb_free */
+    uint8_t *buf;
+    void *desc;      /* fi_mr_desc of its slab, or NULL */
+} mdr_ofi_txbuf_t;
+
+typedef struct mdr_ofi_txslab {
+    mdr_list_t link; /* rail->txb_slabs */
+    uint8_t *mem;
+    struct fid_mr *mr;
+    mdr_ofi_txbuf_t bufs[MDR_OFI_TXB_SLAB];
+} mdr_ofi_txslab_t;
+
+/* A send or a write handed to the provider.  Always on exactly one list:
+ * rail->free_ops, its ep's ops (in flight), rail->orphans (in flight, ep
+ * destroyed) or rail->doneq (completed put, to be reported). */
+typedef struct mdr_ofi_op {
+    mdr_ofi_ctx_t ctx; /* first: the completion's op_context */
+    mdr_list_t link;
+    mdr_ep_t *ep;           /* NULL once the ep was destroyed */
+    size_t bytes;
+    mdr_completion_t *comp; /* put: reported from progress */
+    madrail_status_t status;
+    double posted;          /* when it was handed to the provider (MADRAIL_OFI_TIMEOUT) */
+    mdr_ofi_txbuf_t *txb;   /* send: its buffer */
+    struct fid_mr *tmp_mr;  /* put: registration made for it (FI_MR_LOCAL, no lmemh) */
+    int is_bye;
+} mdr_ofi_op_t;
+
+typedef struct mdr_ofi_rxbuf {
+    mdr_ofi_ctx_t ctx; /* first */
+    uint8_t *buf;
+    size_t len;
+    int posted;
+    mdr_list_t link;   /* rail->rx_repost while not posted */
+} mdr_ofi_rxbuf_t;
+
+/* A peer address inserted into the AV (kept until close: an endpoint that
+ * is destroyed and created again reuses it). */
+typedef struct mdr_ofi_peer {
+    mdr_list_t link; /* rail->peer_list */
+    uint64_t uuid;
+    fi_addr_t fa;
+    size_t name_len;
+    uint8_t name[MDR_OFI_NAME_MAX];
+} mdr_ofi_peer_t;
+
+struct mdr_memh {
+    mdr_list_t link; /* rail->memhs */
+    struct fid_mr *mr;
+    void *desc;
+    uint64_t key;
+    uintptr_t addr;
+    size_t len;
+};
+
+struct mdr_ep {
+    mdr_rail_t *rail;
+    void *cookie;
+    uint64_t uuid;
+    uint32_t epid;      /* ours */
+    uint32_t peer_epid; /* the peer's incarnation, from its HELLO; 0 until then */
+    mdr_ofi_peer_t *peer;
+    int hello_sent;
+    int bye_received;   /* failed because the peer said goodbye: no goodbye back */
+    int failed;
+    int destroyed;
+    int mapped;         /* rail->eps[uuid] == this */
+    unsigned pending;   /* sends and puts not yet completed or not yet reported */
+    size_t backlog;     /* bytes handed to the provider, not yet completed */
+    mdr_list_t ops;     /* in flight, oldest first */
+    double last_done;   /* when an operation of this ep last completed */
+    double nores_since; /* first of the current run of refused sends (MADRAIL_OFI_TIMEOUT) */
+    mdr_list_t link;    /* rail->eps_all, or rail->zombie_eps */
+
+    int fail_queued;
+    madrail_status_t fail_status;
+    char fail_reason[200];
+    mdr_list_t fail_link; /* rail->failq */
+};
+
+struct mdr_rail {
+    char name[64];      /* attr.name: "ofi:tcp;ofi_rxm:lo" */
+    char log_name[96];
+    char prov[48];      /* provider name as libfabric reports it */
+    char dom[48];       /* domain name */
+    uint64_t uuid;
+    const mdr_rail_upcalls_t *upcalls;
+    void *rail_cookie;
+    size_t slot_size;
+    unsigned slots;
+    mdr_ofi_config_t cfg;
+
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    struct fid_ep *ep;
+
+    uint64_t mr_mode;   /* FI_MR_* bits the provider requires */
+    size_t mr_key_size;
+    size_t max_msg;     /* largest send/write */
+    size_t tx_size;     /* outstanding operations the provider takes */
+    int put_delivery;   /* writes carry FI_DELIVERY_COMPLETE */
+    int multi_recv;
+    double latency_us, bandwidth_mbs;
+
+    uint8_t name_buf[MDR_OFI_NAME_MAX]; /* our fi_getname() */
+    size_t name_len;
+    uint32_t prov_hash;
+
+    uint8_t *rx_scratch; /* realigns a received message the provider placed unaligned */
+    size_t msg_max;     /* largest message we send or accept, header and padding included */
+
+    mdr_hash_t eps;     /* uuid -> ep that is not failed */
+    mdr_hash_t peers;   /* uuid -> mdr_ofi_peer_t */
+    mdr_list_t peer_list;
+    mdr_list_t eps_all; /* every ep not yet destroyed */
+    mdr_list_t zombie_eps;
+    mdr_list_t failq;
+    mdr_list_t doneq;
+    mdr_list_t orphans;
+    mdr_list_t free_ops;
+    mdr_list_t memhs;
+    uint32_t next_epid;
+    uint64_t next_key;
+    unsigned tx_inflight;
+    unsigned byes_inflight;
+    int in_progress;
+    int closing;
+    double next_timeout_check;
+    int shm_counted;     /* counted among the process's open shm rails */
+    mdr_list_t park_link; /* closed shm rail kept open (ofi_rail.c) */
+
+    /* receive buffers */
+    mdr_ofi_rxbuf_t *rxb;
+    unsigned nrx;
+    uint8_t *rx_mem;
+    struct fid_mr *rx_mr;
+    void *rx_desc;
+    mdr_list_t rx_repost;
+
+    /* send buffers: every control message is copied into one */
+    mdr_list_t txb_free;
+    mdr_list_t txb_slabs;
+    size_t txb_size;
+    unsigned ntxb;
+};
+
+/* ofi_rail.c */
+/* Register buf for local use if the provider wants it (FI_MR_LOCAL): *mr_p
+ * and *desc_p are NULL when it does not. */
+madrail_status_t mdr_ofi_reg_local(mdr_rail_t *rail, void *buf, size_t len, uint64_t access,
+                                   struct fid_mr **mr_p, void **desc_p);
+/* Read completions; quiet (close): no upcalls, nothing reposted. */
+int mdr_ofi_poll_cq(mdr_rail_t *rail, int quiet);
+
+/* ofi_ep.c */
+mdr_ofi_op_t *mdr_ofi_op_get(mdr_rail_t *rail);
+void mdr_ofi_op_put(mdr_rail_t *rail, mdr_ofi_op_t *op);
+void mdr_ofi_txb_release(mdr_rail_t *rail, mdr_ofi_txbuf_t *txb);
+void mdr_ofi_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void mdr_ofi_ep_free(mdr_ep_t *ep);
+/* A BYE to the ep's peer, if the peer knows this incarnation (best effort). */
+void mdr_ofi_send_bye(mdr_ep_t *ep, uint32_t reason);
+/* One received message (from progress). */
+void mdr_ofi_recv_msg(mdr_rail_t *rail, const uint8_t *buf, size_t len);
+/* A completion or an error completion of a send or a put. */
+void mdr_ofi_op_done(mdr_rail_t *rail, mdr_ofi_op_t *op, madrail_status_t status,
+                     const char *why);
+/* Report failures, then completed puts (from progress). */
+int mdr_ofi_report(mdr_rail_t *rail);
+/* MADRAIL_OFI_TIMEOUT: fail eps whose operations stopped completing. */
+void mdr_ofi_check_timeouts(mdr_rail_t *rail);
+/* Free what close() found still allocated. */
+void mdr_ofi_ops_cleanup(mdr_rail_t *rail);
+
+madrail_status_t mdr_ofi_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const void *addr,
+                                   size_t len, void *ep_cookie, mdr_ep_t **ep_p);
+void mdr_ofi_ep_destroy(mdr_ep_t *ep);
+size_t mdr_ofi_ep_backlog(mdr_ep_t *ep);
+int mdr_ofi_ep_idle(mdr_ep_t *ep);
+madrail_status_t mdr_ofi_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);
+madrail_status_t mdr_ofi_put(mdr_ep_t *ep, const void *local, size_t len, mdr_memh_t *lmemh,
+                             uint64_t raddr, const void *rkey, size_t rkey_len,
+                             mdr_completion_t *comp);
+
+/* ofi_mem.c */
+madrail_status_t mdr_ofi_mem_reg(mdr_rail_t *rail, void *addr, size_t len, unsigned access,
+                                 mdr_memh_t **memh_p);
+void mdr_ofi_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh);
+madrail_status_t mdr_ofi_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
+                                   size_t *len_p);
+void mdr_ofi_mem_cleanup(mdr_rail_t *rail);
+
+#endif /* MDR_OFI_H */

@@ -1,0 +1,930 @@
+/*
+ * Endpoints of the ofi driver: the hello/bye protocol that gives a
+ * connectionless RDM endpoint the connection semantics rail.h promises,
+ * control messages (a copy into a pre-registered send buffer and fi_send
+ * with a completion) and puts (fi_writemsg straight from the caller's
+ * memory).  No fi_inject: a completion is where a dead peer shows (rxm
+ * takes fi_inject to a dead peer forever, silently), and fi_sendmsg with
+ * FI_INJECT | FI_COMPLETION broke send-after-send order in rxm 1.17
+ * (conformance ctrl-burst); measured, fi_send costs no more here.
+ *
+ * Nothing is queued inside the driver: when the provider says -FI_EAGAIN
+ * the operation returns MADRAIL_ERR_NORESOURCE and the core retries after
+ * progress, so ep_backlog only counts bytes the provider holds.  Ordering
+ * of control messages is the provider's FI_ORDER_SAS (asked for at open);
+ * a put's ordering promise is FI_ORDER_SAW or FI_DELIVERY_COMPLETE (see
+ * ofi_rail.c).  Completions are reported from progress only; an ep
+ * destroyed with operations in flight leaves them as orphans whose
+ * completions are dropped when the provider returns them.
+ */
+#include "mdr_config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rails/ofi/ofi.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+static const char *mdr_ofi_bye_str(uint32_t reason)
+{
+    switch (reason) {
+    case MDR_OFI_BYE_CLOSED: return "the peer closed its rail";
+    case MDR_OFI_BYE_DESTROYED: return "the peer destroyed its endpoint";
+    case MDR_OFI_BYE_REFUSED: return "the peer refused the connection";
+    case MDR_OFI_BYE_PROTO: return "the peer saw a protocol error from us";
+    case MDR_OFI_BYE_FAILED: return "the peer's endpoint failed";
+    }
+    return "the peer said goodbye";
+}
+
+/* ---------------- small pools ---------------- */
+
+mdr_ofi_op_t *mdr_ofi_op_get(mdr_rail_t *rail)
+{
+    mdr_list_t *l = mdr_list_pop_head(&rail->free_ops);
+    mdr_ofi_op_t *op;
+
+    if (l != NULL)
+        op = mdr_container_of(l, mdr_ofi_op_t, link);
+    else if ((op = malloc(sizeof(*op))) == NULL)
+        return NULL;
+    memset(op, 0, sizeof(*op));
+    mdr_list_init(&op->link);
+    return op;
+}
+
+void mdr_ofi_op_put(mdr_rail_t *rail, mdr_ofi_op_t *op)
+{
+    mdr_list_push_head(&rail->free_ops, &op->link);
+}
+
+static mdr_ofi_txbuf_t *mdr_ofi_txb_get(mdr_rail_t *rail)
+{
+    mdr_ofi_txslab_t *slab;
+    mdr_list_t *l;
+    unsigned i;
+
+    l = mdr_list_pop_head(&rail->txb_free);
+    if (l != NULL)
+        return mdr_container_of(l, mdr_ofi_txbuf_t, link);
+    if (rail->ntxb + MDR_OFI_TXB_SLAB > MDR_OFI_TXB_MAX)
+        return NULL;
+    slab = calloc(1, sizeof(*slab));
+    if (slab == NULL)
+        return NULL;
+    if (posix_memalign((void **)&slab->mem, 64, rail->txb_size * MDR_OFI_TXB_SLAB) != 0) {
+        free(slab);
+        return NULL;
+    }
+    {
+        void *desc = NULL;
+        if (mdr_ofi_reg_local(rail, slab->mem, rail->txb_size * MDR_OFI_TXB_SLAB, FI_SEND,
+                              &slab->mr, &desc) != MADRAIL_OK) {
+            free(slab->mem);
+            free(slab);
+            return NULL;
+        }
+        for (i = 0; i < MDR_OFI_TXB_SLAB; i++) {
+            slab->bufs[i].buf = slab->mem + (size_t)i * rail->txb_size;
+            slab->bufs[i].desc = desc;
+            if (i > 0)
+                mdr_list_push_tail(&rail->txb_free, &slab->bufs[i].link);
+        }
+    }
+    mdr_list_push_tail(&rail->txb_slabs, &slab->link);
+    rail->ntxb += MDR_OFI_TXB_SLAB;
+    return &slab->bufs[0];
+}
+
+void mdr_ofi_txb_release(mdr_rail_t *rail, mdr_ofi_txbuf_t *txb)
+{
+    mdr_list_push_head(&rail->txb_free, &txb->link);
+}
+
+/* ---------------- ep life cycle ---------------- */
+
+static madrail_status_t mdr_ofi_ep_alloc(mdr_rail_t *rail, uint64_t uuid, void *cookie,
+                                         mdr_ofi_peer_t *peer, mdr_ep_t **ep_p)
+{
+    mdr_ep_t *ep = calloc(1, sizeof(*ep));
+
+    if (ep == NULL)
+        return MADRAIL_ERR_NOMEM;
+    if (mdr_hash_put(&rail->eps, uuid, ep) != MADRAIL_OK) {
+        free(ep);
+        return MADRAIL_ERR_NOMEM;
+    }
+    ep->rail = rail;
+    ep->cookie = cookie;
+    ep->uuid = uuid;
+    ep->peer = peer;
+    ep->mapped = 1;
+    ep->epid = rail->next_epid++;
+    if (rail->next_epid == 0)
+        rail->next_epid = 1; /* 0 means "unknown" on the wire */
+    mdr_list_init(&ep->ops);
+    mdr_list_init(&ep->fail_link);
+    mdr_list_push_tail(&rail->eps_all, &ep->link);
+    *ep_p = ep;
+    return MADRAIL_OK;
+}
+
+static void mdr_ofi_ep_unmap(mdr_ep_t *ep)
+{
+    if (ep->mapped) {
+        mdr_hash_del(&ep->rail->eps, ep->uuid);
+        ep->mapped = 0;
+    }
+}
+
+void mdr_ofi_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...)
+{
+    mdr_rail_t *rail = ep->rail;
+    va_list ap;
+
+    if (ep->destroyed || ep->failed)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(ep->fail_reason, sizeof(ep->fail_reason), fmt, ap);
+    va_end(ap);
+    if (status == MADRAIL_ERR_RAIL_PROTO)
+        mdr_error("rail %s peer %016llx: %s; closing the endpoint", rail->log_name,
+                  (unsigned long long)ep->uuid, ep->fail_reason);
+    else
+        mdr_info("rail %s peer %016llx: %s", rail->log_name, (unsigned long long)ep->uuid,
+                 ep->fail_reason);
+    ep->failed = 1;
+    ep->fail_status = status;
+    mdr_ofi_ep_unmap(ep);
+    /* A connection that breaks breaks at both ends: tell the peer (best
+     * effort; a peer that is gone will not hear it anyway). */
+    if (!ep->bye_received)
+        mdr_ofi_send_bye(ep, status == MADRAIL_ERR_RAIL_PROTO ? MDR_OFI_BYE_PROTO
+                                                              : MDR_OFI_BYE_FAILED);
+    if (!ep->fail_queued) {
+        ep->fail_queued = 1;
+        mdr_list_push_tail(&rail->failq, &ep->fail_link);
+    }
+}
+
+void mdr_ofi_ep_free(mdr_ep_t *ep)
+{
+    free(ep);
+}
+
+madrail_status_t mdr_ofi_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const void *addr,
+                                   size_t len, void *ep_cookie, mdr_ep_t **ep_p)
+{
+    const uint8_t *a = addr;
+    uint32_t mark, hash;
+    uint16_t nlen;
+    mdr_ofi_peer_t *peer;
+    madrail_status_t st;
+    int ret;
+
+    if (rail == NULL || addr == NULL || ep_p == NULL)
+        return MADRAIL_ERR_INVALID;
+    if (len < MDR_OFI_ADDR_HDR) {
+        mdr_error("rail %s peer %016llx: address of %zu bytes is too short", rail->log_name,
+                  (unsigned long long)remote_uuid, len);
+        return MADRAIL_ERR_INVALID;
+    }
+    memcpy(&mark, a, 4);
+    memcpy(&hash, a + 4, 4);
+    memcpy(&nlen, a + 8, 2);
+    if (mark != MDR_OFI_ADDR_MARK) {
+        mdr_error("rail %s peer %016llx: address has a foreign byte order or version "
+                  "(mark %08x)", rail->log_name, (unsigned long long)remote_uuid, mark);
+        return MADRAIL_ERR_INVALID;
+    }
+    if (hash != rail->prov_hash) {
+        mdr_error("rail %s peer %016llx: the peer's rail uses another libfabric provider "
+                  "(ours is %s): give both processes the same ofi rail spec",
+                  rail->log_name, (unsigned long long)remote_uuid, rail->prov);
+        return MADRAIL_ERR_INVALID;
+    }
+    if (nlen == 0 || nlen > MDR_OFI_NAME_MAX || (size_t)nlen + MDR_OFI_ADDR_HDR != len) {
+        mdr_error("rail %s peer %016llx: address of %zu bytes names %u bytes",
+                  rail->log_name, (unsigned long long)remote_uuid, len, nlen);
+        return MADRAIL_ERR_INVALID;
+    }
+    if (mdr_hash_get(&rail->eps, remote_uuid) != NULL) {
+        mdr_error("rail %s peer %016llx: ep_create while an endpoint to that peer exists",
+                  rail->log_name, (unsigned long long)remote_uuid);
+        return MADRAIL_ERR_INVALID;
+    }
+    peer = mdr_hash_get(&rail->peers, remote_uuid);
+    if (peer == NULL || peer->name_len != nlen ||
+        memcmp(peer->name, a + MDR_OFI_ADDR_HDR, nlen) != 0) {
+        mdr_ofi_peer_t *np = peer;
+        if (np == NULL && (np = calloc(1, sizeof(*np))) == NULL)
+            return MADRAIL_ERR_NOMEM;
+        ret = fi_av_insert(rail->av, a + MDR_OFI_ADDR_HDR, 1, &np->fa, 0, NULL);
+        if (ret != 1) {
+            mdr_error("rail %s peer %016llx: fi_av_insert: %s", rail->log_name,
+                      (unsigned long long)remote_uuid,
+                      ret < 0 ? fi_strerror(-ret) : "address not inserted");
+            if (peer == NULL)
+                free(np);
+            return MADRAIL_ERR_IO;
+        }
+        np->uuid = remote_uuid;
+        np->name_len = nlen;
+        memcpy(np->name, a + MDR_OFI_ADDR_HDR, nlen);
+        if (peer == NULL) {
+            if (mdr_hash_put(&rail->peers, remote_uuid, np) != MADRAIL_OK) {
+                fi_av_remove(rail->av, &np->fa, 1, 0);
+                free(np);
+                return MADRAIL_ERR_NOMEM;
+            }
+            mdr_list_push_tail(&rail->peer_list, &np->link);
+        }
+        peer = np;
+    }
+    st = mdr_ofi_ep_alloc(rail, remote_uuid, ep_cookie, peer, ep_p);
+    if (st != MADRAIL_OK)
+        return st;
+    mdr_debug("rail %s peer %016llx: endpoint %u created", rail->log_name,
+              (unsigned long long)remote_uuid, (*ep_p)->epid);
+    return MADRAIL_OK;
+}
+
+/* Drop the ep's completed puts not yet reported (their ep is going). */
+static void mdr_ofi_drop_done(mdr_ep_t *ep)
+{
+    mdr_rail_t *rail = ep->rail;
+    mdr_list_t *l, *tmp;
+
+    mdr_list_for_each_safe(l, tmp, &rail->doneq) {
+        mdr_ofi_op_t *op = mdr_container_of(l, mdr_ofi_op_t, link);
+        if (op->ep == ep) {
+            mdr_list_del(&op->link);
+            mdr_ofi_op_put(rail, op);
+        }
+    }
+}
+
+void mdr_ofi_ep_destroy(mdr_ep_t *ep)
+{
+    mdr_rail_t *rail;
+    mdr_list_t *l;
+
+    if (ep == NULL || ep->destroyed)
+        return;
+    rail = ep->rail;
+    if (!ep->failed && !rail->closing)
+        mdr_ofi_send_bye(ep, MDR_OFI_BYE_DESTROYED);
+    ep->destroyed = 1;
+    mdr_ofi_ep_unmap(ep);
+    if (ep->fail_queued) {
+        mdr_list_del(&ep->fail_link);
+        ep->fail_queued = 0;
+    }
+    while ((l = mdr_list_pop_head(&ep->ops)) != NULL) {
+        mdr_ofi_op_t *op = mdr_container_of(l, mdr_ofi_op_t, link);
+        op->ep = NULL;
+        op->comp = NULL;
+        mdr_list_push_tail(&rail->orphans, &op->link);
+    }
+    mdr_ofi_drop_done(ep);
+    ep->pending = 0;
+    ep->backlog = 0;
+    mdr_list_del(&ep->link);
+    if (rail->in_progress)
+        mdr_list_push_tail(&rail->zombie_eps, &ep->link);
+    else
+        mdr_ofi_ep_free(ep);
+}
+
+size_t mdr_ofi_ep_backlog(mdr_ep_t *ep)
+{
+    return ep != NULL ? ep->backlog : 0;
+}
+
+int mdr_ofi_ep_idle(mdr_ep_t *ep)
+{
+    return ep == NULL || ep->pending == 0;
+}
+
+/* ---------------- sending ---------------- */
+
+/* Send one message: header + the pieces of iov + padding to 8 bytes.
+ * Returns OK, NORESOURCE (nothing sent) or RAIL_DOWN (ep failed). */
+static madrail_status_t mdr_ofi_send_msg(mdr_ep_t *ep, uint8_t type, const struct iovec *iov,
+                                         int iovcnt, size_t paylen, int is_bye)
+{
+    mdr_rail_t *rail = ep->rail;
+    mdr_ofi_hdr_t hdr;
+    mdr_ofi_txbuf_t *txb;
+    mdr_ofi_op_t *op;
+    size_t pad = MDR_OFI_PAD8(paylen), total = MDR_OFI_HDR_LEN + paylen + pad, off;
+    ssize_t ret;
+    int i;
+
+    if (total > rail->msg_max)
+        return MADRAIL_ERR_INVALID;
+    if (rail->tx_inflight >= rail->tx_size)
+        return MADRAIL_ERR_NORESOURCE;
+    txb = mdr_ofi_txb_get(rail);
+    if (txb == NULL)
+        return MADRAIL_ERR_NORESOURCE;
+    op = mdr_ofi_op_get(rail);
+    if (op == NULL) {
+        mdr_ofi_txb_release(rail, txb);
+        return MADRAIL_ERR_NORESOURCE;
+    }
+    hdr.type = type;
+    hdr.pad = (uint8_t)pad;
+    hdr.magic = MDR_OFI_MAGIC;
+    hdr.epid = ep->epid;
+    hdr.uuid = rail->uuid;
+    memcpy(txb->buf, &hdr, MDR_OFI_HDR_LEN);
+    off = MDR_OFI_HDR_LEN;
+    for (i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > 0)
+            memcpy(txb->buf + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    memset(txb->buf + off, 0, pad);
+
+    op->ctx.kind = MDR_OFI_OP_SEND;
+    op->ep = ep;
+    op->bytes = total;
+    op->txb = txb;
+    op->is_bye = is_bye;
+    ret = fi_send(rail->ep, txb->buf, total, txb->desc, ep->peer->fa, &op->ctx.fctx);
+    if (ret != 0) {
+        mdr_ofi_txb_release(rail, txb);
+        op->txb = NULL;
+        mdr_ofi_op_put(rail, op);
+        if (ret == -FI_EAGAIN)
+            return MADRAIL_ERR_NORESOURCE;
+        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "fi_send of %zu bytes: %s", total,
+                        fi_strerror((int)-ret));
+        return MADRAIL_ERR_RAIL_DOWN;
+    }
+    if (rail->cfg.timeout > 0)
+        op->posted = mdr_time_sec();
+    mdr_list_push_tail(&ep->ops, &op->link);
+    rail->tx_inflight++;
+    if (is_bye) {
+        rail->byes_inflight++;
+    } else {
+        ep->pending++;
+        ep->backlog += total;
+    }
+    return MADRAIL_OK;
+}
+
+static madrail_status_t mdr_ofi_send_hello(mdr_ep_t *ep)
+{
+    mdr_rail_t *rail = ep->rail;
+    uint8_t addr[MDR_OFI_ADDR_HDR + MDR_OFI_NAME_MAX];
+    uint32_t mark = MDR_OFI_ADDR_MARK;
+    uint16_t nlen = (uint16_t)rail->name_len, zero = 0;
+    mdr_ofi_hello_t h;
+    struct iovec iov[2];
+    madrail_status_t st;
+
+    memcpy(addr, &mark, 4);
+    memcpy(addr + 4, &rail->prov_hash, 4);
+    memcpy(addr + 8, &nlen, 2);
+    memcpy(addr + 10, &zero, 2);
+    memcpy(addr + MDR_OFI_ADDR_HDR, rail->name_buf, rail->name_len);
+    h.target = ep->uuid;
+    h.addr_len = (uint32_t)(MDR_OFI_ADDR_HDR + rail->name_len);
+    h.pad = 0;
+    iov[0].iov_base = &h;
+    iov[0].iov_len = sizeof(h);
+    iov[1].iov_base = addr;
+    iov[1].iov_len = h.addr_len;
+    st = mdr_ofi_send_msg(ep, MDR_OFI_M_HELLO, iov, 2, sizeof(h) + h.addr_len, 0);
+    if (st == MADRAIL_OK) {
+        ep->hello_sent = 1;
+        mdr_debug("rail %s peer %016llx: hello from endpoint %u", rail->log_name,
+                  (unsigned long long)ep->uuid, ep->epid);
+    }
+    return st;
+}
+
+void mdr_ofi_send_bye(mdr_ep_t *ep, uint32_t reason)
+{
+    mdr_ofi_bye_t b;
+    struct iovec iov;
+    madrail_status_t st;
+
+    /* Only a peer that knows this incarnation has anything to forget. */
+    if (!ep->hello_sent && ep->peer_epid == 0)
+        return;
+    b.target_epid = ep->peer_epid;
+    b.reason = reason;
+    iov.iov_base = &b;
+    iov.iov_len = sizeof(b);
+    st = mdr_ofi_send_msg(ep, MDR_OFI_M_BYE, &iov, 1, sizeof(b), 1);
+    if (st != MADRAIL_OK)
+        mdr_debug("rail %s peer %016llx: no goodbye sent (%s)", ep->rail->log_name,
+                  (unsigned long long)ep->uuid, madrail_status_str(st));
+}
+
+/* A peer that stopped taking messages (shm: its queue is full because it
+ * is gone) makes every send return -FI_EAGAIN and nothing stays in flight
+ * for the completion watchdog to see: with MADRAIL_OFI_TIMEOUT set, a run
+ * of refusals that long fails the ep too. */
+static madrail_status_t mdr_ofi_nores_check(mdr_ep_t *ep, madrail_status_t st)
+{
+    double now;
+
+    if (st != MADRAIL_ERR_NORESOURCE) {
+        if (st == MADRAIL_OK || st == MADRAIL_INPROGRESS)
+            ep->nores_since = 0;
+        return st;
+    }
+    if (ep->rail->cfg.timeout <= 0)
+        return st;
+    now = mdr_time_sec();
+    if (ep->nores_since == 0) {
+        ep->nores_since = now;
+    } else if (now - ep->nores_since > ep->rail->cfg.timeout) {
+        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN,
+                        "the provider has refused every send for %.1f s "
+                        "(MADRAIL_OFI_TIMEOUT): the peer takes no messages",
+                        now - ep->nores_since);
+        return MADRAIL_ERR_RAIL_DOWN;
+    }
+    return st;
+}
+
+madrail_status_t mdr_ofi_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt)
+{
+    size_t len = 0;
+    madrail_status_t st;
+    int i;
+
+    if (ep == NULL || ep->destroyed || (iovcnt > 0 && iov == NULL) || iovcnt < 0)
+        return MADRAIL_ERR_INVALID;
+    if (ep->failed)
+        return MADRAIL_ERR_RAIL_DOWN;
+    for (i = 0; i < iovcnt; i++)
+        len += iov[i].iov_len;
+    if (len > ep->rail->slot_size) {
+        mdr_error("rail %s peer %016llx: control message of %zu bytes exceeds the slot size "
+                  "%zu", ep->rail->log_name, (unsigned long long)ep->uuid, len,
+                  ep->rail->slot_size);
+        return MADRAIL_ERR_INVALID;
+    }
+    if (!ep->hello_sent) {
+        st = mdr_ofi_send_hello(ep);
+        if (st != MADRAIL_OK)
+            return mdr_ofi_nores_check(ep, st);
+    }
+    return mdr_ofi_nores_check(ep, mdr_ofi_send_msg(ep, MDR_OFI_M_CTRL, iov, iovcnt, len, 0));
+}
+
+/* ---------------- puts ---------------- */
+
+static madrail_status_t mdr_ofi_put_post(mdr_ep_t *ep, const void *local, size_t len,
+                                         mdr_memh_t *lmemh, uint64_t raddr, const void *rkey,
+                                         size_t rkey_len, mdr_completion_t *comp)
+{
+    mdr_rail_t *rail;
+    const uint8_t *k = rkey;
+    uint64_t key, base, rlen, target;
+    uint32_t flags;
+    struct fi_msg_rma msg;
+    struct fi_rma_iov rma;
+    struct iovec iov;
+    void *desc = NULL;
+    mdr_ofi_op_t *op;
+    ssize_t ret;
+
+    if (ep == NULL || ep->destroyed || comp == NULL || (local == NULL && len > 0) ||
+        rkey == NULL)
+        return MADRAIL_ERR_INVALID;
+    rail = ep->rail;
+    if (ep->failed)
+        return MADRAIL_ERR_RAIL_DOWN;
+    if (rkey_len != MDR_OFI_RKEY_LEN) {
+        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "remote key of %zu bytes (expected %d)",
+                        rkey_len, MDR_OFI_RKEY_LEN);
+        return MADRAIL_ERR_RAIL_DOWN;
+    }
+    memcpy(&key, k, 8);
+    memcpy(&base, k + 8, 8);
+    memcpy(&rlen, k + 16, 8);
+    memcpy(&flags, k + 24, 4);
+    if (raddr < base || raddr - base > rlen || len > rlen - (raddr - base)) {
+        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO,
+                        "put of %zu bytes at %#llx outside the peer's region %#llx+%llu", len,
+                        (unsigned long long)raddr, (unsigned long long)base,
+                        (unsigned long long)rlen);
+        return MADRAIL_ERR_RAIL_DOWN;
+    }
+    if (len == 0)
+        return MADRAIL_OK;
+    if (len > rail->max_msg) {
+        mdr_error("rail %s peer %016llx: put of %zu bytes exceeds the provider's largest "
+                  "transfer (%zu)", rail->log_name, (unsigned long long)ep->uuid, len,
+                  rail->max_msg);
+        return MADRAIL_ERR_INVALID;
+    }
+    if (rail->tx_inflight >= rail->tx_size)
+        return MADRAIL_ERR_NORESOURCE;
+    op = mdr_ofi_op_get(rail);
+    if (op == NULL)
+        return MADRAIL_ERR_NORESOURCE;
+    if (rail->mr_mode & FI_MR_LOCAL) {
+        if (lmemh != NULL && (uintptr_t)local >= lmemh->addr &&
+            (uintptr_t)local + len <= lmemh->addr + lmemh->len) {
+            desc = lmemh->desc;
+        } else if (mdr_ofi_reg_local(rail, (void *)local, len, FI_WRITE, &op->tmp_mr, &desc) !=
+                   MADRAIL_OK) {
+            mdr_ofi_op_put(rail, op);
+            return MADRAIL_ERR_NORESOURCE;
+        }
+    }
+    target = (flags & MDR_OFI_RKEY_VIRT) ? raddr : raddr - base;
+    iov.iov_base = (void *)local;
+    iov.iov_len = len;
+    rma.addr = target;
+    rma.len = len;
+    rma.key = key;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.desc = &desc;
+    msg.iov_count = 1;
+    msg.addr = ep->peer->fa;
+    msg.rma_iov = &rma;
+    msg.rma_iov_count = 1;
+    msg.context = &op->ctx.fctx;
+    op->ctx.kind = MDR_OFI_OP_PUT;
+    op->ep = ep;
+    op->bytes = len;
+    op->comp = comp;
+    ret = fi_writemsg(rail->ep, &msg,
+                      FI_COMPLETION | (rail->put_delivery ? FI_DELIVERY_COMPLETE : 0));
+    if (ret != 0) {
+        if (op->tmp_mr != NULL)
+            fi_close(&op->tmp_mr->fid);
+        mdr_ofi_op_put(rail, op);
+        if (ret == -FI_EAGAIN)
+            return MADRAIL_ERR_NORESOURCE;
+        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "fi_writemsg of %zu bytes: %s", len,
+                        fi_strerror((int)-ret));
+        return MADRAIL_ERR_RAIL_DOWN;
+    }
+    if (rail->cfg.timeout > 0)
+        op->posted = mdr_time_sec();
+    mdr_list_push_tail(&ep->ops, &op->link);
+    rail->tx_inflight++;
+    ep->pending++;
+    ep->backlog += len;
+    return MADRAIL_INPROGRESS;
+}
+
+madrail_status_t mdr_ofi_put(mdr_ep_t *ep, const void *local, size_t len, mdr_memh_t *lmemh,
+                             uint64_t raddr, const void *rkey, size_t rkey_len,
+                             mdr_completion_t *comp)
+{
+    madrail_status_t st = mdr_ofi_put_post(ep, local, len, lmemh, raddr, rkey, rkey_len, comp);
+    return ep != NULL ? mdr_ofi_nores_check(ep, st) : st;
+}
+
+/* ---------------- completions ---------------- */
+
+void mdr_ofi_op_done(mdr_rail_t *rail, mdr_ofi_op_t *op, madrail_status_t status,
+                     const char *why)
+{
+    mdr_ep_t *ep = op->ep;
+    int is_put = op->ctx.kind == MDR_OFI_OP_PUT;
+
+    mdr_list_del(&op->link);
+    if (rail->tx_inflight > 0)
+        rail->tx_inflight--;
+    if (op->is_bye && rail->byes_inflight > 0)
+        rail->byes_inflight--;
+    if (op->txb != NULL) {
+        mdr_ofi_txb_release(rail, op->txb);
+        op->txb = NULL;
+    }
+    if (op->tmp_mr != NULL) {
+        fi_close(&op->tmp_mr->fid);
+        op->tmp_mr = NULL;
+    }
+    if (ep != NULL && rail->cfg.timeout > 0)
+        ep->last_done = mdr_time_sec();
+    if (ep != NULL && !op->is_bye) {
+        ep->backlog -= op->bytes < ep->backlog ? op->bytes : ep->backlog;
+        if (status != MADRAIL_OK)
+            mdr_ofi_ep_fail(ep, status, "%s of %zu bytes failed: %s", is_put ? "put" : "send",
+                            op->bytes, why != NULL ? why : "error");
+    }
+    if (ep != NULL && is_put && op->comp != NULL && !rail->closing) {
+        op->status = status;
+        mdr_list_push_tail(&rail->doneq, &op->link); /* reported after failures */
+        return;
+    }
+    if (ep != NULL && !op->is_bye && ep->pending > 0)
+        ep->pending--;
+    mdr_ofi_op_put(rail, op);
+}
+
+int mdr_ofi_report(mdr_rail_t *rail)
+{
+    mdr_list_t *l;
+    int n = 0;
+
+    for (;;) {
+        while ((l = mdr_list_pop_head(&rail->failq)) != NULL) {
+            mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, fail_link);
+            ep->fail_queued = 0;
+            if (ep->destroyed)
+                continue;
+            n++;
+            if (ep->cookie != NULL)
+                rail->upcalls->ep_failed(ep->cookie, ep->fail_status, ep->fail_reason);
+            /* Its puts in flight fail now, as on a broken connection: the
+             * provider may never complete a write to a peer that is gone.
+             * Their completions, if they come, are dropped. */
+            while (!ep->destroyed && (l = mdr_list_pop_head(&ep->ops)) != NULL) {
+                mdr_ofi_op_t *op = mdr_container_of(l, mdr_ofi_op_t, link);
+                mdr_completion_t *comp = op->ctx.kind == MDR_OFI_OP_PUT ? op->comp : NULL;
+                op->ep = NULL;
+                op->comp = NULL;
+                mdr_list_push_tail(&rail->orphans, &op->link);
+                if (!op->is_bye && ep->pending > 0)
+                    ep->pending--;
+                if (comp != NULL) {
+                    n++;
+                    comp->cb(comp, ep->fail_status);
+                }
+            }
+            if (!ep->destroyed)
+                ep->backlog = 0;
+        }
+        l = mdr_list_pop_head(&rail->doneq);
+        if (l == NULL)
+            break;
+        {
+            mdr_ofi_op_t *op = mdr_container_of(l, mdr_ofi_op_t, link);
+            mdr_ep_t *ep = op->ep;
+            mdr_completion_t *comp = op->comp;
+            madrail_status_t st = op->status;
+
+            mdr_ofi_op_put(rail, op);
+            if (ep == NULL || ep->destroyed || comp == NULL)
+                continue;
+            if (ep->pending > 0)
+                ep->pending--;
+            if (ep->failed && st == MADRAIL_OK)
+                st = ep->fail_status;
+            n++;
+            comp->cb(comp, st);
+        }
+    }
+    return n;
+}
+
+void mdr_ofi_check_timeouts(mdr_rail_t *rail)
+{
+    double now = mdr_time_sec(), ref, limit;
+    mdr_list_t *l;
+
+    if (now < rail->next_timeout_check)
+        return;
+    rail->next_timeout_check = now + 0.1;
+    mdr_list_for_each(l, &rail->eps_all) {
+        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, link);
+        mdr_ofi_op_t *op;
+        if (ep->failed || mdr_list_empty(&ep->ops))
+            continue;
+        op = mdr_container_of(ep->ops.next, mdr_ofi_op_t, link);
+        ref = op->posted > ep->last_done ? op->posted : ep->last_done;
+        limit = rail->cfg.timeout + (double)op->bytes / 1e6;
+        if (now - ref > limit)
+            mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN,
+                            "a %s of %zu bytes has not completed in %.1f s "
+                            "(MADRAIL_OFI_TIMEOUT): the peer is gone or dropped it",
+                            op->ctx.kind == MDR_OFI_OP_PUT ? "put" : "send", op->bytes,
+                            now - op->posted);
+    }
+}
+
+void mdr_ofi_ops_cleanup(mdr_rail_t *rail)
+{
+    mdr_list_t *l;
+
+    while ((l = mdr_list_pop_head(&rail->orphans)) != NULL) {
+        mdr_ofi_op_t *op = mdr_container_of(l, mdr_ofi_op_t, link);
+        if (op->tmp_mr != NULL)
+            fi_close(&op->tmp_mr->fid);
+        free(op);
+    }
+    while ((l = mdr_list_pop_head(&rail->doneq)) != NULL)
+        free(mdr_container_of(l, mdr_ofi_op_t, link));
+    while ((l = mdr_list_pop_head(&rail->free_ops)) != NULL)
+        free(mdr_container_of(l, mdr_ofi_op_t, link));
+}
+
+/* ---------------- receiving ---------------- */
+
+/* A HELLO: learn the peer's incarnation, or accept a new peer. */
+static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
+                                   const uint8_t *body, size_t len)
+{
+    mdr_ofi_hello_t h;
+    const uint8_t *a;
+    uint32_t mark, hash;
+    uint16_t nlen;
+    mdr_ofi_peer_t *peer;
+    mdr_ep_t *ep;
+    void *cookie;
+    int ret;
+
+    if (len < sizeof(h)) {
+        mdr_warn("rail %s: hello of %zu bytes from %016llx; dropped", rail->log_name, len,
+                 (unsigned long long)hdr->uuid);
+        return;
+    }
+    memcpy(&h, body, sizeof(h));
+    a = body + sizeof(h);
+    if (h.addr_len < MDR_OFI_ADDR_HDR || h.addr_len > len - sizeof(h)) {
+        mdr_warn("rail %s: hello from %016llx with a bad address length %u; dropped",
+                 rail->log_name, (unsigned long long)hdr->uuid, h.addr_len);
+        return;
+    }
+    memcpy(&mark, a, 4);
+    memcpy(&hash, a + 4, 4);
+    memcpy(&nlen, a + 8, 2);
+    if (mark != MDR_OFI_ADDR_MARK || hash != rail->prov_hash || nlen == 0 ||
+        nlen > MDR_OFI_NAME_MAX || (size_t)nlen + MDR_OFI_ADDR_HDR != h.addr_len) {
+        mdr_warn("rail %s: hello from %016llx carries an address we cannot use; dropped",
+                 rail->log_name, (unsigned long long)hdr->uuid);
+        return;
+    }
+    if (h.target != rail->uuid) {
+        mdr_warn("rail %s: hello from %016llx is meant for uuid %016llx, we are %016llx; "
+                 "dropped", rail->log_name, (unsigned long long)hdr->uuid,
+                 (unsigned long long)h.target, (unsigned long long)rail->uuid);
+        return;
+    }
+    if (hdr->uuid == rail->uuid) {
+        mdr_warn("rail %s: hello carries our own uuid; dropped", rail->log_name);
+        return;
+    }
+
+    ep = mdr_hash_get(&rail->eps, hdr->uuid);
+    if (ep != NULL) {
+        if (ep->peer_epid == 0 || ep->peer_epid == hdr->epid) {
+            /* our own ep (created by the core, or by an earlier hello): no accept */
+            ep->peer_epid = hdr->epid;
+            mdr_debug("rail %s peer %016llx: endpoint %u knows the peer's endpoint %u",
+                      rail->log_name, (unsigned long long)hdr->uuid, ep->epid, hdr->epid);
+            return;
+        }
+        /* the peer started over with a new endpoint: the old one is gone.
+         * Report that before offering the new one, so the core sees them in order. */
+        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "the peer reconnected");
+        mdr_ofi_report(rail);
+    }
+
+    peer = mdr_hash_get(&rail->peers, hdr->uuid);
+    if (peer == NULL || peer->name_len != nlen ||
+        memcmp(peer->name, a + MDR_OFI_ADDR_HDR, nlen) != 0) {
+        mdr_ofi_peer_t *np = peer;
+        if (np == NULL && (np = calloc(1, sizeof(*np))) == NULL) {
+            mdr_error("rail %s: out of memory accepting peer %016llx", rail->log_name,
+                      (unsigned long long)hdr->uuid);
+            return;
+        }
+        ret = fi_av_insert(rail->av, a + MDR_OFI_ADDR_HDR, 1, &np->fa, 0, NULL);
+        if (ret != 1) {
+            mdr_error("rail %s: fi_av_insert of peer %016llx: %s", rail->log_name,
+                      (unsigned long long)hdr->uuid,
+                      ret < 0 ? fi_strerror(-ret) : "address not inserted");
+            if (peer == NULL)
+                free(np);
+            return;
+        }
+        np->uuid = hdr->uuid;
+        np->name_len = nlen;
+        memcpy(np->name, a + MDR_OFI_ADDR_HDR, nlen);
+        if (peer == NULL) {
+            if (mdr_hash_put(&rail->peers, hdr->uuid, np) != MADRAIL_OK) {
+                fi_av_remove(rail->av, &np->fa, 1, 0);
+                free(np);
+                return;
+            }
+            mdr_list_push_tail(&rail->peer_list, &np->link);
+        }
+        peer = np;
+    }
+    if (mdr_ofi_ep_alloc(rail, hdr->uuid, NULL, peer, &ep) != MADRAIL_OK) {
+        mdr_error("rail %s: out of memory accepting peer %016llx", rail->log_name,
+                  (unsigned long long)hdr->uuid);
+        return;
+    }
+    ep->peer_epid = hdr->epid;
+    cookie = rail->upcalls->ep_accepted(rail->rail_cookie, hdr->uuid, ep);
+    if (ep->destroyed) /* the core destroyed it inside the upcall */
+        return;
+    if (cookie == NULL) {
+        mdr_debug("rail %s peer %016llx: refused by the core", rail->log_name,
+                  (unsigned long long)hdr->uuid);
+        mdr_ofi_send_bye(ep, MDR_OFI_BYE_REFUSED);
+        ep->failed = 1; /* no second goodbye from destroy */
+        mdr_ofi_ep_destroy(ep);
+        return;
+    }
+    ep->cookie = cookie;
+    mdr_debug("rail %s peer %016llx: accepted (its endpoint %u, ours %u)", rail->log_name,
+              (unsigned long long)hdr->uuid, hdr->epid, ep->epid);
+}
+
+static void mdr_ofi_bye_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
+                                 const uint8_t *body, size_t len)
+{
+    mdr_ofi_bye_t b;
+    mdr_ep_t *ep;
+
+    if (len < sizeof(b))
+        return;
+    memcpy(&b, body, sizeof(b));
+    ep = mdr_hash_get(&rail->eps, hdr->uuid);
+    if (ep == NULL)
+        return;
+    if (b.target_epid != 0 ? b.target_epid != ep->epid : ep->peer_epid != hdr->epid) {
+        mdr_debug("rail %s peer %016llx: goodbye for another endpoint (%u) ignored",
+                  rail->log_name, (unsigned long long)hdr->uuid, b.target_epid);
+        return;
+    }
+    ep->bye_received = 1;
+    mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "%s", mdr_ofi_bye_str(b.reason));
+}
+
+void mdr_ofi_recv_msg(mdr_rail_t *rail, const uint8_t *buf, size_t len)
+{
+    mdr_ofi_hdr_t hdr;
+    const uint8_t *body;
+    size_t blen;
+    mdr_ep_t *ep;
+
+    if (len < MDR_OFI_HDR_LEN) {
+        mdr_warn("rail %s: message of %zu bytes, shorter than a header; dropped",
+                 rail->log_name, len);
+        return;
+    }
+    memcpy(&hdr, buf, MDR_OFI_HDR_LEN);
+    if (hdr.magic != MDR_OFI_MAGIC) {
+        mdr_warn("rail %s: message with magic %04x (expected %04x: another version or byte "
+                 "order); dropped", rail->log_name, hdr.magic, MDR_OFI_MAGIC);
+        return;
+    }
+    if (hdr.pad > 7 || hdr.pad > len - MDR_OFI_HDR_LEN) {
+        ep = mdr_hash_get(&rail->eps, hdr.uuid);
+        if (ep != NULL)
+            mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "message with %u padding bytes",
+                            hdr.pad);
+        return;
+    }
+    blen = len - MDR_OFI_HDR_LEN - hdr.pad;
+    body = buf + MDR_OFI_HDR_LEN;
+    switch (hdr.type) {
+    case MDR_OFI_M_HELLO:
+        mdr_ofi_hello_received(rail, &hdr, body, blen);
+        return;
+    case MDR_OFI_M_BYE:
+        mdr_ofi_bye_received(rail, &hdr, body, blen);
+        return;
+    case MDR_OFI_M_CTRL:
+        break;
+    default:
+        ep = mdr_hash_get(&rail->eps, hdr.uuid);
+        if (ep != NULL && ep->peer_epid == hdr.epid)
+            mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "message of unknown type %u",
+                            hdr.type);
+        return;
+    }
+    ep = mdr_hash_get(&rail->eps, hdr.uuid);
+    if (ep == NULL || ep->peer_epid != hdr.epid) {
+        /* an incarnation we do not know (any more): stale, or refused */
+        mdr_debug("rail %s: control message from %016llx endpoint %u dropped (no endpoint "
+                  "knows it)", rail->log_name, (unsigned long long)hdr.uuid, hdr.epid);
+        return;
+    }
+    if (blen > rail->slot_size) {
+        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO,
+                        "control message of %zu bytes exceeds the slot size %zu", blen,
+                        rail->slot_size);
+        return;
+    }
+    if (((uintptr_t)body & 7) != 0) {
+        /* the provider packed messages unaligned: the core reads headers in place */
+        memcpy(rail->rx_scratch, body, blen);
+        body = rail->rx_scratch;
+    }
+    if (ep->cookie != NULL)
+        rail->upcalls->ctrl_recv(ep->cookie, body, blen);
+}

@@ -1,0 +1,750 @@
+/*
+ * Driver-level test of the ofi rail, for what the conformance suite does
+ * not reach: the rail spec and provider selection (unknown provider, a
+ * provider without RDM, a missing domain, an IPv4 address, "auto"), the
+ * messages the refusals print (stderr is captured), both receive modes
+ * (FI_MULTI_RECV pools and single buffers) with odd message lengths, the
+ * send-after-write put mode, a peer that destroys its endpoint and comes
+ * back (the hello/bye incarnations), addresses of another provider, and a
+ * peer process that dies without a goodbye (tcp;ofi_rxm reports it; shm
+ * needs MADRAIL_OFI_TIMEOUT).  Two rails in one process on tcp;ofi_rxm
+ * over lo, or two processes (fork) for the deaths.  Each check prints a
+ * line; exit 0 = pass, 1 = fail, 77 = skip (no tcp;ofi_rxm provider).
+ */
+#include "mdr_config.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+
+#include "rails/rail.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#define SLOT 2048
+#define MDR_OFI_ADDR_HDR_TEST 12 /* packed ofi address: header, then fi_getname() bytes */
+#define PROV "tcp;ofi_rxm"
+#define SPEC PROV ":lo"
+
+static int failures;
+
+#define CHECK(_cond, ...)                                                                    \
+    do {                                                                                     \
+        if (_cond) {                                                                         \
+            printf("ok   ");                                                                 \
+        } else {                                                                             \
+            printf("FAIL ");                                                                 \
+            failures++;                                                                      \
+        }                                                                                    \
+        printf(__VA_ARGS__);                                                                 \
+        printf("\n");                                                                        \
+        fflush(stdout);                                                                      \
+    } while (0)
+
+/* ---------------- recording upcalls ---------------- */
+
+typedef struct side side_t;
+
+typedef struct epc { /* one ep's record (the ep cookie) */
+    side_t *side;
+    mdr_ep_t *ep;
+    uint64_t nrecv;
+    uint64_t next_seq;
+    int bad, misaligned;
+    char why[200];
+    int failed;
+    madrail_status_t fail_status;
+    char fail_reason[200];
+    const uint8_t *watch, *watch_ref; /* put ordering: target == ref at each message? */
+    size_t watch_len;
+    int watch_bad;
+} epc_t;
+
+struct side {
+    uint64_t uuid;
+    mdr_rail_t *rail;
+    mdr_rail_attr_t attr;
+    uint8_t addr[256];
+    epc_t own;     /* the ep we created */
+    epc_t acc[4];  /* eps the peer's hellos made here, in order */
+    int naccepted;
+};
+
+static const mdr_rail_ops_t *ops = &mdr_ofi_ops;
+
+/* Message seq has length seq % 67 * 29 % SLOT (odd lengths) and bytes
+ * derived from seq; the first 8 bytes carry seq when there is room. */
+static size_t msg_len(uint64_t seq)
+{
+    size_t n = (size_t)(seq % 67) * 29 % SLOT;
+    return n < 8 ? 8 + (seq & 7) : n;
+}
+
+static uint8_t msg_byte(uint64_t seq, size_t i)
+{
+    return (uint8_t)(seq * 31 + i * 7 + 1);
+}
+
+static size_t msg_make(uint8_t *buf, uint64_t seq)
+{
+    size_t n = msg_len(seq), i;
+    memcpy(buf, &seq, 8);
+    for (i = 8; i < n; i++)
+        buf[i] = msg_byte(seq, i);
+    return n;
+}
+
+static void up_recv(void *cookie, const void *data, size_t len)
+{
+    epc_t *c = cookie;
+    const uint8_t *d = data;
+    uint64_t seq;
+    size_t i;
+
+    c->nrecv++;
+    if (((uintptr_t)data & 7) != 0)
+        c->misaligned++;
+    if (c->watch != NULL && memcmp(c->watch, c->watch_ref, c->watch_len) != 0)
+        c->watch_bad++;
+    if (c->bad || len < 8)
+        return;
+    memcpy(&seq, d, 8);
+    if (seq != c->next_seq || len != msg_len(seq)) {
+        c->bad = 1;
+        snprintf(c->why, sizeof(c->why), "got seq %llu len %zu, expected seq %llu len %zu",
+                 (unsigned long long)seq, len, (unsigned long long)c->next_seq,
+                 msg_len(c->next_seq));
+        return;
+    }
+    for (i = 8; i < len; i++)
+        if (d[i] != msg_byte(seq, i)) {
+            c->bad = 1;
+            snprintf(c->why, sizeof(c->why), "seq %llu byte %zu differs",
+                     (unsigned long long)seq, i);
+            return;
+        }
+    c->next_seq++;
+}
+
+static void *up_accepted(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
+{
+    side_t *s = rail_cookie;
+    epc_t *c;
+
+    (void)uuid;
+    if (s->naccepted >= 4)
+        return NULL;
+    c = &s->acc[s->naccepted++];
+    memset(c, 0, sizeof(*c));
+    c->side = s;
+    c->ep = ep;
+    return c;
+}
+
+static void up_failed(void *cookie, madrail_status_t status, const char *reason)
+{
+    epc_t *c = cookie;
+
+    c->failed++;
+    c->fail_status = status;
+    snprintf(c->fail_reason, sizeof(c->fail_reason), "%s", reason ? reason : "");
+}
+
+static const mdr_rail_upcalls_t upcalls = {up_recv, up_accepted, up_failed};
+
+static madrail_status_t side_open(side_t *s, uint64_t uuid, const char *spec,
+                                  const char *const *overrides)
+{
+    mdr_rail_params_t p;
+    madrail_status_t st;
+
+    memset(s, 0, sizeof(*s));
+    s->uuid = uuid;
+    s->own.side = s;
+    memset(&p, 0, sizeof(p));
+    p.uuid = uuid;
+    p.upcalls = &upcalls;
+    p.rail_cookie = s;
+    p.slot_size = SLOT;
+    p.slots = 16;
+    p.overrides = overrides;
+    st = ops->open(spec, &p, &s->rail);
+    if (st != MADRAIL_OK) {
+        s->rail = NULL;
+        return st;
+    }
+    ops->query(s->rail, &s->attr);
+    return ops->addr_pack(s->rail, s->addr, s->attr.addr_len);
+}
+
+static void side_close(side_t *s)
+{
+    if (s->rail != NULL)
+        ops->close(s->rail);
+    s->rail = NULL;
+}
+
+static void prog2(side_t *a, side_t *b)
+{
+    ops->progress(a->rail);
+    ops->progress(b->rail);
+}
+
+#define WAIT(_a, _b, _cond)                                                                  \
+    ({                                                                                       \
+        double _dl = mdr_time_sec() + 20.0;                                                  \
+        while (!(_cond) && mdr_time_sec() < _dl)                                             \
+            prog2((_a), (_b));                                                               \
+        (_cond);                                                                             \
+    })
+
+static madrail_status_t send_seq(side_t *a, side_t *b, mdr_ep_t *ep, uint64_t seq)
+{
+    uint8_t buf[SLOT];
+    size_t n = msg_make(buf, seq), cut = n / 3;
+    struct iovec iov[2] = {{buf, cut}, {buf + cut, n - cut}};
+    double dl = mdr_time_sec() + 20.0;
+    madrail_status_t st;
+
+    while ((st = ops->ctrl_send(ep, iov, 2)) == MADRAIL_ERR_NORESOURCE &&
+           mdr_time_sec() < dl)
+        prog2(a, b);
+    return st;
+}
+
+/* ---------------- stderr capture ---------------- */
+
+static char captured[8192];
+
+/* Run open(spec) with stderr going to a file; the text lands in captured. */
+static madrail_status_t open_captured(side_t *s, const char *spec, const char *const *ov)
+{
+    char path[] = "/tmp/mdr_ofi_testXXXXXX";
+    int fd = mkstemp(path), saved;
+    madrail_status_t st;
+    ssize_t n;
+
+    captured[0] = '\0';
+    if (fd < 0)
+        return side_open(s, 9, spec, ov);
+    unlink(path);
+    fflush(stderr);
+    saved = dup(2);
+    dup2(fd, 2);
+    st = side_open(s, 9, spec, ov);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    n = pread(fd, captured, sizeof(captured) - 1, 0);
+    captured[n > 0 ? n : 0] = '\0';
+    close(fd);
+    /* show it, so a failure is explained in the log */
+    fprintf(stderr, "%s", captured);
+    return st;
+}
+
+static int provider_exists(const char *prov, int want_rdm)
+{
+    struct fi_info *h = fi_allocinfo(), *list = NULL, *i;
+    int found = 0;
+
+    if (h == NULL)
+        return 0;
+    h->fabric_attr->prov_name = strdup(prov);
+    if (fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, h, &list) ==
+        0) {
+        for (i = list; i != NULL; i = i->next)
+            if (!want_rdm || i->ep_attr->type == FI_EP_RDM)
+                found = 1;
+        if (!want_rdm && found)
+            for (i = list; i != NULL; i = i->next)
+                if (i->ep_attr->type == FI_EP_RDM)
+                    found = 2; /* has RDM too */
+        fi_freeinfo(list);
+    }
+    fi_freeinfo(h);
+    return found;
+}
+
+/* ---------------- checks ---------------- */
+
+/* A provider without RDM endpoints: libfabric layers ofi_rxd over udp
+ * whenever it can, so a child process excludes ofi_rxd (FI_PROVIDER is
+ * read once, at libfabric's first call) and asks for udp. */
+static void check_lacks(void)
+{
+    int status = 0;
+    pid_t pid;
+
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid == 0) {
+        side_t s;
+        madrail_status_t st;
+        setenv("FI_PROVIDER", "^ofi_rxd", 1);
+        if (!provider_exists("udp", 0))
+            _exit(77);
+        st = open_captured(&s, "udp:lo", NULL);
+        side_close(&s);
+        _exit(st == MADRAIL_ERR_CONFIG && strstr(captured, "provider 'udp' lacks") &&
+                      strstr(captured, "FI_EP_RDM")
+                  ? 0
+                  : 1);
+    }
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+        CHECK(0, "provider without RDM: the child process did not run");
+        return;
+    }
+    if (WEXITSTATUS(status) == 77) {
+        printf("skip provider without RDM: libfabric has no udp provider\n");
+        return;
+    }
+    CHECK(WEXITSTATUS(status) == 0,
+          "provider udp alone (datagrams only) refused, the message says it lacks FI_EP_RDM");
+}
+
+static void check_specs(void)
+{
+    static const char *const bad_mode[] = {"MADRAIL_OFI_PUT_COMPLETE=sometimes", NULL};
+    madrail_status_t st;
+    side_t s;
+
+    st = open_captured(&s, "nosuchprovider:lo", NULL);
+    CHECK(st == MADRAIL_ERR_CONFIG && strstr(captured, "no provider 'nosuchprovider'") &&
+              strstr(captured, "tcp"),
+          "unknown provider refused, message lists the available ones (%s)",
+          madrail_status_str(st));
+    side_close(&s);
+
+    st = open_captured(&s, PROV ":nosuchdev0", NULL);
+    CHECK(st == MADRAIL_ERR_CONFIG && strstr(captured, "no domain or address 'nosuchdev0'") &&
+              strstr(captured, "lo"),
+          "missing domain refused, message lists the domains (%s)", madrail_status_str(st));
+    side_close(&s);
+
+    st = open_captured(&s, PROV ":lo:extra", NULL);
+    CHECK(st == MADRAIL_ERR_CONFIG && strstr(captured, "expected ofi:<provider>"),
+          "spec with a third field refused (%s)", madrail_status_str(st));
+    side_close(&s);
+
+    st = open_captured(&s, SPEC, bad_mode);
+    CHECK(st == MADRAIL_ERR_CONFIG && strstr(captured, "MADRAIL_OFI_PUT_COMPLETE=sometimes"),
+          "bad MADRAIL_OFI_PUT_COMPLETE refused (%s)", madrail_status_str(st));
+    side_close(&s);
+
+    st = side_open(&s, 9, PROV ":127.0.0.1", NULL);
+    CHECK(st == MADRAIL_OK && strcmp(s.attr.name, "ofi:" PROV ":lo") == 0,
+          "IPv4 address 127.0.0.1 selects domain lo (%s, name %s)", madrail_status_str(st),
+          st == MADRAIL_OK ? s.attr.name : "-");
+    side_close(&s);
+
+    st = side_open(&s, 9, ":lo", NULL);
+    CHECK(st == MADRAIL_OK && strncmp(s.attr.name, "ofi:", 4) == 0,
+          "empty provider picks one that qualifies (%s, name %s)", madrail_status_str(st),
+          st == MADRAIL_OK ? s.attr.name : "-");
+    side_close(&s);
+}
+
+/* A peer process that dies without a goodbye (exit without closing its
+ * rail): the survivor's ep must fail once it sends.  tcp;ofi_rxm notices
+ * the broken connection by itself; shm needs MADRAIL_OFI_TIMEOUT, which the
+ * overrides give.  Runs before this process initialises libfabric (fork). */
+static void check_peer_death(const char *spec, const char *const *ov, const char *label)
+{
+    int c2p[2], p2c[2], status = 0, n;
+    uint8_t addr[256];
+    uint32_t alen = 0;
+    pid_t pid;
+    side_t a;
+    madrail_status_t st;
+    double dl;
+    char ch;
+
+    if (pipe(c2p) != 0 || pipe(p2c) != 0) {
+        CHECK(0, "%s: pipe", label);
+        return;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid == 0) {
+        side_t c;
+        close(c2p[0]);
+        close(p2c[1]);
+        if (side_open(&c, 0xC0DE, spec, ov) != MADRAIL_OK) {
+            alen = 0; /* no such provider here: the parent skips */
+            _exit(write(c2p[1], &alen, 4) == 4 ? 3 : 2);
+        }
+        alen = (uint32_t)c.attr.addr_len;
+        if (write(c2p[1], &alen, 4) != 4 || write(c2p[1], c.addr, alen) != (ssize_t)alen)
+            _exit(2);
+        dl = mdr_time_sec() + 20.0;
+        while ((c.naccepted < 1 || c.acc[0].nrecv < 1) && mdr_time_sec() < dl)
+            ops->progress(c.rail);
+        ch = c.acc[0].nrecv >= 1 ? 'r' : 'n';
+        if (write(c2p[1], &ch, 1) != 1)
+            _exit(2);
+        if (read(p2c[0], &ch, 1) < 0)
+            _exit(2);
+        exit(0); /* no close: the peer hears nothing from the driver */
+    }
+    close(c2p[1]);
+    close(p2c[0]);
+    if (pid < 0 || read(c2p[0], &alen, 4) != 4 || alen > sizeof(addr)) {
+        CHECK(0, "%s: the child process failed", label);
+        goto out_child;
+    }
+    if (alen == 0) {
+        printf("skip %s: %s does not open here\n", label, spec);
+        goto out_child;
+    }
+    if (read(c2p[0], addr, alen) != (ssize_t)alen) {
+        CHECK(0, "%s: the child process failed", label);
+        goto out_child;
+    }
+    if (side_open(&a, 0xA11CE, spec, ov) != MADRAIL_OK) {
+        CHECK(0, "%s: open", label);
+        goto out_child;
+    }
+    st = ops->ep_create(a.rail, 0xC0DE, addr, alen, &a.own, &a.own.ep);
+    if (st == MADRAIL_OK) {
+        uint8_t buf[SLOT];
+        struct iovec iov = {buf, msg_make(buf, 0)};
+        dl = mdr_time_sec() + 20.0;
+        while ((st = ops->ctrl_send(a.own.ep, &iov, 1)) == MADRAIL_ERR_NORESOURCE &&
+               mdr_time_sec() < dl)
+            ops->progress(a.rail);
+    }
+    /* progress until the child says it got the message */
+    fcntl(c2p[0], F_SETFL, O_NONBLOCK);
+    dl = mdr_time_sec() + 20.0;
+    ch = 0;
+    while (st == MADRAIL_OK && mdr_time_sec() < dl && (n = (int)read(c2p[0], &ch, 1)) != 1)
+        ops->progress(a.rail);
+    CHECK(st == MADRAIL_OK && ch == 'r', "%s: the child process received a message", label);
+    if (ch != 'r')
+        goto out_rail;
+    ch = 'x';
+    if (write(p2c[1], &ch, 1) != 1 || waitpid(pid, &status, 0) != pid) {
+        CHECK(0, "%s: the child did not exit", label);
+        goto out_rail;
+    }
+    pid = -1;
+    if (strncmp(spec, "shm", 3) == 0 && alen > MDR_OFI_ADDR_HDR_TEST + 9 &&
+        memcmp(addr + MDR_OFI_ADDR_HDR_TEST, "fi_shm://", 9) == 0) {
+        /* the dead process left its shm region behind (nobody closed it) */
+        char name[200];
+        size_t n = alen - MDR_OFI_ADDR_HDR_TEST - 9;
+        if (n >= sizeof(name))
+            n = sizeof(name) - 1;
+        memcpy(name, addr + MDR_OFI_ADDR_HDR_TEST + 9, n);
+        name[n] = '\0';
+        shm_unlink(name);
+    }
+    dl = mdr_time_sec() + 25.0;
+    while (a.own.failed == 0 && mdr_time_sec() < dl) {
+        uint8_t buf[SLOT];
+        static uint64_t seq = 1;
+        struct iovec iov = {buf, msg_make(buf, seq)};
+        if (ops->ctrl_send(a.own.ep, &iov, 1) == MADRAIL_OK)
+            seq++;
+        ops->progress(a.rail);
+        usleep(1000);
+    }
+    CHECK(a.own.failed == 1 && a.own.fail_status == MADRAIL_ERR_RAIL_DOWN,
+          "%s: the ep to a peer that died without a goodbye failed (%d report(s): %s)", label,
+          a.own.failed, a.own.fail_reason);
+out_rail:
+    side_close(&a);
+out_child:
+    if (pid > 0) {
+        ch = 'x';
+        if (write(p2c[1], &ch, 1) != 1)
+            kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    (void)status;
+    close(c2p[0]);
+    close(p2c[1]);
+}
+
+enum { PEER_DEATH_RXM, PEER_DEATH_SHM };
+
+/* Run one forking check in a process of its own, so that this one has not
+ * started libfabric when the next check forks. */
+static void run_isolated(int which)
+{
+    static const char *const ov[] = {"MADRAIL_OFI_TIMEOUT=2s", NULL};
+    int status = 0;
+    pid_t pid;
+
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid == 0) {
+        failures = 0; /* no libfabric call here before check_peer_death forks */
+        if (which == PEER_DEATH_RXM)
+            check_peer_death(SPEC, NULL, "peer death (" PROV ")");
+        else
+            check_peer_death("shm", ov, "peer death (shm, MADRAIL_OFI_TIMEOUT=2s)");
+        fflush(stdout);
+        fflush(stderr);
+        _exit(failures ? 1 : 0);
+    }
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+        if (pid < 0 || !WIFEXITED(status))
+            printf("FAIL peer death check process: %s\n",
+                   pid < 0 ? "fork failed" : "killed by a signal");
+        failures++;
+    }
+}
+
+/* Both directions, many messages of odd lengths, through one receive mode. */
+static void check_traffic(const char *label, const char *const *ov)
+{
+    const uint64_t n = 3000;
+    side_t a, b;
+    madrail_status_t st;
+    uint64_t i;
+
+    if (side_open(&a, 0x1001, SPEC, ov) != MADRAIL_OK ||
+        side_open(&b, 0x2002, SPEC, ov) != MADRAIL_OK) {
+        CHECK(0, "%s: open", label);
+        side_close(&a);
+        return;
+    }
+    st = ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.own, &a.own.ep);
+    CHECK(st == MADRAIL_OK, "%s: ep_create", label);
+    if (st != MADRAIL_OK)
+        goto out;
+    st = send_seq(&a, &b, a.own.ep, 0);
+    CHECK(st == MADRAIL_OK && WAIT(&a, &b, b.acc[0].nrecv >= 1) && b.naccepted == 1,
+          "%s: first message accepted the peer (%d accepted)", label, b.naccepted);
+    if (b.naccepted != 1)
+        goto out;
+    for (i = 1; i < n && st == MADRAIL_OK; i++) {
+        st = send_seq(&a, &b, a.own.ep, i);
+        if (st == MADRAIL_OK)
+            st = send_seq(&a, &b, b.acc[0].ep, i - 1);
+    }
+    CHECK(st == MADRAIL_OK, "%s: %llu messages each way sent (%s)", label,
+          (unsigned long long)n, madrail_status_str(st));
+    CHECK(WAIT(&a, &b, (b.acc[0].nrecv >= n && a.own.nrecv >= n - 1) || b.acc[0].bad ||
+                           a.own.bad),
+          "%s: all arrived (a->b %llu, b->a %llu)", label,
+          (unsigned long long)b.acc[0].nrecv, (unsigned long long)a.own.nrecv);
+    CHECK(!b.acc[0].bad && !a.own.bad, "%s: in order, exact bytes %s%s", label, b.acc[0].why,
+          a.own.why);
+    CHECK(b.acc[0].misaligned == 0 && a.own.misaligned == 0,
+          "%s: every message 8-byte aligned (%d, %d misaligned)", label, b.acc[0].misaligned,
+          a.own.misaligned);
+    CHECK(a.own.failed == 0 && b.acc[0].failed == 0, "%s: no failure %s%s", label,
+          a.own.fail_reason, b.acc[0].fail_reason);
+out:
+    side_close(&a);
+    side_close(&b);
+}
+
+/* A destroys its ep and creates a new one: B's old ep fails with A's
+ * goodbye, the new one is accepted afresh and carries the new messages. */
+static void check_reincarnation(void)
+{
+    side_t a, b;
+    madrail_status_t st;
+
+    if (side_open(&a, 0x3003, SPEC, NULL) != MADRAIL_OK ||
+        side_open(&b, 0x4004, SPEC, NULL) != MADRAIL_OK) {
+        CHECK(0, "reincarnation: open");
+        side_close(&a);
+        return;
+    }
+    st = ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.own, &a.own.ep);
+    if (st == MADRAIL_OK)
+        st = send_seq(&a, &b, a.own.ep, 0);
+    CHECK(st == MADRAIL_OK && WAIT(&a, &b, b.acc[0].nrecv == 1), "reincarnation: first ep up");
+    if (b.naccepted != 1)
+        goto out;
+    ops->ep_destroy(a.own.ep);
+    a.own.ep = NULL;
+    CHECK(WAIT(&a, &b, b.acc[0].failed > 0) && b.acc[0].fail_status == MADRAIL_ERR_RAIL_DOWN &&
+              strstr(b.acc[0].fail_reason, "destroyed") != NULL,
+          "reincarnation: the peer's ep failed with the goodbye (%s)", b.acc[0].fail_reason);
+    memset(&a.own, 0, sizeof(a.own));
+    a.own.side = &a;
+    st = ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.own, &a.own.ep);
+    CHECK(st == MADRAIL_OK, "reincarnation: ep_create again after destroy (%s)",
+          madrail_status_str(st));
+    if (st != MADRAIL_OK)
+        goto out;
+    st = send_seq(&a, &b, a.own.ep, 0);
+    CHECK(st == MADRAIL_OK && WAIT(&a, &b, b.naccepted == 2 && b.acc[1].nrecv == 1),
+          "reincarnation: accepted again as a new ep (%d accepts)", b.naccepted);
+    CHECK(b.acc[0].nrecv == 1 && b.acc[0].failed == 1 && !b.acc[1].bad,
+          "reincarnation: nothing more on the old ep (%llu messages, %d failures)",
+          (unsigned long long)b.acc[0].nrecv, b.acc[0].failed);
+    if (b.naccepted == 2) {
+        st = send_seq(&a, &b, b.acc[1].ep, 0);
+        CHECK(st == MADRAIL_OK && WAIT(&a, &b, a.own.nrecv == 1) && a.naccepted == 0,
+              "reincarnation: the reply reaches the new ep, no accept at the initiator");
+        ops->ep_destroy(b.acc[1].ep);
+    }
+    ops->ep_destroy(b.acc[0].ep);
+out:
+    side_close(&a);
+    side_close(&b);
+}
+
+typedef struct tcomp {
+    mdr_completion_t c; /* first */
+    int calls;
+    madrail_status_t st;
+} tcomp_t;
+
+static void tcomp_cb(mdr_completion_t *c, madrail_status_t st)
+{
+    tcomp_t *t = (tcomp_t *)c;
+    t->calls++;
+    t->st = st;
+}
+
+/* Puts in send-after-write mode: the message sent right after each put's
+ * completion finds the data in place at the target. */
+static void check_put_order_mode(void)
+{
+    static const char *const ov[] = {"MADRAIL_OFI_PUT_COMPLETE=order", NULL};
+    const size_t len = 1u << 20;
+    uint8_t *src = malloc(len), *dst = malloc(len), rkey[64];
+    size_t rkey_len = sizeof(rkey), i;
+    mdr_memh_t *memh = NULL;
+    side_t a, b;
+    madrail_status_t st;
+    uint64_t round;
+    tcomp_t tc;
+
+    memset(&b, 0, sizeof(b));
+    if (src == NULL || dst == NULL) {
+        CHECK(0, "put order mode: out of memory");
+        goto out0;
+    }
+    st = side_open(&a, 0x5005, SPEC, ov);
+    if (st == MADRAIL_ERR_CONFIG) {
+        printf("skip put order mode: the provider does not order sends after writes\n");
+        goto out0;
+    }
+    if (st != MADRAIL_OK || side_open(&b, 0x6006, SPEC, ov) != MADRAIL_OK) {
+        CHECK(0, "put order mode: open");
+        goto out;
+    }
+    memset(dst, 0, len);
+    st = ops->mem_reg(b.rail, dst, len, MDR_MEM_REMOTE_WRITE, &memh);
+    if (st == MADRAIL_OK)
+        st = ops->rkey_pack(b.rail, memh, rkey, &rkey_len);
+    if (st == MADRAIL_OK)
+        st = ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.own, &a.own.ep);
+    if (st == MADRAIL_OK)
+        st = send_seq(&a, &b, a.own.ep, 0);
+    CHECK(st == MADRAIL_OK && WAIT(&a, &b, b.acc[0].nrecv == 1), "put order mode: set up");
+    if (b.naccepted != 1)
+        goto out;
+    b.acc[0].watch = dst;
+    b.acc[0].watch_ref = src;
+    b.acc[0].watch_len = len;
+    for (round = 1; round <= 8; round++) {
+        double dl = mdr_time_sec() + 20.0;
+        for (i = 0; i < len; i++)
+            src[i] = (uint8_t)(i * 13 + round * 101);
+        memset(&tc, 0, sizeof(tc));
+        tc.c.cb = tcomp_cb;
+        while ((st = ops->put(a.own.ep, src, len, NULL, (uint64_t)(uintptr_t)dst, rkey,
+                              rkey_len, &tc.c)) == MADRAIL_ERR_NORESOURCE &&
+               mdr_time_sec() < dl)
+            prog2(&a, &b);
+        if (st == MADRAIL_INPROGRESS) {
+            /* progress only the initiator: the target must not get ahead */
+            while (tc.calls == 0 && mdr_time_sec() < dl)
+                ops->progress(a.rail);
+            st = tc.calls == 1 ? tc.st : MADRAIL_INPROGRESS;
+        }
+        if (st != MADRAIL_OK)
+            break;
+        st = send_seq(&a, &b, a.own.ep, round);
+        if (st != MADRAIL_OK || !WAIT(&a, &b, b.acc[0].nrecv == round + 1))
+            break;
+    }
+    CHECK(round == 9 && b.acc[0].watch_bad == 0 && !b.acc[0].bad,
+          "put order mode: 8 puts of 1 MiB, each message after a put finds its data "
+          "(%d too early, stopped at round %llu: %s)", b.acc[0].watch_bad,
+          (unsigned long long)round, madrail_status_str(st));
+out:
+    if (memh != NULL && b.rail != NULL)
+        ops->mem_dereg(b.rail, memh);
+    side_close(&a);
+    side_close(&b);
+out0:
+    free(src);
+    free(dst);
+}
+
+/* An address packed by a rail of another provider is refused by name. */
+static void check_foreign_address(void)
+{
+    side_t a, b;
+    madrail_status_t st;
+    mdr_ep_t *ep = NULL;
+
+    memset(&b, 0, sizeof(b));
+    if (!provider_exists("udp;ofi_rxd", 1)) {
+        printf("skip foreign address: no udp;ofi_rxd provider to make one\n");
+        return;
+    }
+    if (side_open(&a, 0x7007, SPEC, NULL) != MADRAIL_OK ||
+        side_open(&b, 0x8008, "udp;ofi_rxd:lo", NULL) != MADRAIL_OK) {
+        CHECK(0, "foreign address: open");
+        goto out;
+    }
+    st = ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.own, &ep);
+    CHECK(st == MADRAIL_ERR_INVALID && ep == NULL,
+          "an address of a udp;ofi_rxd rail is refused by a tcp;ofi_rxm rail (%s)",
+          madrail_status_str(st));
+out:
+    side_close(&a);
+    side_close(&b);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    /* first, the checks that fork: every process involved starts libfabric
+     * afresh (a child forked after libfabric started shares its file
+     * descriptors and may inherit its locks) */
+    check_lacks();
+    run_isolated(PEER_DEATH_RXM);
+    run_isolated(PEER_DEATH_SHM);
+    if (!provider_exists(PROV, 1)) {
+        printf("SKIP: libfabric has no %s provider with RDM endpoints\n", PROV);
+        return 77;
+    }
+    check_specs();
+    {
+        static const char *const mrecv[] = {"MADRAIL_OFI_MULTI_RECV=1", NULL};
+        static const char *const single[] = {"MADRAIL_OFI_MULTI_RECV=0",
+                                             "MADRAIL_OFI_RX_BUFS=8", NULL};
+        check_traffic("FI_MULTI_RECV buffers", mrecv);
+        check_traffic("8 single-message buffers", single);
+    }
+    check_reincarnation();
+    check_put_order_mode();
+    check_foreign_address();
+    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
+    return failures ? 1 : 0;
+}
