@@ -584,10 +584,19 @@ size_t mdr_cfg_edit_distance(const char *a, const char *b)
     return d;
 }
 
+/* MADRAIL_* variables that the project's scripts read, not the library
+ * (scripts/build-mpich.sh's cache directory): exported by users, they must
+ * not draw an "unknown variable" warning from every program. */
+static const char *const mdr_cfg_script_vars[] = {"MADRAIL_CACHE_DIR"};
+
 static int mdr_cfg_known(const char *name, size_t len)
 {
     const mdr_cfg_entry_t *e;
     size_t t, i;
+
+    for (i = 0; i < sizeof(mdr_cfg_script_vars) / sizeof(mdr_cfg_script_vars[0]); i++)
+        if (strlen(mdr_cfg_script_vars[i]) == len && strncmp(mdr_cfg_script_vars[i], name, len) == 0)
+            return 1;
 
     for (t = 0; t < MDR_CFG_NTABLES; t++) {
         for (i = 0; i < mdr_cfg_tables[t]->count; i++) {

@@ -56,7 +56,11 @@ variables are passed through.
 EOF
 }
 
-# name:np[:stats] -- mpi_coll runs at three sizes
+# name:np[:flag,...] -- a flag is `stats` (check the rail split) or
+# VAR=value (environment of that run; the log name gets a suffix).
+# mpi_coll runs at three sizes; mpi_datatype also with small pipeline
+# chunks, so that its large non-contiguous messages go in many chunks
+# through a 2-deep and a 1-deep ring.
 TESTS=(
     mpi_pingpong:2
     mpi_order:3
@@ -65,6 +69,8 @@ TESTS=(
     mpi_ssend:2
     mpi_many_isend:2
     mpi_datatype:2
+    mpi_datatype:2:MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE=65536,MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH=2
+    mpi_datatype:2:MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE=4096,MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH=1
     mpi_rma:2
     mpi_coll:2
     mpi_coll:3
@@ -94,7 +100,8 @@ while [ $# -gt 0 ]; do
         --builddir) [ $# -ge 2 ] || { echo "$prog: --builddir needs a directory" >&2; exit 2; }
                     BUILDDIR=$2; shift ;;
         --verbose|-v) VERBOSE=yes ;;
-        --list) for t in "${TESTS[@]}"; do IFS=: read -r n np _ <<<"$t"; echo "$n (np $np)"; done
+        --list) for t in "${TESTS[@]}"; do IFS=: read -r n np f <<<"$t"; echo "$n (np $np)${f:+ $f}"; done
+                echo "bad-cvar (np 2): MPI_Init must fail naming an out-of-range netmod CVAR"
                 exit 0 ;;
         *) echo "$prog: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -245,19 +252,32 @@ for t in "${TESTS[@]}"; do
     IFS=: read -r name np flags <<<"$t"
     selected "$name" || continue
     label=$(printf '%-16s np %d' "$name" "$np")
+    # flags: `stats`, or VAR=value settings for this run
+    check_stats=no run_env=() suffix=
+    IFS=, read -r -a flag_list <<<"$flags"
+    for f in ${flag_list[@]+"${flag_list[@]}"}; do
+        case $f in
+            stats) check_stats=yes ;;
+            *=*) run_env+=("$f")
+                 suffix=$suffix-$(echo "${f%%=*}" | sed 's/^MPIR_CVAR_CH4_MADRAIL_//' | tr 'A-Z_' 'a-z-')${f#*=} ;;
+            *) echo "$prog: bad flag '$f' in test entry '$t'" >&2; exit 2 ;;
+        esac
+    done
+    [ ${#run_env[@]} -gt 0 ] && label="$label  ${run_env[*]}"
     if ! build "$name"; then
         printf 'FAIL  %s  (build failed)\n' "$label"
         sed 's/^/      | /' "$BUILDDIR/logs/$name.build.log" | tail -n 30
         FAIL=$((FAIL + 1)); FAILED+=("$name:$np")
         continue
     fi
-    log=$BUILDDIR/logs/$name-np$np.log
+    log=$BUILDDIR/logs/$name-np$np$suffix.log
     # Statistics for every test in madrail mode: the traffic check below.
     extra_env=()
     [ "$MODE" = madrail ] && extra_env=(MADRAIL_STATS=1)
     t0=$(date +%s.%N)
     env MADRAIL_RAILS="$RAILS" MPIR_CVAR_NOLOCAL=1 LD_LIBRARY_PATH="$LDPATH" \
         MPIT_TIMEOUT=$((TIMEOUT - 15)) ${extra_env[@]+"${extra_env[@]}"} \
+        ${run_env[@]+"${run_env[@]}"} \
         timeout -k 10 "$TIMEOUT" "$MPIEXEC" -n "$np" "$BUILDDIR/$name" >"$log" 2>&1 </dev/null
     rc=$?
     t1=$(date +%s.%N)
@@ -287,7 +307,7 @@ for t in "${TESTS[@]}"; do
             note="only $nb bytes went through madrail: traffic bypassed the netmod (shared memory on?)"
         fi
     fi
-    if [ "$verdict" = PASS ] && [ "$flags" = stats ]; then
+    if [ "$verdict" = PASS ] && [ "$check_stats" = yes ]; then
         if [ "$MODE" = system ]; then
             note="rail split NOT checked: --system, Debian's MPICH prints no madrail stats"
         else
@@ -303,7 +323,7 @@ for t in "${TESTS[@]}"; do
     case $verdict in
         PASS) PASS=$((PASS + 1)) ;;
         SKIP) SKIP=$((SKIP + 1)) ;;
-        FAIL) FAIL=$((FAIL + 1)); FAILED+=("$name:$np")
+        FAIL) FAIL=$((FAIL + 1)); FAILED+=("$name:$np:${run_env[*]:-}")
               if grep -q 'FAIL' "$log"; then
                   echo "      --- failure lines (first 20) of $log:"
                   grep 'FAIL' "$log" | head -n 20 | sed 's/^/      | /'
@@ -315,6 +335,27 @@ for t in "${TESTS[@]}"; do
         sed 's/^/      | /' "$log"
     fi
 done
+
+# An out-of-range netmod CVAR must stop MPI_Init with a message that names
+# it (and its value), not run with a silently corrected value.
+if [ "$MODE" = madrail ] && selected bad-cvar && build mpi_probe; then
+    log=$BUILDDIR/logs/bad-cvar.log
+    env MADRAIL_RAILS="$RAILS" MPIR_CVAR_NOLOCAL=1 LD_LIBRARY_PATH="$LDPATH" \
+        MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE=100 \
+        timeout -k 10 60 "$MPIEXEC" -n 2 "$BUILDDIR/mpi_probe" >"$log" 2>&1 </dev/null
+    rc=$?
+    label=$(printf '%-16s np %d' bad-cvar 2)
+    if [ $rc -ne 0 ] && [ $rc -ne 124 ] &&
+            grep -q 'MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE.* is 100' "$log"; then
+        printf 'PASS  %s  (MPI_Init failed, exit %d: %s)\n' "$label" "$rc" \
+            "$(grep -m1 -o 'out of range: .*' "$log" | cut -c1-90)"
+        PASS=$((PASS + 1))
+    else
+        printf 'FAIL  %s  (exit %d; wanted a failed MPI_Init naming the CVAR and 100)\n' "$label" "$rc"
+        tail -n 25 "$log" | sed 's/^/      | /'
+        FAIL=$((FAIL + 1)); FAILED+=("mpi_probe:2:MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE=100")
+    fi
+fi
 
 if [ $((PASS + FAIL + SKIP)) -eq 0 ]; then
     echo "$prog: no test selected (--only '$ONLY'; see --list)" >&2
@@ -328,10 +369,10 @@ fi
 if [ $FAIL -gt 0 ]; then
     echo "# to reproduce:"
     for f in "${FAILED[@]}"; do
-        IFS=: read -r name np <<<"$f"
+        IFS=: read -r name np fenv <<<"$f"
         stats=
         [ "$MODE" = madrail ] && stats="MADRAIL_STATS=1 "
-        echo "#   env MADRAIL_RAILS=$RAILS MPIR_CVAR_NOLOCAL=1 ${stats}LD_LIBRARY_PATH=$LDPATH" \
+        echo "#   env MADRAIL_RAILS=$RAILS MPIR_CVAR_NOLOCAL=1 ${stats}${fenv:+$fenv }LD_LIBRARY_PATH=$LDPATH" \
              "$MPIEXEC -n $np $BUILDDIR/$name"
     done
     exit 1

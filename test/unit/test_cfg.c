@@ -473,6 +473,7 @@ static void test_unknown(void)
     setenv("MADRAIL_LOOP_DROP", "0.1", 1);   /* known: not reported */
     setenv("MADRAIL_SLOTSIZE", "4k", 1);     /* same as an override: reported once */
     setenv("NOT_MADRAIL_FOO", "1", 1);
+    setenv("MADRAIL_CACHE_DIR", "/tmp", 1); /* read by scripts/build-mpich.sh: known */
 
     capture_begin();
     n = mdr_cfg_check_unknown(ov);
@@ -491,12 +492,15 @@ static void test_unknown(void)
     check(strstr(err, "LOOP_DROP") == NULL && strstr(err, "OTHER_THING") == NULL &&
               strstr(err, "NOT_MADRAIL") == NULL,
           "known and non-MADRAIL names not reported");
+    check(strstr(err, "MADRAIL_CACHE_DIR") == NULL,
+          "MADRAIL_CACHE_DIR (a build script's variable) not reported");
     check(strstr(err, " warn: ") != NULL, "reported as warnings");
 
     unsetenv("MADRAIL_TCP_SNDBUFF");
     unsetenv("MADRAIL_LOOP_DROP");
     unsetenv("MADRAIL_SLOTSIZE");
     unsetenv("NOT_MADRAIL_FOO");
+    unsetenv("MADRAIL_CACHE_DIR");
     capture_begin();
     n = mdr_cfg_check_unknown(NULL);
     err = capture_end();

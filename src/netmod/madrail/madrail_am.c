@@ -13,6 +13,15 @@
  *    posted, else through data_copy_cb when MPI_Irecv matches it), so
  *    libmadrail's rendezvous writes the data in place, striped over the
  *    rails; nothing is staged for a contiguous host buffer.
+ *  - Non-contiguous (or device) data of a LARGE message is pipelined
+ *    instead of packed whole: chunks of MPIR_CVAR_CH4_MADRAIL_PIPELINE_
+ *    CHUNK_SIZE bytes, at most _DEPTH of them staged on each side, sent as
+ *    tagged messages with one tag (so they match in order); the sender packs
+ *    chunk k+depth when chunk k has gone, the receiver unpacks chunk k
+ *    (MPIDIG_recv_copy_seg) while the next ones travel.  Memory stays
+ *    bounded and packing overlaps the transfer.  A pipeline advances only
+ *    from the netmod's progress: its completion callbacks just mark the
+ *    slot and queue one step per pipeline.
  *  - libmadrail has no peer for its own process: messages to self are
  *    queued and delivered by progress, never from inside the send (MPIDIG
  *    callbacks send in turn), large ones by one memcpy into the receive.
@@ -64,6 +73,21 @@ static int xfer_error(madrail_status_t st)
     return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                 MPI_ERR_OTHER, "**madrail_xfer", "**madrail_xfer %s",
                                 madrail_status_str(st));
+}
+
+/* Count a posted libmadrail request as in flight (MPI_Finalize drains
+ * them) and have cb(arg) called when it finishes. */
+static int watch(madrail_request_t mreq, madrail_callback_t cb, void *arg)
+{
+    madrail_status_t st;
+
+    MPIDI_MADRAIL_global.inflight++;
+    st = madrail_request_set_callback(mreq, cb, arg);
+    if (st != MADRAIL_OK)
+        return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                    MPI_ERR_OTHER, "**madrail_call", "**madrail_call %s %s",
+                                    "madrail_request_set_callback", madrail_status_str(st));
+    return MPI_SUCCESS;
 }
 
 /* ------------------------------------------------------------ sending */
@@ -175,6 +199,172 @@ static void large_send_done(madrail_request_t mreq, const madrail_info_t * info,
         record_error(defer(sreq, MPIDI_MADRAIL_DEFER_SEND_DONE, info->status));
 }
 
+/* ----------------------------------------------------------- pipeline */
+
+static MPIDI_MADRAIL_pipe_t *pipe_create(MPIR_Request * req, uint32_t peer, uint64_t tag,
+                                         MPI_Aint total, MPI_Aint chunk)
+{
+    MPI_Aint nchunks = (total + chunk - 1) / chunk;
+    int depth = MPIDI_MADRAIL_global.pipe_depth, i;
+    MPIDI_MADRAIL_pipe_t *pipe;
+
+    if (nchunks < depth)
+        depth = (int) nchunks;
+    pipe = MPL_malloc(sizeof(*pipe) + (size_t) depth * (size_t) chunk, MPL_MEM_BUFFER);
+    if (pipe == NULL)
+        return NULL;
+    memset(pipe, 0, sizeof(*pipe));
+    pipe->req = req;
+    pipe->peer = peer;
+    pipe->tag = tag;
+    pipe->total = total;
+    pipe->chunk = chunk;
+    pipe->depth = depth;
+    pipe->status = MADRAIL_OK;
+    pipe->datatype = MPI_DATATYPE_NULL;
+    pipe->ring = (char *) (pipe + 1);
+    for (i = 0; i < depth; i++) {
+        pipe->slots[i].pipe = pipe;
+        pipe->slots[i].idx = i;
+    }
+    return pipe;
+}
+
+static MPIDI_MADRAIL_pipe_slot_t *pipe_slot_of(MPIDI_MADRAIL_pipe_t * pipe, MPI_Aint off)
+{
+    return &pipe->slots[(off / pipe->chunk) % pipe->depth];
+}
+
+static char *pipe_slot_buf(MPIDI_MADRAIL_pipe_t * pipe, MPIDI_MADRAIL_pipe_slot_t * slot)
+{
+    return pipe->ring + (size_t) slot->idx * (size_t) pipe->chunk;
+}
+
+/* libmadrail finished one chunk: mark its slot, queue one step of the
+ * pipeline for the next progress (at most one queued step per pipeline, so
+ * the step that completes the request is the last one to touch it). */
+static void pipe_chunk_done(madrail_request_t mreq, const madrail_info_t * info, void *arg)
+{
+    MPIDI_MADRAIL_pipe_slot_t *slot = arg;
+    MPIDI_MADRAIL_pipe_t *pipe = slot->pipe;
+
+    MPIDI_MADRAIL_global.inflight--;
+    pipe->inflight--;
+    slot->done = 1;
+    slot->status = info->status;
+    if (!pipe->queued) {
+        pipe->queued = 1;
+        record_error(defer(pipe->req, pipe->is_send ? MPIDI_MADRAIL_DEFER_PIPE_SEND :
+                           MPIDI_MADRAIL_DEFER_PIPE_RECV, MADRAIL_OK));
+    }
+}
+
+static int pipe_post(MPIDI_MADRAIL_pipe_t * pipe, MPIDI_MADRAIL_pipe_slot_t * slot,
+                     MPI_Aint len)
+{
+    int mpi_errno = MPI_SUCCESS;
+    madrail_request_t mreq;
+    madrail_status_t st;
+
+    if (pipe->is_send)
+        st = madrail_isend(MPIDI_MADRAIL_global.ctx, pipe->peer, pipe_slot_buf(pipe, slot),
+                           (size_t) len, pipe->tag, 0, &mreq);
+    else
+        st = madrail_irecv(MPIDI_MADRAIL_global.ctx, pipe->peer, pipe_slot_buf(pipe, slot),
+                           (size_t) len, pipe->tag, MADRAIL_TAG_EXACT, &mreq);
+    if (st != MADRAIL_OK)
+        MADRAIL_CALL_ERR(mpi_errno, pipe->is_send ? "madrail_isend" : "madrail_irecv", st);
+    slot->busy = 1;
+    slot->done = 0;
+    slot->len = len;
+    pipe->inflight++;
+    mpi_errno = watch(mreq, pipe_chunk_done, slot);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* Pack and send every chunk that has a free slot; complete the request
+ * when all chunks have gone (or, after an error, when none is in flight). */
+static int pipe_send_step(MPIR_Request * sreq)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_MADRAIL_am_request_t *am = &MPIDI_MADRAIL_AMREQ(sreq);
+    MPIDI_MADRAIL_pipe_t *pipe = am->send_pipe;
+    int i;
+
+    pipe->queued = 0;
+    for (i = 0; i < pipe->depth; i++) {
+        MPIDI_MADRAIL_pipe_slot_t *slot = &pipe->slots[i];
+        if (slot->busy && slot->done) {
+            slot->busy = slot->done = 0;
+            if (slot->status != MADRAIL_OK && pipe->status == MADRAIL_OK)
+                pipe->status = slot->status;
+            pipe->done_off += slot->len;
+        }
+    }
+    while (pipe->status == MADRAIL_OK && pipe->next_off < pipe->total) {
+        MPIDI_MADRAIL_pipe_slot_t *slot = pipe_slot_of(pipe, pipe->next_off);
+        MPI_Aint len = MPL_MIN(pipe->chunk, pipe->total - pipe->next_off), actual = 0;
+        if (slot->busy)
+            break;
+        mpi_errno = MPIR_Typerep_pack(pipe->buf, pipe->count, pipe->datatype, pipe->next_off,
+                                      pipe_slot_buf(pipe, slot), len, &actual);
+        if (mpi_errno == MPI_SUCCESS && actual != len)
+            mpi_errno = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__,
+                                             __LINE__, MPI_ERR_OTHER, "**madrail_xfer",
+                                             "**madrail_xfer %s", "short pack of a chunk");
+        if (mpi_errno == MPI_SUCCESS)
+            mpi_errno = pipe_post(pipe, slot, len);
+        if (mpi_errno != MPI_SUCCESS) {
+            /* stop here; the request ends once nothing is in flight */
+            pipe->status = MADRAIL_ERR_IO;
+            break;
+        }
+        pipe->next_off += len;
+    }
+    /* a chunk that finished inside pipe_post queued another step: that
+     * step ends the transfer (nothing may run on a freed pipe) */
+    if (!pipe->queued && pipe->inflight == 0 &&
+        (pipe->next_off == pipe->total || pipe->status != MADRAIL_OK)) {
+        madrail_status_t status = pipe->status;
+        int err;
+        MPIR_Datatype_release_if_not_builtin(pipe->datatype);
+        MPL_free(pipe);
+        am->send_pipe = NULL;
+        err = complete_large_send(sreq, status);
+        if (mpi_errno == MPI_SUCCESS)
+            mpi_errno = err;
+    }
+    return mpi_errno;
+}
+
+static int start_pipe_send(MPIR_Request * sreq, uint32_t peer, uint64_t tag, const void *data,
+                           MPI_Aint count, MPI_Datatype datatype, MPI_Aint data_sz)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_MADRAIL_pipe_t *pipe = pipe_create(sreq, peer, tag, data_sz,
+                                             MPIDI_MADRAIL_global.pipe_chunk);
+
+    MPIR_ERR_CHKANDJUMP(pipe == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    pipe->is_send = 1;
+    pipe->buf = data;
+    pipe->count = count;
+    pipe->datatype = datatype;
+    MPIR_Datatype_add_ref_if_not_builtin(datatype);
+    MPIDI_MADRAIL_AMREQ(sreq).send_pipe = pipe;
+    mpi_errno = pipe_send_step(sreq);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+
 int MPIDI_MADRAIL_am_isend(int rank, MPIR_Comm * comm, int handler_id, const void *am_hdr,
                            MPI_Aint am_hdr_sz, const void *data, MPI_Aint count,
                            MPI_Datatype datatype, int src_vci, int dst_vci, MPIR_Request * sreq)
@@ -228,7 +418,23 @@ int MPIDI_MADRAIL_am_isend(int rank, MPIR_Comm * comm, int handler_id, const voi
         MPIDI_MADRAIL_am_request_t *am = &MPIDI_MADRAIL_AMREQ(sreq);
         const void *payload;
 
-        MPIR_Assert(am->pack_buffer == NULL);
+        MPIR_Assert(am->pack_buffer == NULL && am->send_pipe == NULL);
+        am->handler_id = handler_id;
+        if (!dt_contig && !is_self && data_sz > MPIDI_MADRAIL_global.pipe_chunk) {
+            /* non-contiguous: pack and send chunk by chunk */
+            MPIDI_MADRAIL_large_t large;
+            large.data_sz = (uint64_t) data_sz;
+            large.tag = MPIDI_MADRAIL_TAG_LARGE |
+                (MPIDI_MADRAIL_global.next_tag++ & (MPIDI_MADRAIL_TAG_BARRIER - 1));
+            large.chunk = (uint64_t) MPIDI_MADRAIL_global.pipe_chunk;
+            mpi_errno = send_am(peer, MPIDI_MADRAIL_AM_ID(handler_id, MPIDI_MADRAIL_AM_F_LARGE,
+                                                          src_vci, dst_vci, am_hdr_sz),
+                                am_hdr, am_hdr_sz, &large, sizeof(large));
+            MPIR_ERR_CHECK(mpi_errno);
+            mpi_errno = start_pipe_send(sreq, peer, large.tag, data, count, datatype, data_sz);
+            MPIR_ERR_CHECK(mpi_errno);
+            goto fn_exit;
+        }
         if (dt_contig) {
             payload = MPIR_get_contig_ptr(data, dt_true_lb);
         } else {
@@ -241,7 +447,6 @@ int MPIDI_MADRAIL_am_isend(int rank, MPIR_Comm * comm, int handler_id, const voi
             MPIR_Assert(actual == data_sz);
             payload = am->pack_buffer;
         }
-        am->handler_id = handler_id;
 
         if (is_self) {
             mpi_errno = self_enqueue(handler_id, am_hdr, am_hdr_sz, payload, 0, MPI_DATATYPE_NULL,
@@ -255,6 +460,7 @@ int MPIDI_MADRAIL_am_isend(int rank, MPIR_Comm * comm, int handler_id, const voi
             large.data_sz = (uint64_t) data_sz;
             large.tag = MPIDI_MADRAIL_TAG_LARGE |
                 (MPIDI_MADRAIL_global.next_tag++ & (MPIDI_MADRAIL_TAG_BARRIER - 1));
+            large.chunk = 0;
             mpi_errno = send_am(peer, MPIDI_MADRAIL_AM_ID(handler_id, MPIDI_MADRAIL_AM_F_LARGE,
                                                           src_vci, dst_vci, am_hdr_sz),
                                 am_hdr, am_hdr_sz, &large, sizeof(large));
@@ -263,10 +469,8 @@ int MPIDI_MADRAIL_am_isend(int rank, MPIR_Comm * comm, int handler_id, const voi
                                large.tag, 0, &mreq);
             if (st != MADRAIL_OK)
                 MADRAIL_CALL_ERR(mpi_errno, "madrail_isend", st);
-            MPIDI_MADRAIL_global.inflight++;
-            st = madrail_request_set_callback(mreq, large_send_done, sreq);
-            if (st != MADRAIL_OK)
-                MADRAIL_CALL_ERR(mpi_errno, "madrail_request_set_callback", st);
+            mpi_errno = watch(mreq, large_send_done, sreq);
+            MPIR_ERR_CHECK(mpi_errno);
         }
     }
 
@@ -365,6 +569,87 @@ static void discard_done(madrail_request_t mreq, const madrail_info_t * info, vo
     MPIDI_MADRAIL_global.inflight--;
 }
 
+/* Unpack the chunks that are in, in order; post receives into the slots
+ * that are free; complete the request after the last chunk. */
+static int pipe_recv_step(MPIR_Request * rreq)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_MADRAIL_am_request_t *am = &MPIDI_MADRAIL_AMREQ(rreq);
+    MPIDI_MADRAIL_pipe_t *pipe = am->recv_pipe;
+
+    pipe->queued = 0;
+    while (pipe->done_off < pipe->total) {
+        MPIDI_MADRAIL_pipe_slot_t *slot = pipe_slot_of(pipe, pipe->done_off);
+        if (!(slot->busy && slot->done))
+            break;
+        if (slot->status != MADRAIL_OK && pipe->status == MADRAIL_OK)
+            pipe->status = slot->status;
+        if (pipe->status == MADRAIL_OK && pipe->whole)
+            MPIR_Memcpy(pipe->whole + pipe->done_off, pipe_slot_buf(pipe, slot), slot->len);
+        else if (pipe->status == MADRAIL_OK)
+            MPIDIG_recv_copy_seg(pipe_slot_buf(pipe, slot), slot->len, rreq);
+        pipe->done_off += slot->len;
+        slot->busy = slot->done = 0;
+    }
+    while (pipe->status == MADRAIL_OK && pipe->next_off < pipe->total) {
+        MPIDI_MADRAIL_pipe_slot_t *slot = pipe_slot_of(pipe, pipe->next_off);
+        MPI_Aint len = MPL_MIN(pipe->chunk, pipe->total - pipe->next_off);
+        if (slot->busy)
+            break;
+        mpi_errno = pipe_post(pipe, slot, len);
+        if (mpi_errno != MPI_SUCCESS) {
+            /* stop here; the request ends once nothing is in flight */
+            pipe->status = MADRAIL_ERR_IO;
+            break;
+        }
+        pipe->next_off += len;
+    }
+    /* as in pipe_send_step: a queued step ends the transfer */
+    if (!pipe->queued && (pipe->done_off == pipe->total ||
+                          (pipe->status != MADRAIL_OK && pipe->inflight == 0))) {
+        madrail_status_t status = pipe->status;
+        int err;
+        if (status == MADRAIL_OK && pipe->whole)
+            MPIDIG_recv_copy(pipe->whole, rreq);
+        MPL_free(pipe->whole);
+        MPL_free(pipe);
+        am->recv_pipe = NULL;
+        am->recv_flags = 0;
+        if (status != MADRAIL_OK)
+            rreq->status.MPI_ERROR = xfer_error(status);
+        err = MPIDIG_REQUEST(rreq, req->target_cmpl_cb) (rreq);
+        /* the netmod's own completion count (taken when the payload was announced) */
+        MPID_Request_complete(rreq);
+        if (mpi_errno == MPI_SUCCESS)
+            mpi_errno = err;
+    }
+    return mpi_errno;
+}
+
+static int start_pipe_recv(MPIR_Request * rreq)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_MADRAIL_am_request_t *am = &MPIDI_MADRAIL_AMREQ(rreq);
+    MPIDI_MADRAIL_pipe_t *pipe = pipe_create(rreq, am->u.net.src, am->u.net.tag,
+                                             am->in_data_sz, am->in_chunk);
+
+    MPIR_ERR_CHKANDJUMP(pipe == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    if (MPIDIG_REQUEST(rreq, req->recv_async).recv_type == MPIDIG_RECV_DATATYPE) {
+        pipe->whole = MPL_malloc(am->in_data_sz, MPL_MEM_BUFFER);
+        if (pipe->whole == NULL) {
+            MPL_free(pipe);
+            MPIR_ERR_SETANDJUMP(mpi_errno, MPI_ERR_OTHER, "**nomem");
+        }
+    }
+    am->recv_pipe = pipe;
+    mpi_errno = pipe_recv_step(rreq);
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 /* Post the receive of a LARGE payload, MPIDIG knowing where it goes. */
 static int large_recv_start(MPIR_Request * rreq)
 {
@@ -380,6 +665,10 @@ static int large_recv_start(MPIR_Request * rreq)
             mpi_errno = self_copy(rreq);
         else
             mpi_errno = defer(rreq, MPIDI_MADRAIL_DEFER_SELF_COPY, MADRAIL_OK);
+        goto fn_exit;
+    }
+    if (am->in_chunk > 0) {
+        mpi_errno = start_pipe_recv(rreq);
         goto fn_exit;
     }
 
@@ -412,10 +701,8 @@ static int large_recv_start(MPIR_Request * rreq)
                        MADRAIL_TAG_EXACT, &mreq);
     if (st != MADRAIL_OK)
         MADRAIL_CALL_ERR(mpi_errno, "madrail_irecv", st);
-    MPIDI_MADRAIL_global.inflight++;
-    st = madrail_request_set_callback(mreq, large_recv_done, rreq);
-    if (st != MADRAIL_OK)
-        MADRAIL_CALL_ERR(mpi_errno, "madrail_request_set_callback", st);
+    mpi_errno = watch(mreq, large_recv_done, rreq);
+    MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
     return mpi_errno;
@@ -431,7 +718,7 @@ int MPIDI_MADRAIL_data_copy_cb(MPIR_Request * rreq)
 
 /* The announcement of a LARGE payload (from a peer or from this process). */
 static int large_arrived(int handler_id, void *am_hdr, uint32_t attr, MPI_Aint data_sz,
-                         uint32_t src, uint64_t tag, const void *self_data,
+                         uint32_t src, uint64_t tag, MPI_Aint chunk, const void *self_data,
                          MPIR_Request * self_sreq)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -447,16 +734,18 @@ static int large_arrived(int handler_id, void *am_hdr, uint32_t attr, MPI_Aint d
         if (self_sreq) {
             mpi_errno = complete_self_sender(self_sreq);
         } else {
-            madrail_request_t mreq;
-            madrail_status_t st = madrail_irecv(MPIDI_MADRAIL_global.ctx, src,
-                                                &MPIDI_MADRAIL_sink, 0, tag, MADRAIL_TAG_EXACT,
-                                                &mreq);
-            if (st != MADRAIL_OK)
-                MADRAIL_CALL_ERR(mpi_errno, "madrail_irecv", st);
-            MPIDI_MADRAIL_global.inflight++;
-            st = madrail_request_set_callback(mreq, discard_done, NULL);
-            if (st != MADRAIL_OK)
-                MADRAIL_CALL_ERR(mpi_errno, "madrail_request_set_callback", st);
+            /* one message, or every chunk of a pipelined one */
+            MPI_Aint n = chunk > 0 ? (data_sz + chunk - 1) / chunk : 1;
+            for (; n > 0; n--) {
+                madrail_request_t mreq;
+                madrail_status_t st = madrail_irecv(MPIDI_MADRAIL_global.ctx, src,
+                                                    &MPIDI_MADRAIL_sink, 0, tag,
+                                                    MADRAIL_TAG_EXACT, &mreq);
+                if (st != MADRAIL_OK)
+                    MADRAIL_CALL_ERR(mpi_errno, "madrail_irecv", st);
+                mpi_errno = watch(mreq, discard_done, NULL);
+                MPIR_ERR_CHECK(mpi_errno);
+            }
         }
         goto fn_exit;
     }
@@ -466,7 +755,9 @@ static int large_arrived(int handler_id, void *am_hdr, uint32_t attr, MPI_Aint d
 
     am = &MPIDI_MADRAIL_AMREQ(rreq);
     am->in_data_sz = data_sz;
+    am->in_chunk = chunk;
     am->recv_buffer = NULL;
+    am->recv_pipe = NULL;
     if (self_sreq) {
         am->recv_flags = MPIDI_MADRAIL_RECV_LARGE | MPIDI_MADRAIL_RECV_SELF;
         am->u.self.data = self_data;
@@ -519,8 +810,12 @@ void MPIDI_MADRAIL_am_handler(void *arg, madrail_peer_t src, uint64_t id, const 
                                  "**madrail_xfer %s", "malformed LARGE announcement");
         }
         memcpy(&large, rest, sizeof(large));
+        if (large.chunk != 0 && (large.chunk < 4096 || large.chunk > ((uint64_t) 1 << 30))) {
+            MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**madrail_xfer",
+                                 "**madrail_xfer %s", "malformed LARGE announcement (chunk)");
+        }
         mpi_errno = large_arrived(handler_id, (void *) data, attr, (MPI_Aint) large.data_sz,
-                                  src, large.tag, NULL, NULL);
+                                  src, large.tag, (MPI_Aint) large.chunk, NULL, NULL);
     }
 
   fn_fail:
@@ -540,7 +835,7 @@ static int deliver_self(MPIDI_MADRAIL_self_msg_t * msg)
                                                               (char *) msg->buf +
                                                               MPIDI_MADRAIL_ALIGN8(msg->am_hdr_sz),
                                                               msg->data_sz, attr, NULL);
-    return large_arrived(msg->handler_id, am_hdr, attr, msg->data_sz, 0, 0, msg->data,
+    return large_arrived(msg->handler_id, am_hdr, attr, msg->data_sz, 0, 0, 0, msg->data,
                          msg->sreq);
 }
 
@@ -553,6 +848,10 @@ static int run_deferred(MPIDI_MADRAIL_deferred_t * d)
             return complete_large_recv(d->req, d->status);
         case MPIDI_MADRAIL_DEFER_SELF_COPY:
             return self_copy(d->req);
+        case MPIDI_MADRAIL_DEFER_PIPE_SEND:
+            return pipe_send_step(d->req);
+        case MPIDI_MADRAIL_DEFER_PIPE_RECV:
+            return pipe_recv_step(d->req);
     }
     return MPI_SUCCESS;
 }
@@ -645,4 +944,7 @@ void MPIDI_MADRAIL_am_request_cleanup(MPIR_Request * req)
     MPIDI_MADRAIL_AMREQ(req).pack_buffer = NULL;
     MPL_free(MPIDI_MADRAIL_AMREQ(req).recv_buffer);
     MPIDI_MADRAIL_AMREQ(req).recv_buffer = NULL;
+    /* a pipeline ends before its request completes; nothing may be left */
+    MPIR_Assert(MPIDI_MADRAIL_AMREQ(req).send_pipe == NULL);
+    MPIR_Assert(MPIDI_MADRAIL_AMREQ(req).recv_pipe == NULL);
 }

@@ -44,6 +44,31 @@ cvars:
         (e.g. "tcp:eth0,tcp:eth1").  Empty (the default): MADRAIL_RAILS from
         the environment, else libmadrail's default.
 
+    - name        : MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE
+      category    : CH4_MADRAIL
+      type        : int
+      default     : 1048576
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        Bytes per chunk when the madrail netmod pipelines a large message of
+        non-contiguous (or device) data: the sender packs and sends chunk by
+        chunk, the receiver unpacks each while the next ones travel.  From
+        4096 to 1073741824; larger messages of contiguous host data go in one
+        piece, striped over the rails.
+
+    - name        : MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH
+      category    : CH4_MADRAIL
+      type        : int
+      default     : 4
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        Chunks of one pipelined message in flight at once (1 to 16); each
+        side stages at most this many chunks.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -113,6 +138,18 @@ int MPIDI_MADRAIL_init_local(int *tag_bits)
     MPIDI_MADRAIL_global.am_max = am_max;
     /* a LARGE announcement is the header and its descriptor */
     MPIDI_MADRAIL_global.hdr_max = am_max - (MPI_Aint) sizeof(MPIDI_MADRAIL_large_t);
+    MPIR_ERR_CHKANDJUMP2(MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE < 4096 ||
+                         MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE > (1 << 30), mpi_errno,
+                         MPI_ERR_OTHER, "**madrail_cvar", "**madrail_cvar %s %d",
+                         "MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE (4096 to 1073741824)",
+                         MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE);
+    MPIR_ERR_CHKANDJUMP2(MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH < 1 ||
+                         MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH > MPIDI_MADRAIL_PIPE_DEPTH_MAX,
+                         mpi_errno, MPI_ERR_OTHER, "**madrail_cvar", "**madrail_cvar %s %d",
+                         "MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH (1 to 16)",
+                         MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH);
+    MPIDI_MADRAIL_global.pipe_chunk = MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE;
+    MPIDI_MADRAIL_global.pipe_depth = MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH;
     MPIDI_MADRAIL_global.pack_scratch = MPL_malloc(am_max, MPL_MEM_BUFFER);
     MPIR_ERR_CHKANDJUMP(MPIDI_MADRAIL_global.pack_scratch == NULL, mpi_errno, MPI_ERR_OTHER,
                         "**nomem");

@@ -22,11 +22,14 @@ struct MPIR_Request;
 typedef struct {
     /* send half */
     void *pack_buffer;          /* payload packed for a large send, freed at its end */
+    void *send_pipe;            /* pipelined large send (MPIDI_MADRAIL_pipe_t), or NULL */
     int handler_id;             /* MPIDIG handler of the large send */
 
     /* receive half */
     unsigned recv_flags;        /* MPIDI_MADRAIL_RECV_* */
     void *recv_buffer;          /* bounce buffer, unpacked at the end */
+    void *recv_pipe;            /* pipelined large receive (MPIDI_MADRAIL_pipe_t), or NULL */
+    MPI_Aint in_chunk;          /* sender's pipeline chunk (0: one message) */
     MPI_Aint in_data_sz;        /* bytes the sender sends */
     MPI_Aint recv_sz;           /* size of the user buffer received into directly */
     union {

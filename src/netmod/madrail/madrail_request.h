@@ -12,12 +12,15 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_NM_am_request_init(MPIR_Request * req)
 {
     MPIDI_MADRAIL_AMREQ(req).pack_buffer = NULL;
     MPIDI_MADRAIL_AMREQ(req).recv_buffer = NULL;
+    MPIDI_MADRAIL_AMREQ(req).send_pipe = NULL;
+    MPIDI_MADRAIL_AMREQ(req).recv_pipe = NULL;
     MPIDI_MADRAIL_AMREQ(req).recv_flags = 0;
 }
 
 MPL_STATIC_INLINE_PREFIX void MPIDI_NM_am_request_finalize(MPIR_Request * req)
 {
-    if (MPIDI_MADRAIL_AMREQ(req).pack_buffer || MPIDI_MADRAIL_AMREQ(req).recv_buffer)
+    if (MPIDI_MADRAIL_AMREQ(req).pack_buffer || MPIDI_MADRAIL_AMREQ(req).recv_buffer ||
+        MPIDI_MADRAIL_AMREQ(req).send_pipe || MPIDI_MADRAIL_AMREQ(req).recv_pipe)
         MPIDI_MADRAIL_am_request_cleanup(req);
 }
 

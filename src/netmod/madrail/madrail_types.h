@@ -14,11 +14,16 @@
  *
  * and the madrail payload is the MPIDIG header, padded to 8 bytes, then
  *   - eager: the data (so it is 8-byte aligned at the receiver);
- *   - LARGE: MPIDI_MADRAIL_large_t {data size, tag}.  The data itself follows
- *     as a libmadrail tagged message with that tag, sent right after the
- *     active message (so it is sequenced after it); the receiver posts a
+ *   - LARGE: MPIDI_MADRAIL_large_t {data size, tag, chunk}.  The data itself
+ *     follows as a libmadrail tagged message with that tag, sent right after
+ *     the active message (so it is sequenced after it); the receiver posts a
  *     madrail_irecv for it once MPIDIG has a buffer, and libmadrail runs its
- *     rendezvous (receiver's buffer, striped over the rails).
+ *     rendezvous (receiver's buffer, striped over the rails).  When chunk is
+ *     not 0 (non-contiguous or device data), the data follows instead as
+ *     ceil(data size / chunk) tagged messages of chunk bytes (the last one
+ *     shorter), all with that tag, in order: the sender packs chunk k+depth
+ *     once chunk k has gone, the receiver unpacks chunk k while later ones
+ *     are on the wire (MPIDI_MADRAIL_pipe_t).
  *
  * Tags: bit 63 marks LARGE payloads (a process-wide counter below it, unique
  * per sender, which is all an exact (source, tag) match needs); bit 62 marks
@@ -50,7 +55,51 @@
 typedef struct {
     uint64_t data_sz;
     uint64_t tag;
+    uint64_t chunk;             /* 0: one message; else the pipeline's chunk size */
 } MPIDI_MADRAIL_large_t;
+
+/* Most chunks of one pipelined transfer in flight at once. */
+#define MPIDI_MADRAIL_PIPE_DEPTH_MAX 16
+
+struct MPIDI_MADRAIL_pipe;
+
+/* One staging slot of a pipeline: the callback argument of its transfer. */
+typedef struct {
+    struct MPIDI_MADRAIL_pipe *pipe;
+    int idx;                    /* slot number */
+    int busy;                   /* a chunk is being sent or received in it */
+    int done;                   /* receive: the chunk is in, not yet unpacked */
+    MPI_Aint len;               /* bytes of that chunk */
+    madrail_status_t status;    /* its completion status */
+} MPIDI_MADRAIL_pipe_slot_t;
+
+/* A pipelined LARGE transfer: `depth` slots of `chunk` bytes in `ring`.
+ * Chunk k uses slot k % depth; chunks are packed, sent, received and
+ * unpacked in order, so a slot is reused only when its chunk is done. */
+typedef struct MPIDI_MADRAIL_pipe {
+    MPIR_Request *req;
+    uint32_t peer;
+    uint64_t tag;
+    MPI_Aint total;             /* bytes of the whole payload */
+    MPI_Aint chunk;
+    int depth;
+    int is_send;                /* 1: sender's pipeline, 0: receiver's */
+    int queued;                 /* a step is queued for the next progress */
+    MPI_Aint next_off;          /* send: next byte to pack; receive: next chunk to post */
+    MPI_Aint done_off;          /* send: bytes whose chunk completed; receive: unpacked */
+    int inflight;               /* chunks posted and not completed */
+    madrail_status_t status;    /* first error, MADRAIL_OK otherwise */
+    /* send: the user's data, packed chunk by chunk */
+    const void *buf;
+    MPI_Aint count;
+    MPI_Datatype datatype;
+    /* receive into a non-contiguous MPI buffer: the chunks are gathered
+     * here in order and unpacked in one call at the end (4.0.2's dataloop
+     * engine cannot unpack from an arbitrary offset of a nested type) */
+    char *whole;
+    MPIDI_MADRAIL_pipe_slot_t slots[MPIDI_MADRAIL_PIPE_DEPTH_MAX];
+    char *ring;                 /* depth * chunk bytes */
+} MPIDI_MADRAIL_pipe_t;
 
 #define MPIDI_MADRAIL_TAG_LARGE   ((uint64_t) 1 << 63)
 #define MPIDI_MADRAIL_TAG_BARRIER ((uint64_t) 1 << 62)
@@ -70,7 +119,9 @@ typedef struct {
 typedef enum {
     MPIDI_MADRAIL_DEFER_SEND_DONE,      /* large send finished */
     MPIDI_MADRAIL_DEFER_RECV_DONE,      /* large receive finished */
-    MPIDI_MADRAIL_DEFER_SELF_COPY       /* copy a large payload from this process */
+    MPIDI_MADRAIL_DEFER_SELF_COPY,      /* copy a large payload from this process */
+    MPIDI_MADRAIL_DEFER_PIPE_SEND,      /* a chunk of a pipelined send finished */
+    MPIDI_MADRAIL_DEFER_PIPE_RECV       /* a chunk of a pipelined receive finished */
 } MPIDI_MADRAIL_defer_kind_t;
 
 typedef struct MPIDI_MADRAIL_deferred {
@@ -110,6 +161,8 @@ typedef struct {
     MPIDI_MADRAIL_self_msg_t *self_head;        /* messages to self, in send order */
     MPIDI_MADRAIL_self_msg_t *self_tail;
     void *pack_scratch;         /* packs non-contiguous eager data (am_max bytes) */
+    MPI_Aint pipe_chunk;        /* MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE */
+    int pipe_depth;             /* MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH */
     int pending_errno;          /* first error raised inside a callback */
     char *rails_override;       /* "MADRAIL_RAILS=<cvar>" */
     const char *overrides[2];   /* madrail_context_params_t.overrides (kept by the context) */
