@@ -37,8 +37,10 @@ it_find_prog() {
     return 1
 }
 
-IT_PROG=$(it_find_prog "$it_name") ||
-    { echo "FAIL: $it_name: program $it_name not found (build it; set MDR_BUILDDIR or IT_BINDIR)"; exit 1; }
+# A wrapper may run another wrapper's program: IT_PROG_NAME=it_stripe.
+it_prog_name=${IT_PROG_NAME:-$it_name}
+IT_PROG=$(it_find_prog "$it_prog_name") ||
+    { echo "FAIL: $it_name: program $it_prog_name not found (build it; set MDR_BUILDDIR or IT_BINDIR)"; exit 1; }
 IT_TIMEOUT=${IT_TIMEOUT:-120}
 IT_TIMEOUT_CMD=
 if command -v timeout >/dev/null 2>&1; then
