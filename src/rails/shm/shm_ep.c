@@ -560,9 +560,8 @@ madrail_status_t mdr_shm_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
         return MADRAIL_ERR_INVALID;
     }
     if (lmemh != NULL &&
-        (lmemh->rail != rail || (uintptr_t)local < lmemh->addr ||
-         (uintptr_t)local - lmemh->addr > lmemh->len ||
-         len > lmemh->len - ((uintptr_t)local - lmemh->addr))) {
+        (lmemh->rail != rail ||
+         !mdr_region_covers(lmemh->reg.base, lmemh->reg.len, (uintptr_t)local, len))) {
         mdr_error("rail %s: put source of %zu bytes is not covered by its registration",
                   rail->log_name, len);
         return MADRAIL_ERR_INVALID;
@@ -646,7 +645,7 @@ static int mdr_shm_rx_drain(mdr_ep_t *ep)
     uint32_t pflags;
     const char *why;
     char reason[MDR_SHM_REASON_MAX];
-    mdr_memh_t *mh;
+    const mdr_region_t *reg;
     int n = 0;
 
     pflags = atomic_load_explicit(&c->prod_flags, memory_order_acquire);
@@ -690,10 +689,11 @@ static int mdr_shm_rx_drain(mdr_ep_t *ep)
             }
             memcpy(&ext, r->data + off + MDR_SHM_REC_HDR, sizeof(ext));
             why = "record length does not match its count";
-            mh = ext.count == rec.len - MDR_SHM_PUT_EXT
-                     ? mdr_shm_mem_lookup(rail, ext.key, ext.raddr, ext.count, &why)
-                     : NULL;
-            if (mh == NULL) {
+            reg = ext.count == rec.len - MDR_SHM_PUT_EXT
+                      ? mdr_region_check_put(&rail->regions, ext.key, ext.raddr, ext.count,
+                                             &why)
+                      : NULL;
+            if (reg == NULL) {
                 mdr_shm_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO,
                                 "put of %llu bytes at %#llx rejected: %s",
                                 (unsigned long long)ext.count, (unsigned long long)ext.raddr,

@@ -1013,6 +1013,7 @@ static void mdr_tcp_process(mdr_tcp_conn_t *conn, uint8_t *buf, size_t len)
         case MDR_TCP_F_PUT: {
             mdr_tcp_put_ext_t ext;
             const char *why = NULL;
+            mdr_region_t *reg;
             mdr_memh_t *mh;
 
             if (conn->state != MDR_TCP_CONN_OPEN) {
@@ -1026,8 +1027,8 @@ static void mdr_tcp_process(mdr_tcp_conn_t *conn, uint8_t *buf, size_t len)
             if (avail < MDR_TCP_PUT_HDR_LEN)
                 goto partial;
             memcpy(&ext, buf + off + sizeof(hdr), sizeof(ext));
-            mh = mdr_tcp_mem_lookup(rail, ext.rkey, ext.raddr, ext.count, &why);
-            if (mh == NULL) {
+            reg = mdr_region_check_put(&rail->regions, ext.rkey, ext.raddr, ext.count, &why);
+            if (reg == NULL) {
                 mdr_tcp_conn_proto(conn, "put of %llu bytes at 0x%llx (key %016llx): %s",
                                    (unsigned long long)ext.count,
                                    (unsigned long long)ext.raddr,
@@ -1041,6 +1042,7 @@ static void mdr_tcp_process(mdr_tcp_conn_t *conn, uint8_t *buf, size_t len)
                 conn->acks_owed++;
                 break;
             }
+            mh = mdr_container_of(reg, mdr_memh_t, reg);
             mh->refs++;
             conn->put_mh = mh;
             conn->put_dst = (uint8_t *)(uintptr_t)ext.raddr;
