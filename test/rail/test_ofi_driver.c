@@ -29,25 +29,12 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+#include "rail_test_util.h"
+
 #define SLOT 2048
 #define MDR_OFI_ADDR_HDR_TEST 12 /* packed ofi address: header, then fi_getname() bytes */
 #define PROV "tcp;ofi_rxm"
 #define SPEC PROV ":lo"
-
-static int failures;
-
-#define CHECK(_cond, ...)                                                                    \
-    do {                                                                                     \
-        if (_cond) {                                                                         \
-            printf("ok   ");                                                                 \
-        } else {                                                                             \
-            printf("FAIL ");                                                                 \
-            failures++;                                                                      \
-        }                                                                                    \
-        printf(__VA_ARGS__);                                                                 \
-        printf("\n");                                                                        \
-        fflush(stdout);                                                                      \
-    } while (0)
 
 /* ---------------- recording upcalls ---------------- */
 
@@ -604,19 +591,6 @@ out:
     side_close(&b);
 }
 
-typedef struct tcomp {
-    mdr_completion_t c; /* first */
-    int calls;
-    madrail_status_t st;
-} tcomp_t;
-
-static void tcomp_cb(mdr_completion_t *c, madrail_status_t st)
-{
-    tcomp_t *t = (tcomp_t *)c;
-    t->calls++;
-    t->st = st;
-}
-
 /* Puts in send-after-write mode: the message sent right after each put's
  * completion finds the data in place at the target. */
 static void check_put_order_mode(void)
@@ -629,7 +603,7 @@ static void check_put_order_mode(void)
     side_t a, b;
     madrail_status_t st;
     uint64_t round;
-    tcomp_t tc;
+    rt_comp_t tc;
 
     memset(&b, 0, sizeof(b));
     if (src == NULL || dst == NULL) {
@@ -664,7 +638,7 @@ static void check_put_order_mode(void)
         for (i = 0; i < len; i++)
             src[i] = (uint8_t)(i * 13 + round * 101);
         memset(&tc, 0, sizeof(tc));
-        tc.c.cb = tcomp_cb;
+        tc.c.cb = rt_comp_cb;
         while ((st = ops->put(a.own.ep, src, len, NULL, (uint64_t)(uintptr_t)dst, rkey,
                               rkey_len, &tc.c)) == MADRAIL_ERR_NORESOURCE &&
                mdr_time_sec() < dl)
@@ -673,7 +647,7 @@ static void check_put_order_mode(void)
             /* progress only the initiator: the target must not get ahead */
             while (tc.calls == 0 && mdr_time_sec() < dl)
                 ops->progress(a.rail);
-            st = tc.calls == 1 ? tc.st : MADRAIL_INPROGRESS;
+            st = tc.calls == 1 ? tc.status : MADRAIL_INPROGRESS;
         }
         if (st != MADRAIL_OK)
             break;
@@ -745,6 +719,5 @@ int main(void)
     check_reincarnation();
     check_put_order_mode();
     check_foreign_address();
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return rt_finish();
 }
