@@ -263,13 +263,7 @@ static int t_side_open(t_side_t *s, const mdr_rail_ops_t *ops, const char *rest,
     t_ep_init(&s->acc, s);
     s->ops = ops;
     s->uuid = ((uint64_t)getpid() << 32) ^ 0x5a5a000000000000ull ^ t_uuid_next++;
-    memset(&prm, 0, sizeof(prm));
-    prm.uuid = s->uuid;
-    prm.upcalls = &t_upcalls_tab;
-    prm.rail_cookie = s;
-    prm.slot_size = T_SLOT;
-    prm.slots = T_SLOTS;
-    prm.overrides = overrides;
+    prm = rt_params(s->uuid, &t_upcalls_tab, s, T_SLOT, T_SLOTS, overrides);
     st = ops->open(rest, &prm, &s->rail);
     if (st != MADRAIL_OK) {
         snprintf(why, T_WHY, "open(\"%s\") failed: %s", rest, madrail_status_str(st));

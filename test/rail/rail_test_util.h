@@ -55,6 +55,22 @@ static int rt_finish(void)
     return failures ? 1 : 0;
 }
 
+/* ---------------- rails ---------------- */
+
+/* Parameters of a test rail's open (fields not named here are 0). */
+static inline mdr_rail_params_t rt_params(uint64_t uuid, const mdr_rail_upcalls_t *upcalls,
+                                          void *rail_cookie, size_t slot_size, unsigned slots,
+                                          const char *const *overrides)
+{
+    mdr_rail_params_t p = {.uuid = uuid,
+                           .upcalls = upcalls,
+                           .rail_cookie = rail_cookie,
+                           .slot_size = slot_size,
+                           .slots = slots,
+                           .overrides = overrides};
+    return p;
+}
+
 /* ---------------- completions ---------------- */
 
 /* A put completion that records its calls: {{rt_comp_cb}, 0, MADRAIL_OK}. */

@@ -150,19 +150,12 @@ static const mdr_rail_upcalls_t upcalls = {up_recv, up_accepted, up_failed};
 static madrail_status_t side_open(side_t *s, uint64_t uuid, const char *spec,
                                   const char *const *overrides)
 {
-    mdr_rail_params_t p;
+    mdr_rail_params_t p = rt_params(uuid, &upcalls, s, SLOT, 16, overrides);
     madrail_status_t st;
 
     memset(s, 0, sizeof(*s));
     s->uuid = uuid;
     s->own.side = s;
-    memset(&p, 0, sizeof(p));
-    p.uuid = uuid;
-    p.upcalls = &upcalls;
-    p.rail_cookie = s;
-    p.slot_size = SLOT;
-    p.slots = 16;
-    p.overrides = overrides;
     st = ops->open(spec, &p, &s->rail);
     if (st != MADRAIL_OK) {
         s->rail = NULL;

@@ -113,13 +113,7 @@ static int t_open(tside_t *s, const char *spec, const char *const *ov)
     s->own.side = s->acc.side = s;
     s->ops = mdr_rail_find("shm");
     s->uuid = ((uint64_t)getpid() << 24) ^ 0x5300000000000000ull ^ uuid_next++;
-    memset(&prm, 0, sizeof(prm));
-    prm.uuid = s->uuid;
-    prm.upcalls = &upcalls;
-    prm.rail_cookie = s;
-    prm.slot_size = SLOT;
-    prm.slots = SLOTS;
-    prm.overrides = ov;
+    prm = rt_params(s->uuid, &upcalls, s, SLOT, SLOTS, ov);
     st = s->ops->open(spec, &prm, &s->rail);
     if (st != MADRAIL_OK) {
         CHECK(0, "open(\"%s\"): %s", spec, madrail_status_str(st));

@@ -165,12 +165,7 @@ static madrail_status_t side_open(side_t *s, const char *label, uint64_t uuid, c
     s->label = label;
     s->uuid = uuid;
     s->epc.side = s;
-    s->params.uuid = uuid;
-    s->params.upcalls = &upcalls;
-    s->params.rail_cookie = s;
-    s->params.slot_size = SLOT;
-    s->params.slots = 16;
-    s->params.overrides = overrides;
+    s->params = rt_params(uuid, &upcalls, s, SLOT, 16, overrides);
     st = ops->open(spec, &s->params, &s->rail);
     if (st != MADRAIL_OK)
         return st;
