@@ -47,3 +47,23 @@ int mdr_drv_close_refused(int in_progress, const char *rail_name)
     mdr_error("rail %s: close called from inside progress; leaking the rail", rail_name);
     return 1;
 }
+
+madrail_status_t mdr_drv_ctrl_len(const struct iovec *iov, int iovcnt, size_t slot_size,
+                                  const char *rail_name, size_t *len_p)
+{
+    size_t total = 0;
+    int i;
+
+    for (i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len != 0 && iov[i].iov_base == NULL)
+            return MADRAIL_ERR_INVALID;
+        total += iov[i].iov_len;
+    }
+    if (total > slot_size) {
+        mdr_error("rail %s: control message of %zu bytes exceeds the slot size %zu", rail_name,
+                  total, slot_size);
+        return MADRAIL_ERR_INVALID;
+    }
+    *len_p = total;
+    return MADRAIL_OK;
+}

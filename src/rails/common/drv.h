@@ -1,14 +1,15 @@
 /*
- * Small pieces of open() and close() that every driver wrote the same way:
- * the argument check of open, splitting a rail spec into its first part
- * and options, and the refusal to close a rail from inside its own
- * progress.  Each driver keeps its own struct mdr_rail, so what is shared
+ * Small pieces of open(), close() and ctrl_send() that every driver wrote
+ * the same way: the argument check of open, splitting a rail spec into its
+ * first part and options, the refusal to close a rail from inside its own
+ * progress, and the length check of a control message.  Each driver keeps its own struct mdr_rail, so what is shared
  * here works on the arguments, not on the rail.
  */
 #ifndef MDR_RAILS_DRV_H
 #define MDR_RAILS_DRV_H
 
 #include <stddef.h>
+#include <sys/uio.h>
 
 #include "rails/rail.h"
 
@@ -30,5 +31,12 @@ madrail_status_t mdr_drv_spec_split(const char *spec,
  * returns 1 and the caller leaks the rail rather than free what progress
  * is using.  0 otherwise. */
 int mdr_drv_close_refused(int in_progress, const char *rail_name);
+
+/* The length of the control message in iov[0..iovcnt) (iovcnt >= 0, iov
+ * given when iovcnt > 0: the caller checked), refused with
+ * MADRAIL_ERR_INVALID when a buffer is NULL with a length or the total
+ * exceeds slot_size (logged); *len_p is written only on success. */
+madrail_status_t mdr_drv_ctrl_len(const struct iovec *iov, int iovcnt, size_t slot_size,
+                                  const char *rail_name, size_t *len_p);
 
 #endif /* MDR_RAILS_DRV_H */

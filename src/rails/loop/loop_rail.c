@@ -867,16 +867,9 @@ static madrail_status_t mdr_loop_ctrl_send(mdr_ep_t *ep, const struct iovec *iov
 
     if (iovcnt < 0 || (iovcnt > 0 && iov == NULL))
         return MADRAIL_ERR_INVALID;
-    for (i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_len != 0 && iov[i].iov_base == NULL)
-            return MADRAIL_ERR_INVALID;
-        total += iov[i].iov_len;
-    }
-    if (total > ep->rail->slot_size) {
-        mdr_error("rail %s: control message of %zu bytes exceeds the slot size %zu",
-                  ep->rail->name, total, ep->rail->slot_size);
-        return MADRAIL_ERR_INVALID;
-    }
+    st = mdr_drv_ctrl_len(iov, iovcnt, ep->rail->slot_size, ep->rail->name, &total);
+    if (st != MADRAIL_OK)
+        return st;
 
     pthread_mutex_lock(&mdr_loop_lock);
     st = mdr_loop_admit(ep, &dst);

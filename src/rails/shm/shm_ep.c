@@ -38,6 +38,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "rails/common/drv.h"
 #include "rails/shm/shm.h"
 #include "util/log.h"
 
@@ -448,16 +449,9 @@ madrail_status_t mdr_shm_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
 
     if (ep == NULL || iovcnt < 0 || (iovcnt > 0 && iov == NULL))
         return MADRAIL_ERR_INVALID;
-    for (i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_len != 0 && iov[i].iov_base == NULL)
-            return MADRAIL_ERR_INVALID;
-        total += iov[i].iov_len;
-    }
-    if (total > ep->rail->slot_size) {
-        mdr_error("rail %s: control message of %zu bytes exceeds the slot size %zu",
-                  ep->rail->log_name, total, ep->rail->slot_size);
-        return MADRAIL_ERR_INVALID;
-    }
+    st = mdr_drv_ctrl_len(iov, iovcnt, ep->rail->slot_size, ep->rail->log_name, &total);
+    if (st != MADRAIL_OK)
+        return st;
     if (ep->failed || ep->destroyed)
         return MADRAIL_ERR_RAIL_DOWN;
     st = mdr_shm_ensure_tx(ep);

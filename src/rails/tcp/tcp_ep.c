@@ -43,6 +43,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "rails/common/drv.h"
 #include "rails/tcp/tcp.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -626,13 +627,9 @@ madrail_status_t mdr_tcp_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
                   MDR_TCP_MAX_IOV - 2);
         return MADRAIL_ERR_INVALID;
     }
-    for (i = 0; i < iovcnt; i++)
-        len += iov[i].iov_len;
-    if (len > ep->rail->slot_size) {
-        mdr_error("rail %s: control message of %zu bytes exceeds the slot size %zu",
-                  ep->rail->log_name, len, ep->rail->slot_size);
-        return MADRAIL_ERR_INVALID;
-    }
+    st = mdr_drv_ctrl_len(iov, iovcnt, ep->rail->slot_size, ep->rail->log_name, &len);
+    if (st != MADRAIL_OK)
+        return st;
     if (ep->state == MDR_TCP_EP_IDLE)
         mdr_tcp_ep_start(ep);
     if (ep->state == MDR_TCP_EP_FAILED)
