@@ -2,8 +2,9 @@
  * Private header of the shm driver (processes of one node).  Split in three
  * files: shm_rail.c (open/close, the segment, stale-segment cleanup, the
  * CMA probe, progress: ring discovery, liveness of peers), shm_ep.c
- * (endpoints, the rings, ctrl_send, put, receive) and shm_mem.c (the
- * registration table behind both put paths).
+ * (endpoints, the rings, ctrl_send, put, receive) and shm_mem.c
+ * (registrations behind both put paths: the region table of
+ * rails/common/region.h and its CMA mirror).
  *
  * Shared memory layout.  Each rail owns one POSIX shared-memory segment
  * (/dev/shm/mdr-shm-<pidns>-<pid>-<starttime>-<tag>), sparse: a page of

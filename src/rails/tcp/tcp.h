@@ -2,7 +2,8 @@
  * Private header of the tcp driver.  The driver is split into three files:
  * tcp_rail.c (open/close, the listener, the epoll loop, handshake
  * arbitration), tcp_ep.c (connections, framing, send queues, receive
- * parsing) and tcp_mem.c (the registration table behind software puts).
+ * parsing) and tcp_mem.c (registrations behind software puts, kept in the
+ * region table of rails/common/region.h).
  *
  * A connection (mdr_tcp_conn_t) is kept apart from an endpoint (mdr_ep_t)
  * because during a simultaneous connect an endpoint briefly owns two
