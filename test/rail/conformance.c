@@ -27,6 +27,8 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+#include "rail_test_util.h"
+
 #define T_SLOT 4096
 #define T_SLOTS 64
 #define T_TIMEOUT 30.0 /* seconds any single wait may take */
@@ -111,17 +113,7 @@ static void t_count_upcall(void)
 
 /* ---------------- data patterns ---------------- */
 
-static uint8_t t_pat(uint64_t seed, size_t i)
-{
-    return (uint8_t)((seed * 0x9e3779b1u) ^ (i * 131u) ^ (i >> 9) ^ (seed >> 7));
-}
-
-static void t_fill(uint8_t *buf, size_t len, uint64_t seed)
-{
-    size_t i;
-    for (i = 0; i < len; i++)
-        buf[i] = t_pat(seed, i);
-}
+/* rt_pat, rt_fill: rail_test_util.h */
 
 /* Burst message length for sequence number seq: 8 .. T_SLOT. */
 static size_t t_msg_len(uint64_t seq)
@@ -133,7 +125,7 @@ static size_t t_msg_len(uint64_t seq)
 static size_t t_make_msg(uint8_t *buf, uint64_t seq, size_t len)
 {
     memcpy(buf, &seq, 8);
-    t_fill(buf + 8, len - 8, seq);
+    rt_fill(buf + 8, len - 8, seq);
     return len;
 }
 
@@ -167,7 +159,7 @@ static void t_recv_seq(t_ep_t *te, const void *data, size_t len)
         return;
     }
     for (i = 8; i < len; i++) {
-        if (d[i] != t_pat(seq, i - 8)) {
+        if (d[i] != rt_pat(seq, i - 8)) {
             te->bad = 1;
             snprintf(te->why, sizeof(te->why), "message %llu: byte %zu differs",
                      (unsigned long long)seq, i);
@@ -271,13 +263,7 @@ static int t_side_open(t_side_t *s, const mdr_rail_ops_t *ops, const char *rest,
     t_ep_init(&s->acc, s);
     s->ops = ops;
     s->uuid = ((uint64_t)getpid() << 32) ^ 0x5a5a000000000000ull ^ t_uuid_next++;
-    memset(&prm, 0, sizeof(prm));
-    prm.uuid = s->uuid;
-    prm.upcalls = &t_upcalls_tab;
-    prm.rail_cookie = s;
-    prm.slot_size = T_SLOT;
-    prm.slots = T_SLOTS;
-    prm.overrides = overrides;
+    prm = rt_params(s->uuid, &t_upcalls_tab, s, T_SLOT, T_SLOTS, overrides);
     st = ops->open(rest, &prm, &s->rail);
     if (st != MADRAIL_OK) {
         snprintf(why, T_WHY, "open(\"%s\") failed: %s", rest, madrail_status_str(st));
@@ -651,7 +637,7 @@ static int chk_ctrl_sizes(const t_spec_t *sp, char *why)
     for (dir = 0; dir < 2; dir++) {
         t_ep_t *tx = dir == 0 ? &p.a.own : &p.b.acc, *rx = dir == 0 ? &p.b.acc : &p.a.own;
         for (i = 0; i < n; i++) {
-            t_fill(big, sizes[i], 100 + i);
+            rt_fill(big, sizes[i], 100 + i);
             st = t_send(&p, tx, big, sizes[i], NULL);
             T_CHECK(st == MADRAIL_OK, "ctrl_send of %zu bytes: %s", sizes[i],
                     madrail_status_str(st));
@@ -663,7 +649,7 @@ static int chk_ctrl_sizes(const t_spec_t *sp, char *why)
             T_CHECK(rx->rec_len[i] == sizes[i], "%s message %zu: %zu bytes, sent %zu",
                     dir ? "b->a" : "a->b", i, rx->rec_len[i], sizes[i]);
             for (k = 0; k < sizes[i]; k++)
-                T_CHECK(rx->rec[i][k] == t_pat(100 + i, k), "%s message %zu: byte %zu differs",
+                T_CHECK(rx->rec[i][k] == rt_pat(100 + i, k), "%s message %zu: byte %zu differs",
                         dir ? "b->a" : "a->b", i, k);
         }
         if (dir == 0)
@@ -839,7 +825,7 @@ static int chk_put_sizes(const t_spec_t *sp, char *why)
     }
     src = malloc(src_len);
     T_CHECK(src != NULL, "out of memory");
-    t_fill(src, src_len, 77);
+    rt_fill(src, src_len, 77);
     st = p.a.ops->mem_reg(p.a.rail, src, src_len, MDR_MEM_LOCAL, &lmemh);
     T_CHECK(st == MADRAIL_OK, "mem_reg of the source: %s", madrail_status_str(st));
     st = t_connect(&p.a, &p.b);
@@ -848,7 +834,7 @@ static int chk_put_sizes(const t_spec_t *sp, char *why)
     /* The first put is the first traffic: it must connect lazily too. */
     for (i = 0; i < n; i++) {
         mdr_memh_t *lm = (cheap && i == n - 1) ? NULL : lmemh;
-        t_fill(src + puts[i].loff, puts[i].len, 1000 + i);
+        rt_fill(src + puts[i].loff, puts[i].len, 1000 + i);
         st = t_put_wait(&p, &p.a.own, src + puts[i].loff, puts[i].len, lm,
                         t_raddr(&t, puts[i].roff), t.rkey, t.rkey_len, &tc);
         T_CHECK(st != MADRAIL_ERR_UNSUPPORTED, "advertises MDR_RAIL_CAP_PUT but put returned %s",
@@ -895,7 +881,7 @@ static void t_recv_order(t_ep_t *te, const void *data, size_t len)
         return;
     memcpy(&round, data, 8);
     for (i = 0; i < oa->len; i++) {
-        if (oa->t->buf[oa->t->reg_off + i] != t_pat(5000 + round, i)) {
+        if (oa->t->buf[oa->t->reg_off + i] != rt_pat(5000 + round, i)) {
             if (oa->rounds_bad++ == 0)
                 snprintf(oa->why, sizeof(oa->why),
                          "round %llu: message arrived before the put's data (byte %zu)",
@@ -939,7 +925,7 @@ static int chk_put_order(const t_spec_t *sp, char *why)
     st = t_connect(&p.a, &p.b);
     T_CHECK(st == MADRAIL_OK, "ep_create: %s", madrail_status_str(st));
     for (r = 0; r < (uint64_t)rounds; r++) {
-        t_fill(src, oa.len, 5000 + r);
+        rt_fill(src, oa.len, 5000 + r);
         st = t_put_wait(&p, &p.a.own, src, oa.len, NULL, t_raddr(&t, 0), t.rkey, t.rkey_len,
                         &tc);
         T_CHECK(st == MADRAIL_OK, "round %llu: put: %s", (unsigned long long)r,
@@ -984,7 +970,7 @@ static int chk_put_bad(const t_spec_t *sp, char *why, int kind)
         rc = T_FAIL;
         goto out;
     }
-    t_fill(src, sizeof(src), 9);
+    rt_fill(src, sizeof(src), 9);
     st = t_connect(&p.a, &p.b);
     T_CHECK(st == MADRAIL_OK, "ep_create: %s", madrail_status_str(st));
     st = t_send_seq(&p, &p.a.own, 0, NULL);
@@ -1069,7 +1055,7 @@ static int chk_drain_idle(const t_spec_t *sp, char *why)
         }
         src = malloc(256u << 10);
         T_CHECK(src != NULL, "out of memory");
-        t_fill(src, 256u << 10, 3);
+        rt_fill(src, 256u << 10, 3);
     }
     for (i = 1; i <= nmsg; i++) {
         st = t_send_seq(&p, &p.a.own, (uint64_t)i, NULL);
@@ -1338,7 +1324,7 @@ static int chk_knob_delay(const t_spec_t *sp, const char *fab, char *why)
     }
     st = t_connect(&p.a, &p.b);
     T_CHECK(st == MADRAIL_OK, "ep_create: %s", madrail_status_str(st));
-    t_fill(src, sizeof(src), 4);
+    rt_fill(src, sizeof(src), 4);
     st = t_put_start(&p, &p.a.own, src, sizeof(src), NULL, t_raddr(&t, 8), t.rkey, t.rkey_len,
                      &tc);
     T_CHECK(st == MADRAIL_INPROGRESS, "put: %s", madrail_status_str(st));
@@ -1622,7 +1608,7 @@ static int chk_knob_nores(const t_spec_t *sp, const char *fab, char *why)
             struct iovec iov = {&idx, 8};
             st[i] = p.a.ops->ctrl_send(p.a.own.ep, &iov, 1);
         } else {
-            t_fill(src[i], 64, (uint64_t)i);
+            rt_fill(src[i], 64, (uint64_t)i);
             st[i] = p.a.ops->put(p.a.own.ep, src[i], 64, NULL, t_raddr(&t, (size_t)i * 64),
                                  t.rkey, t.rkey_len, &tc[i].c);
         }
@@ -1683,7 +1669,7 @@ static int chk_knob_bw(const t_spec_t *sp, const char *fab, char *why, char *not
         snprintf(why, T_WHY, "out of memory");
         return T_FAIL;
     }
-    t_fill(src, 2 * half, 11);
+    rt_fill(src, 2 * half, 11);
     for (pass = 0; pass < 2; pass++) {
         memset(&t, 0, sizeof(t));
         snprintf(rest, sizeof(rest), pass == 0 ? "%s;bw=10m" : "%s", fab);
@@ -1795,7 +1781,7 @@ static int chk_knob_fail(const t_spec_t *sp, const char *fab, char *why)
     T_CHECK(t_send_seq(&p, &p.a.own, 0, NULL) == MADRAIL_OK, "op 1 failed");
     T_CHECK(T_WAIT(&p, p.b.acc.nrecv >= 1), "op 1 never arrived");
     T_CHECK(t_send_seq(&p, &p.a.own, 1, NULL) == MADRAIL_OK, "op 2 failed");
-    t_fill(src, sizeof(src), 1);
+    rt_fill(src, sizeof(src), 1);
     st = p.a.ops->put(p.a.own.ep, src, sizeof(src), NULL, t_raddr(&t, 0), t.rkey, t.rkey_len,
                       (t_comp_init(&tc), &tc.c));
     T_CHECK(st == MADRAIL_INPROGRESS, "op 3 (put): %s", madrail_status_str(st));

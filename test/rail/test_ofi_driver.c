@@ -29,25 +29,12 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+#include "rail_test_util.h"
+
 #define SLOT 2048
 #define MDR_OFI_ADDR_HDR_TEST 12 /* packed ofi address: header, then fi_getname() bytes */
 #define PROV "tcp;ofi_rxm"
 #define SPEC PROV ":lo"
-
-static int failures;
-
-#define CHECK(_cond, ...)                                                                    \
-    do {                                                                                     \
-        if (_cond) {                                                                         \
-            printf("ok   ");                                                                 \
-        } else {                                                                             \
-            printf("FAIL ");                                                                 \
-            failures++;                                                                      \
-        }                                                                                    \
-        printf(__VA_ARGS__);                                                                 \
-        printf("\n");                                                                        \
-        fflush(stdout);                                                                      \
-    } while (0)
 
 /* ---------------- recording upcalls ---------------- */
 
@@ -163,19 +150,12 @@ static const mdr_rail_upcalls_t upcalls = {up_recv, up_accepted, up_failed};
 static madrail_status_t side_open(side_t *s, uint64_t uuid, const char *spec,
                                   const char *const *overrides)
 {
-    mdr_rail_params_t p;
+    mdr_rail_params_t p = rt_params(uuid, &upcalls, s, SLOT, 16, overrides);
     madrail_status_t st;
 
     memset(s, 0, sizeof(*s));
     s->uuid = uuid;
     s->own.side = s;
-    memset(&p, 0, sizeof(p));
-    p.uuid = uuid;
-    p.upcalls = &upcalls;
-    p.rail_cookie = s;
-    p.slot_size = SLOT;
-    p.slots = 16;
-    p.overrides = overrides;
     st = ops->open(spec, &p, &s->rail);
     if (st != MADRAIL_OK) {
         s->rail = NULL;
@@ -604,19 +584,6 @@ out:
     side_close(&b);
 }
 
-typedef struct tcomp {
-    mdr_completion_t c; /* first */
-    int calls;
-    madrail_status_t st;
-} tcomp_t;
-
-static void tcomp_cb(mdr_completion_t *c, madrail_status_t st)
-{
-    tcomp_t *t = (tcomp_t *)c;
-    t->calls++;
-    t->st = st;
-}
-
 /* Puts in send-after-write mode: the message sent right after each put's
  * completion finds the data in place at the target. */
 static void check_put_order_mode(void)
@@ -629,7 +596,7 @@ static void check_put_order_mode(void)
     side_t a, b;
     madrail_status_t st;
     uint64_t round;
-    tcomp_t tc;
+    rt_comp_t tc;
 
     memset(&b, 0, sizeof(b));
     if (src == NULL || dst == NULL) {
@@ -664,7 +631,7 @@ static void check_put_order_mode(void)
         for (i = 0; i < len; i++)
             src[i] = (uint8_t)(i * 13 + round * 101);
         memset(&tc, 0, sizeof(tc));
-        tc.c.cb = tcomp_cb;
+        tc.c.cb = rt_comp_cb;
         while ((st = ops->put(a.own.ep, src, len, NULL, (uint64_t)(uintptr_t)dst, rkey,
                               rkey_len, &tc.c)) == MADRAIL_ERR_NORESOURCE &&
                mdr_time_sec() < dl)
@@ -673,7 +640,7 @@ static void check_put_order_mode(void)
             /* progress only the initiator: the target must not get ahead */
             while (tc.calls == 0 && mdr_time_sec() < dl)
                 ops->progress(a.rail);
-            st = tc.calls == 1 ? tc.st : MADRAIL_INPROGRESS;
+            st = tc.calls == 1 ? tc.status : MADRAIL_INPROGRESS;
         }
         if (st != MADRAIL_OK)
             break;
@@ -745,6 +712,5 @@ int main(void)
     check_reincarnation();
     check_put_order_mode();
     check_foreign_address();
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return rt_finish();
 }

@@ -35,25 +35,11 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+#include "rail_test_util.h"
+
 #define SLOT 1024
 #define SLOTS 16
 #define TMO 20.0
-
-static int failures;
-static const char *who = "parent";
-
-#define CHECK(_cond, ...)                                                                    \
-    do {                                                                                     \
-        if (_cond) {                                                                         \
-            printf("ok   [%s] ", who);                                                       \
-        } else {                                                                             \
-            printf("FAIL [%s] ", who);                                                       \
-            failures++;                                                                      \
-        }                                                                                    \
-        printf(__VA_ARGS__);                                                                 \
-        printf("\n");                                                                        \
-        fflush(stdout);                                                                      \
-    } while (0)
 
 /* ---------------- one side ---------------- */
 
@@ -127,13 +113,7 @@ static int t_open(tside_t *s, const char *spec, const char *const *ov)
     s->own.side = s->acc.side = s;
     s->ops = mdr_rail_find("shm");
     s->uuid = ((uint64_t)getpid() << 24) ^ 0x5300000000000000ull ^ uuid_next++;
-    memset(&prm, 0, sizeof(prm));
-    prm.uuid = s->uuid;
-    prm.upcalls = &upcalls;
-    prm.rail_cookie = s;
-    prm.slot_size = SLOT;
-    prm.slots = SLOTS;
-    prm.overrides = ov;
+    prm = rt_params(s->uuid, &upcalls, s, SLOT, SLOTS, ov);
     st = s->ops->open(spec, &prm, &s->rail);
     if (st != MADRAIL_OK) {
         CHECK(0, "open(\"%s\"): %s", spec, madrail_status_str(st));
@@ -200,27 +180,6 @@ static madrail_status_t t_send(tside_t *s, tep_t *te, const void *buf, size_t le
             (*nores_p)++;
         t_prog(s);
     }
-}
-
-static uint8_t pat(uint64_t seed, size_t i)
-{
-    return (uint8_t)((seed * 0x9e3779b1u) ^ (i * 131u) ^ (i >> 9) ^ (seed >> 5));
-}
-
-static void fill(uint8_t *b, size_t len, uint64_t seed)
-{
-    size_t i;
-    for (i = 0; i < len; i++)
-        b[i] = pat(seed, i);
-}
-
-static int matches(const uint8_t *b, size_t len, uint64_t seed)
-{
-    size_t i;
-    for (i = 0; i < len; i++)
-        if (b[i] != pat(seed, i))
-            return 0;
-    return 1;
 }
 
 /* ---------------- processes ---------------- */
@@ -292,7 +251,7 @@ static pid_t t_fork(tchild_fn fn, void *arg, tchan_t *ch)
         int rc;
         close(p2c[1]);
         close(c2p[0]);
-        who = "child";
+        rt_who = "child";
         failures = 0;
         alarm(60);
         rc = fn(&cch, arg);
@@ -369,7 +328,7 @@ static void sz_recv(tep_t *te, const uint8_t *d, size_t len)
     sz_state_t *st = te->arg;
     uint64_t k = te->nrecv - 1;
 
-    if (len != sz_list[k % sz_n] || !matches(d, len, k)) {
+    if (len != sz_list[k % sz_n] || !rt_matches(d, len, k)) {
         if (st->bad++ == 0)
             snprintf(st->why, sizeof(st->why), "message %llu: %zu bytes (sent %zu) or content",
                      (unsigned long long)k, len, sz_list[k % sz_n]);
@@ -437,7 +396,7 @@ static void test_sizes(void)
     CHECK(t_connect(&s) == MADRAIL_OK, "sizes: ep_create to the child");
     for (k = 0; k < total; k++) {
         size_t len = sz_list[k % sz_n];
-        fill(buf, len, k);
+        rt_fill(buf, len, k);
         if (t_send(&s, &s.own, buf, len, &nores) != MADRAIL_OK)
             break;
         t_prog(&s);
@@ -477,7 +436,7 @@ static void bp_recv(tep_t *te, const uint8_t *d, size_t len)
         return;
     }
     memcpy(&seq, d, 8);
-    if (seq != k || !matches(d + 8, len - 8, k))
+    if (seq != k || !rt_matches(d + 8, len - 8, k))
         st->bad++;
 }
 
@@ -506,7 +465,7 @@ static int child_bp(tchan_t *ch, void *arg)
 static void bp_msg(uint8_t *buf, uint64_t k)
 {
     memcpy(buf, &k, 8);
-    fill(buf + 8, BP_LEN - 8, k);
+    rt_fill(buf + 8, BP_LEN - 8, k);
 }
 
 static void test_backpressure(void)
@@ -596,7 +555,7 @@ static void pt_child_recv(tep_t *te, const uint8_t *d, size_t len)
     memcpy(&m, d, sizeof(m));
     if (m.type != PT_MARK || m.roff + m.len > PT_REG)
         return;
-    fill(pc->model + PT_GUARD + m.roff, (size_t)m.len, m.seed);
+    rt_fill(pc->model + PT_GUARD + m.roff, (size_t)m.len, m.seed);
     if (memcmp(pc->buf, pc->model, PT_REG + 2 * PT_GUARD) != 0)
         pc->nbad++;
     if (pc->nresults < 16)
@@ -690,19 +649,6 @@ static void pt_parent_recv(tep_t *te, const uint8_t *d, size_t len)
     }
 }
 
-typedef struct t_comp {
-    mdr_completion_t c;
-    int calls;
-    madrail_status_t status;
-} t_comp_t;
-
-static void t_comp_cb(mdr_completion_t *c, madrail_status_t status)
-{
-    t_comp_t *tc = (t_comp_t *)c;
-    tc->calls++;
-    tc->status = status;
-}
-
 static void test_puts(const char *spec, int want_cma)
 {
     static const struct {
@@ -714,7 +660,7 @@ static void test_puts(const char *spec, int want_cma)
     pt_parent_t pp;
     pt_msg_t m;
     madrail_status_t st;
-    t_comp_t tc;
+    rt_comp_t tc;
     tchan_t ch;
     tside_t s;
     pid_t pid;
@@ -735,8 +681,8 @@ static void test_puts(const char *spec, int want_cma)
     t_send(&s, &s.own, &m, sizeof(m), NULL); /* hello: the child learns of us */
     CHECK(WAIT(&s, pp.have_info), "puts %s: the child's target arrived", spec);
     for (i = 0; i < 5 && pp.have_info; i++) {
-        fill(src + pl[i].loff, pl[i].len, 700 + i);
-        tc.c.cb = t_comp_cb;
+        rt_fill(src + pl[i].loff, pl[i].len, 700 + i);
+        tc.c.cb = rt_comp_cb;
         tc.calls = 0;
         tc.status = MADRAIL_INPROGRESS;
         st = s.ops->put(s.own.ep, src + pl[i].loff, pl[i].len, NULL,
@@ -807,7 +753,7 @@ static void seq_recv(tep_t *te, const uint8_t *d, size_t len)
         return;
     }
     memcpy(&seq, d, 8);
-    if (seq != te->nrecv - 1 || !matches(d + 8, len - 8, seq))
+    if (seq != te->nrecv - 1 || !rt_matches(d + 8, len - 8, seq))
         st->bad++;
 }
 
@@ -831,7 +777,7 @@ static int child_sender(tchan_t *ch, void *arg)
     for (k = 0;; k++) {
         size_t len = seq_len(k);
         memcpy(buf, &k, 8);
-        fill(buf + 8, len - 8, k);
+        rt_fill(buf + 8, len - 8, k);
         if (t_send(&s, &s.own, buf, len, NULL) != MADRAIL_OK)
             return 1;
     }
@@ -911,7 +857,7 @@ static void test_kill_receiver(void)
     madrail_status_t st, st_put;
     uint8_t rkey[64];
     size_t rl = sizeof(rkey);
-    t_comp_t tc;
+    rt_comp_t tc;
     double t0, dt;
     tchan_t ch;
     tside_t s;
@@ -932,7 +878,7 @@ static void test_kill_receiver(void)
     for (k = 0; k < 100; k++) {
         size_t len = seq_len(k);
         memcpy(buf, &k, 8);
-        fill(buf + 8, len - 8, k);
+        rt_fill(buf + 8, len - 8, k);
         t_send(&s, &s.own, buf, len, NULL);
     }
     CHECK(t_read(&ch, &c, 1) == 0, "kill receiver: the child got 100 messages and stopped");
@@ -945,7 +891,7 @@ static void test_kill_receiver(void)
         memcpy(rkey, &rk, sizeof(rk));
         rl = sizeof(rk);
     }
-    tc.c.cb = t_comp_cb;
+    tc.c.cb = rt_comp_cb;
     tc.calls = 0;
     tc.status = MADRAIL_INPROGRESS;
     st_put = s.ops->put(s.own.ep, big, 4u << 20, NULL, 0x1000, rkey, rl, &tc.c);
@@ -1047,7 +993,7 @@ static void tr_recv(tep_t *te, const uint8_t *d, size_t len)
     }
     memcpy(&r, d, 4);
     memcpy(&k, d + 8, 8);
-    if ((int)r != st->rail || k != te->nrecv - 1 || !matches(d + 16, 48, k * 2 + r))
+    if ((int)r != st->rail || k != te->nrecv - 1 || !rt_matches(d + 16, 48, k * 2 + r))
         st->bad++;
 }
 
@@ -1082,7 +1028,7 @@ static int tr_run(tchan_t *ch)
             memset(buf, 0, 8);
             memcpy(buf, &rr, 4);
             memcpy(buf + 8, &k, 8);
-            fill(buf + 16, 48, k * 2 + rr);
+            rt_fill(buf + 16, 48, k * 2 + rr);
             if (t_send(&s[r], &s[r].own, buf, 64, NULL) != MADRAIL_OK)
                 ok = 0;
             t_prog(&s[1 - r]);
@@ -1156,6 +1102,7 @@ int main(int argc, char **argv)
     const char *only = argc > 1 ? argv[1] : NULL;
     struct stat st;
 
+    rt_who = "parent";
     setvbuf(stdout, NULL, _IOLBF, 0);
     signal(SIGPIPE, SIG_IGN);
     if (mdr_rail_find("shm") == NULL) {
@@ -1182,6 +1129,5 @@ int main(int argc, char **argv)
     RUN("stale", test_stale());
     RUN("two-rails", test_two_rails());
     RUN("other-node", test_other_node());
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return rt_finish();
 }

@@ -27,27 +27,14 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+#include "rail_test_util.h"
+
 /* cfg.c's registry names every module's table; when this test is linked
  * without the core or the loop driver, empty weak ones stand in. */
 __attribute__((weak)) const mdr_cfg_table_t mdr_core_cfg_table = {"core", NULL, 0};
 __attribute__((weak)) const mdr_cfg_table_t mdr_loop_cfg_table = {"loop", NULL, 0};
 
 #define SLOT 1024
-
-static int failures;
-
-#define CHECK(_cond, ...)                                                                    \
-    do {                                                                                     \
-        if (_cond) {                                                                         \
-            printf("ok   ");                                                                 \
-        } else {                                                                             \
-            printf("FAIL ");                                                                 \
-            failures++;                                                                      \
-        }                                                                                    \
-        printf(__VA_ARGS__);                                                                 \
-        printf("\n");                                                                        \
-        fflush(stdout);                                                                      \
-    } while (0)
 
 /* ---------------- recording upcalls ---------------- */
 
@@ -178,12 +165,7 @@ static madrail_status_t side_open(side_t *s, const char *label, uint64_t uuid, c
     s->label = label;
     s->uuid = uuid;
     s->epc.side = s;
-    s->params.uuid = uuid;
-    s->params.upcalls = &upcalls;
-    s->params.rail_cookie = s;
-    s->params.slot_size = SLOT;
-    s->params.slots = 16;
-    s->params.overrides = overrides;
+    s->params = rt_params(uuid, &upcalls, s, SLOT, 16, overrides);
     st = ops->open(spec, &s->params, &s->rail);
     if (st != MADRAIL_OK)
         return st;
@@ -554,19 +536,6 @@ out:
     side_close(&d);
 }
 
-typedef struct putc_ {
-    mdr_completion_t comp;
-    int done;
-    madrail_status_t status;
-} putc_t;
-
-static void put_cb(mdr_completion_t *comp, madrail_status_t status)
-{
-    putc_t *p = (putc_t *)comp;
-    p->done++;
-    p->status = status;
-}
-
 static void test_put(side_t *a, side_t *b)
 {
     const size_t LEN = 8u << 20, MARGIN = 4096;
@@ -575,7 +544,7 @@ static void test_put(side_t *a, side_t *b)
     mdr_memh_t *mh = NULL;
     uint8_t rkey[16];
     size_t rkey_len = 0, i;
-    putc_t pc = {{put_cb}, 0, MADRAIL_OK};
+    rt_comp_t pc = {{rt_comp_cb}, 0, MADRAIL_OK};
     madrail_status_t st;
     want_t w;
     double t0, dt;
@@ -606,13 +575,13 @@ static void test_put(side_t *a, side_t *b)
     w.n = b->epc.nmsgs + 1;
     t0 = mdr_time_sec();
     st = ops->put(a->ep, src, LEN, NULL, (uint64_t)(uintptr_t)(dst + MARGIN), rkey, rkey_len,
-                  &pc.comp);
+                  &pc.c);
     CHECK(st == MADRAIL_INPROGRESS || st == MADRAIL_OK, "put 8 MiB: %s", madrail_status_str(st));
     if (st == MADRAIL_OK)
-        pc.done = 1;
+        pc.calls = 1;
     send_msg(a, 8, 4242); /* queued behind the put */
-    CHECK(pump(flag_set, &pc.done, 10) && pc.status == MADRAIL_OK && pc.done == 1,
-          "put completion fired once with OK (%d)", pc.done);
+    CHECK(pump(flag_set, &pc.calls, 10) && pc.status == MADRAIL_OK && pc.calls == 1,
+          "put completion fired once with OK (%d)", pc.calls);
     CHECK(pump(have_msgs, &w, 10), "control message after the put arrived");
     dt = mdr_time_sec() - t0;
     CHECK(memcmp(dst + MARGIN, src, LEN) == 0, "8 MiB arrived byte-exact (%.0f MB/s on lo)",
@@ -626,15 +595,15 @@ static void test_put(side_t *a, side_t *b)
 
     /* unaligned length/offset, then messages: framing stays right */
     memset(dst + MARGIN, 0, LEN);
-    pc.done = 0;
+    pc.calls = 0;
     w.n = b->epc.nmsgs + 2;
     st = ops->put(a->ep, src + 3, ULEN, NULL, (uint64_t)(uintptr_t)(dst + MARGIN + UOFF), rkey,
-                  rkey_len, &pc.comp);
+                  rkey_len, &pc.c);
     if (st == MADRAIL_OK)
-        pc.done = 1;
+        pc.calls = 1;
     send_msg(a, 5, 77);
     send_msg(a, SLOT, 78);
-    CHECK(pump(flag_set, &pc.done, 10) && pump(have_msgs, &w, 10),
+    CHECK(pump(flag_set, &pc.calls, 10) && pump(have_msgs, &w, 10),
           "unaligned put (%zu bytes at +%zu) completed and 2 messages followed", ULEN, UOFF);
     CHECK(memcmp(dst + MARGIN + UOFF, src + 3, ULEN) == 0 && dst[MARGIN + UOFF - 1] == 0 &&
               dst[MARGIN + UOFF + ULEN] == 0,
@@ -644,12 +613,12 @@ static void test_put(side_t *a, side_t *b)
           "messages after the unaligned put intact and aligned");
     {
         /* a small put completes too (possibly at once) */
-        putc_t pz = {{put_cb}, 0, MADRAIL_OK};
+        rt_comp_t pz = {{rt_comp_cb}, 0, MADRAIL_OK};
         st = ops->put(a->ep, src, 0, NULL, (uint64_t)(uintptr_t)(dst + MARGIN), rkey, rkey_len,
-                      &pz.comp);
+                      &pz.c);
         if (st == MADRAIL_OK)
-            pz.done = 1;
-        CHECK(pump(flag_set, &pz.done, 5) && pz.status == MADRAIL_OK, "zero-length put completes");
+            pz.calls = 1;
+        CHECK(pump(flag_set, &pz.calls, 5) && pz.status == MADRAIL_OK, "zero-length put completes");
     }
     pump(NULL, NULL, 0.02);
     CHECK(ops->ep_idle(a->ep) && a->epc.failed == 0 && b->epc.failed == 0,
@@ -670,7 +639,7 @@ static void test_bad_put(int bad_key)
     uint8_t rkey[16];
     size_t rkey_len = 0;
     mdr_memh_t *mh = NULL;
-    putc_t pc = {{put_cb}, 0, MADRAIL_OK};
+    rt_comp_t pc = {{rt_comp_cb}, 0, MADRAIL_OK};
     want_t w;
     madrail_status_t st;
 
@@ -699,13 +668,13 @@ static void test_bad_put(int bad_key)
     pump(have_msgs, &w, 5);
     b.epc.destroy_on_fail = 1; /* the core may destroy the ep inside ep_failed */
     st = ops->put(a.ep, src, 100, NULL, (uint64_t)(uintptr_t)(dst + 1000), rkey, rkey_len,
-                  &pc.comp);
+                  &pc.c);
     CHECK(st == MADRAIL_OK || st == MADRAIL_INPROGRESS, "%s put accepted by the sender",
           bad_key ? "bad-key" : "out-of-region");
     pump(have_fail, &b.epc, 5);
     if (st == MADRAIL_INPROGRESS)
-        pump(flag_set, &pc.done, 5);
-    CHECK(st == MADRAIL_INPROGRESS && pc.done == 1 && pc.status != MADRAIL_OK,
+        pump(flag_set, &pc.calls, 5);
+    CHECK(st == MADRAIL_INPROGRESS && pc.calls == 1 && pc.status != MADRAIL_OK,
           "sender's put completion reports an error (%s)", madrail_status_str(pc.status));
     CHECK(b.epc.failed == 1 && b.epc.fail_status == MADRAIL_ERR_RAIL_PROTO,
           "receiver reported ep_failed RAIL_PROTO (%d, %s: %s)", b.epc.failed,
@@ -947,7 +916,7 @@ static void test_fairness(void)
     mdr_memh_t *mh = NULL;
     uint8_t rkey[8];
     size_t rkey_len;
-    putc_t pc = {{put_cb}, 0, MADRAIL_OK};
+    rt_comp_t pc = {{rt_comp_cb}, 0, MADRAIL_OK};
     want_t w;
     madrail_status_t st;
 
@@ -979,9 +948,9 @@ static void test_fairness(void)
     b.epc.watch_ref = src;
     b.epc.watch_len = LEN;
     b.epc.watch_ok_at_msg = -1;
-    st = ops->put(a.ep, src, LEN, NULL, (uint64_t)(uintptr_t)dst, rkey, rkey_len, &pc.comp);
+    st = ops->put(a.ep, src, LEN, NULL, (uint64_t)(uintptr_t)dst, rkey, rkey_len, &pc.c);
     if (st == MADRAIL_OK)
-        pc.done = 1;
+        pc.calls = 1;
     ops->progress(a.rail);
     send_msg(&d, 8, 2);
     w.n = 3;
@@ -989,7 +958,7 @@ static void test_fairness(void)
     CHECK(b.epc.nmsgs == 3 && b.epc.watch_ok_at_msg == 0,
           "message from another peer delivered while a 32 MiB put was still arriving");
     b.epc.watch = NULL;
-    CHECK(pump(flag_set, &pc.done, 20) && pc.status == MADRAIL_OK, "the 32 MiB put completed");
+    CHECK(pump(flag_set, &pc.calls, 20) && pc.status == MADRAIL_OK, "the 32 MiB put completed");
     send_msg(&a, 8, 3);
     w.n = 4;
     CHECK(pump(have_msgs, &w, 10) && memcmp(dst, src, LEN) == 0, "32 MiB put arrived intact");
@@ -1016,7 +985,7 @@ static void test_dereg_midput(void)
     mdr_memh_t *mh = NULL;
     uint8_t rkey[8];
     size_t rkey_len;
-    putc_t pc = {{put_cb}, 0, MADRAIL_OK};
+    rt_comp_t pc = {{rt_comp_cb}, 0, MADRAIL_OK};
     want_t w;
     int partial;
 
@@ -1038,9 +1007,9 @@ static void test_dereg_midput(void)
     w.c = &b.epc;
     w.n = 1;
     pump(have_msgs, &w, 5);
-    if (ops->put(a.ep, src, LEN, NULL, (uint64_t)(uintptr_t)dst, rkey, rkey_len, &pc.comp) ==
+    if (ops->put(a.ep, src, LEN, NULL, (uint64_t)(uintptr_t)dst, rkey, rkey_len, &pc.c) ==
         MADRAIL_OK)
-        pc.done = 1;
+        pc.calls = 1;
     pump(first_byte, dst, 5);
     partial = dst[0] == 0x5c && dst[LEN - 1] == 0;
     ops->mem_dereg(b.rail, mh);
@@ -1049,7 +1018,7 @@ static void test_dereg_midput(void)
     send_msg(&a, 8, 2);
     w.n = 2;
     CHECK(partial, "region deregistered with the put half-way in");
-    CHECK(pump(flag_set, &pc.done, 20) && pump(have_msgs, &w, 10) && b.epc.failed == 0 &&
+    CHECK(pump(flag_set, &pc.calls, 20) && pump(have_msgs, &w, 10) && b.epc.failed == 0 &&
               a.epc.failed == 0 && check_msg(&b.epc.msgs[1], 8, 2),
           "rest of the put discarded, the next message arrives, no failure");
     side_close(&a);
@@ -1381,6 +1350,5 @@ int main(int argc, char **argv)
     test_timeouts();
     test_put_noack();
 
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return rt_finish();
 }

@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rails/common/drv.h"
+#include "rails/common/region.h"
 #include "rails/rail.h"
 #include "util/cfg.h"
 #include "util/clock.h"
@@ -456,8 +458,7 @@ static mdr_memh_t *mdr_loop_put_target(mdr_rail_t *rail, const mdr_loop_item_t *
                  (unsigned long long)memh->key);
         return NULL;
     }
-    if (item->raddr < memh->addr || item->raddr - memh->addr > memh->len ||
-        item->len > memh->len - (item->raddr - memh->addr)) {
+    if (!mdr_region_covers(memh->addr, memh->len, item->raddr, item->len)) {
         snprintf(why, why_len,
                  "put of %zu bytes at 0x%llx outside the region [0x%llx, +%zu) of key %llu",
                  item->len, (unsigned long long)item->raddr, (unsigned long long)memh->addr,
@@ -664,8 +665,7 @@ static madrail_status_t mdr_loop_open(const char *spec, const mdr_rail_params_t 
     char *copy, *fabric = NULL;
     uint64_t x;
 
-    if (spec == NULL || params == NULL || params->upcalls == NULL || rail_p == NULL ||
-        params->slot_size == 0)
+    if (!mdr_drv_open_args_ok(spec, params, rail_p, SIZE_MAX))
         return MADRAIL_ERR_INVALID;
 
     memset(&cfg, 0, sizeof(cfg));
@@ -673,16 +673,11 @@ static madrail_status_t mdr_loop_open(const char *spec, const mdr_rail_params_t 
     if (st != MADRAIL_OK)
         goto err_cfg;
 
-    copy = strdup(spec);
-    if (copy == NULL) {
-        st = MADRAIL_ERR_NOMEM;
-        goto err_cfg;
-    }
     sa.spec = spec;
     sa.cfg = &cfg;
-    st = mdr_spec_parse(copy, &fabric, mdr_loop_spec_opt, &sa);
+    st = mdr_drv_spec_split(spec, mdr_loop_spec_opt, &sa, &copy, &fabric);
     if (st != MADRAIL_OK)
-        goto err_copy;
+        goto err_cfg;
     if (fabric == NULL || fabric[0] == '\0' || strlen(fabric) >= MDR_LOOP_FABRIC_MAX) {
         mdr_error("rail spec loop:%s: expected a fabric name of 1..%d characters, e.g. loop:f0",
                   spec, MDR_LOOP_FABRIC_MAX - 1);
@@ -872,16 +867,9 @@ static madrail_status_t mdr_loop_ctrl_send(mdr_ep_t *ep, const struct iovec *iov
 
     if (iovcnt < 0 || (iovcnt > 0 && iov == NULL))
         return MADRAIL_ERR_INVALID;
-    for (i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_len != 0 && iov[i].iov_base == NULL)
-            return MADRAIL_ERR_INVALID;
-        total += iov[i].iov_len;
-    }
-    if (total > ep->rail->slot_size) {
-        mdr_error("rail %s: control message of %zu bytes exceeds the slot size %zu",
-                  ep->rail->name, total, ep->rail->slot_size);
-        return MADRAIL_ERR_INVALID;
-    }
+    st = mdr_drv_ctrl_len(iov, iovcnt, ep->rail->slot_size, ep->rail->name, &total);
+    if (st != MADRAIL_OK)
+        return st;
 
     pthread_mutex_lock(&mdr_loop_lock);
     st = mdr_loop_admit(ep, &dst);

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rails/common/drv.h"
 #include "rails/ofi/ofi.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -508,8 +509,7 @@ static madrail_status_t mdr_ofi_open(const char *spec, const mdr_rail_params_t *
     size_t n;
     int ret;
 
-    if (spec == NULL || params == NULL || params->upcalls == NULL || rail_p == NULL ||
-        params->slot_size == 0 || params->slot_size > UINT32_MAX)
+    if (!mdr_drv_open_args_ok(spec, params, rail_p, UINT32_MAX))
         return MADRAIL_ERR_INVALID;
     colon = strchr(spec, ':');
     n = colon ? (size_t)(colon - spec) : strlen(spec);
@@ -777,13 +777,8 @@ static void mdr_ofi_close(mdr_rail_t *rail)
     mdr_list_t *l;
     double deadline;
 
-    if (rail == NULL)
+    if (rail == NULL || mdr_drv_close_refused(rail->in_progress, rail->log_name))
         return;
-    if (rail->in_progress) {
-        mdr_error("rail %s: close called from inside progress; leaking the rail",
-                  rail->log_name);
-        return;
-    }
     /* Tell every peer that knows us, then give the goodbyes a moment to
      * leave (the provider may need progress to send them). */
     mdr_list_for_each(l, &rail->eps_all) {

@@ -2,8 +2,9 @@
  * Private header of the shm driver (processes of one node).  Split in three
  * files: shm_rail.c (open/close, the segment, stale-segment cleanup, the
  * CMA probe, progress: ring discovery, liveness of peers), shm_ep.c
- * (endpoints, the rings, ctrl_send, put, receive) and shm_mem.c (the
- * registration table behind both put paths).
+ * (endpoints, the rings, ctrl_send, put, receive) and shm_mem.c
+ * (registrations behind both put paths: the region table of
+ * rails/common/region.h and its CMA mirror).
  *
  * Shared memory layout.  Each rail owns one POSIX shared-memory segment
  * (/dev/shm/mdr-shm-<pidns>-<pid>-<starttime>-<tag>), sparse: a page of
@@ -33,6 +34,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "rails/common/region.h"
 #include "rails/rail.h"
 #include "util/cfg.h"
 #include "util/hash.h"
@@ -296,20 +298,12 @@ struct mdr_rail {
 
     /* registrations */
     mdr_shm_reg_ent_t *regtab; /* shared table in our segment */
-    mdr_memh_t **regions;
-    uint32_t *region_gen;
-    uint32_t nregions, region_cap;
-    uint32_t *region_free;
-    uint32_t nfree;
+    mdr_region_tab_t regions;  /* mdr_memh_t.reg */
 };
 
 struct mdr_memh {
+    mdr_region_t reg; /* id, generation, range and access */
     mdr_rail_t *rail;
-    uint32_t id;
-    uint32_t gen;
-    uintptr_t addr;
-    size_t len;
-    unsigned access;
 };
 
 /* ---------------- functions ---------------- */
@@ -352,9 +346,6 @@ madrail_status_t mdr_shm_mem_reg(mdr_rail_t *rail, void *addr, size_t len, unsig
 void mdr_shm_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh);
 madrail_status_t mdr_shm_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
                                    size_t *len_p);
-/* Region of an incoming copied put; NULL with *why_p set if invalid. */
-mdr_memh_t *mdr_shm_mem_lookup(mdr_rail_t *rail, uint64_t key, uint64_t raddr, uint64_t count,
-                               const char **why_p);
 /* Check a CMA put against the peer's shared table; 0 ok, -1 with *why_p. */
 int mdr_shm_mem_check_remote(const mdr_shm_pseg_t *pseg, uint64_t key, uint64_t raddr,
                              uint64_t count, const char **why_p);

@@ -38,6 +38,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "rails/common/drv.h"
 #include "rails/shm/shm.h"
 #include "util/log.h"
 
@@ -448,16 +449,9 @@ madrail_status_t mdr_shm_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
 
     if (ep == NULL || iovcnt < 0 || (iovcnt > 0 && iov == NULL))
         return MADRAIL_ERR_INVALID;
-    for (i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_len != 0 && iov[i].iov_base == NULL)
-            return MADRAIL_ERR_INVALID;
-        total += iov[i].iov_len;
-    }
-    if (total > ep->rail->slot_size) {
-        mdr_error("rail %s: control message of %zu bytes exceeds the slot size %zu",
-                  ep->rail->log_name, total, ep->rail->slot_size);
-        return MADRAIL_ERR_INVALID;
-    }
+    st = mdr_drv_ctrl_len(iov, iovcnt, ep->rail->slot_size, ep->rail->log_name, &total);
+    if (st != MADRAIL_OK)
+        return st;
     if (ep->failed || ep->destroyed)
         return MADRAIL_ERR_RAIL_DOWN;
     st = mdr_shm_ensure_tx(ep);
@@ -560,9 +554,8 @@ madrail_status_t mdr_shm_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
         return MADRAIL_ERR_INVALID;
     }
     if (lmemh != NULL &&
-        (lmemh->rail != rail || (uintptr_t)local < lmemh->addr ||
-         (uintptr_t)local - lmemh->addr > lmemh->len ||
-         len > lmemh->len - ((uintptr_t)local - lmemh->addr))) {
+        (lmemh->rail != rail ||
+         !mdr_region_covers(lmemh->reg.base, lmemh->reg.len, (uintptr_t)local, len))) {
         mdr_error("rail %s: put source of %zu bytes is not covered by its registration",
                   rail->log_name, len);
         return MADRAIL_ERR_INVALID;
@@ -646,7 +639,7 @@ static int mdr_shm_rx_drain(mdr_ep_t *ep)
     uint32_t pflags;
     const char *why;
     char reason[MDR_SHM_REASON_MAX];
-    mdr_memh_t *mh;
+    const mdr_region_t *reg;
     int n = 0;
 
     pflags = atomic_load_explicit(&c->prod_flags, memory_order_acquire);
@@ -690,10 +683,11 @@ static int mdr_shm_rx_drain(mdr_ep_t *ep)
             }
             memcpy(&ext, r->data + off + MDR_SHM_REC_HDR, sizeof(ext));
             why = "record length does not match its count";
-            mh = ext.count == rec.len - MDR_SHM_PUT_EXT
-                     ? mdr_shm_mem_lookup(rail, ext.key, ext.raddr, ext.count, &why)
-                     : NULL;
-            if (mh == NULL) {
+            reg = ext.count == rec.len - MDR_SHM_PUT_EXT
+                      ? mdr_region_check_put(&rail->regions, ext.key, ext.raddr, ext.count,
+                                             &why)
+                      : NULL;
+            if (reg == NULL) {
                 mdr_shm_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO,
                                 "put of %llu bytes at %#llx rejected: %s",
                                 (unsigned long long)ext.count, (unsigned long long)ext.raddr,

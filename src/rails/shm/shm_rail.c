@@ -43,6 +43,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "rails/common/drv.h"
 #include "rails/shm/shm.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -476,8 +477,7 @@ static madrail_status_t mdr_shm_open(const char *spec, const mdr_rail_params_t *
     mdr_rail_t *rail;
     uint64_t need, pidns;
 
-    if (spec == NULL || params == NULL || params->upcalls == NULL || rail_p == NULL ||
-        params->slot_size == 0 || params->slot_size > (1u << 30))
+    if (!mdr_drv_open_args_ok(spec, params, rail_p, (size_t)1 << 30))
         return MADRAIL_ERR_INVALID;
     rail = calloc(1, sizeof(*rail));
     if (rail == NULL)
@@ -487,22 +487,17 @@ static madrail_status_t mdr_shm_open(const char *spec, const mdr_rail_params_t *
     st = mdr_cfg_parse(&mdr_shm_cfg_table, params->overrides, &rail->cfg);
     if (st != MADRAIL_OK)
         goto err_cfg;
-    copy = strdup(spec);
-    if (copy == NULL) {
-        st = MADRAIL_ERR_NOMEM;
+    st = mdr_drv_spec_split(spec, mdr_shm_opt, &opts, &copy, &first);
+    if (st != MADRAIL_OK)
         goto err_cfg;
-    }
-    st = mdr_spec_parse(copy, &first, mdr_shm_opt, &opts);
-    if (st == MADRAIL_OK && (first == NULL || !mdr_shm_name_ok(first))) {
+    if (first == NULL || !mdr_shm_name_ok(first)) {
         mdr_error("rail spec shm:%s: the name must be 0..31 letters, digits, '_', '-' or '.'",
                   spec);
         st = MADRAIL_ERR_CONFIG;
-    }
-    if (st == MADRAIL_OK) {
-        if (first[0] == '\0')
-            snprintf(rail->name, sizeof(rail->name), "shm");
-        else
-            snprintf(rail->name, sizeof(rail->name), "shm:%s", first);
+    } else if (first[0] == '\0') {
+        snprintf(rail->name, sizeof(rail->name), "shm");
+    } else {
+        snprintf(rail->name, sizeof(rail->name), "shm:%s", first);
     }
     free(copy);
     if (st != MADRAIL_OK)
@@ -604,13 +599,8 @@ static void mdr_shm_close(mdr_rail_t *rail)
     mdr_list_t *l;
     uint32_t i;
 
-    if (rail == NULL)
+    if (rail == NULL || mdr_drv_close_refused(rail->in_progress, rail->log_name))
         return;
-    if (rail->in_progress) {
-        mdr_error("rail %s: close called from inside progress; leaking the rail",
-                  rail->log_name);
-        return;
-    }
     /* Claims from now on see a dead segment (and re-check it after claiming). */
     atomic_store_explicit(&rail->hdr->alive, 0, memory_order_seq_cst);
     while (!mdr_list_empty(&rail->eps_all))

@@ -2,7 +2,8 @@
  * Private header of the tcp driver.  The driver is split into three files:
  * tcp_rail.c (open/close, the listener, the epoll loop, handshake
  * arbitration), tcp_ep.c (connections, framing, send queues, receive
- * parsing) and tcp_mem.c (the registration table behind software puts).
+ * parsing) and tcp_mem.c (registrations behind software puts, kept in the
+ * region table of rails/common/region.h).
  *
  * A connection (mdr_tcp_conn_t) is kept apart from an endpoint (mdr_ep_t)
  * because during a simultaneous connect an endpoint briefly owns two
@@ -19,6 +20,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "rails/common/region.h"
 #include "rails/rail.h"
 #include "util/cfg.h"
 #include "util/hash.h"
@@ -108,12 +110,8 @@ typedef struct mdr_tcp_config {
 
 /* A registration; its key id indexes rail->regions. */
 struct mdr_memh {
+    mdr_region_t reg; /* id, generation, range and access */
     mdr_rail_t *rail;
-    uint32_t id;
-    uint32_t gen;
-    uintptr_t addr;
-    size_t len;
-    unsigned access;
     unsigned refs; /* connections writing a put payload into it right now */
     int dead;      /* deregistered while refs > 0: freed when refs drops to 0 */
 };
@@ -240,14 +238,7 @@ struct mdr_rail {
     uint8_t *rbuf; /* shared receive buffer, 8-byte aligned */
     size_t rbuf_len;
 
-    /* registrations */
-    mdr_memh_t **regions;
-    uint32_t *region_gen;
-    uint32_t nregions; /* slots in use or free */
-    uint32_t region_cap;
-    uint32_t *region_free;
-    uint32_t nfree;
-    size_t nregistered;
+    mdr_region_tab_t regions; /* registrations (mdr_memh_t.reg) */
 };
 
 /* epoll data for the listener: conn pointers never equal this. */
@@ -297,9 +288,6 @@ madrail_status_t mdr_tcp_mem_reg(mdr_rail_t *rail, void *addr, size_t len, unsig
 void mdr_tcp_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh);
 madrail_status_t mdr_tcp_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
                                    size_t *len_p);
-/* Find the region for an incoming put; NULL with *why_p set if invalid. */
-mdr_memh_t *mdr_tcp_mem_lookup(mdr_rail_t *rail, uint64_t rkey, uint64_t raddr, uint64_t count,
-                               const char **why_p);
 void mdr_tcp_mem_unref(mdr_memh_t *memh);
 void mdr_tcp_mem_cleanup(mdr_rail_t *rail);
 

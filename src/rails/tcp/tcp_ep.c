@@ -43,6 +43,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "rails/common/drv.h"
 #include "rails/tcp/tcp.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -626,13 +627,9 @@ madrail_status_t mdr_tcp_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
                   MDR_TCP_MAX_IOV - 2);
         return MADRAIL_ERR_INVALID;
     }
-    for (i = 0; i < iovcnt; i++)
-        len += iov[i].iov_len;
-    if (len > ep->rail->slot_size) {
-        mdr_error("rail %s: control message of %zu bytes exceeds the slot size %zu",
-                  ep->rail->log_name, len, ep->rail->slot_size);
-        return MADRAIL_ERR_INVALID;
-    }
+    st = mdr_drv_ctrl_len(iov, iovcnt, ep->rail->slot_size, ep->rail->log_name, &len);
+    if (st != MADRAIL_OK)
+        return st;
     if (ep->state == MDR_TCP_EP_IDLE)
         mdr_tcp_ep_start(ep);
     if (ep->state == MDR_TCP_EP_FAILED)
@@ -1013,6 +1010,7 @@ static void mdr_tcp_process(mdr_tcp_conn_t *conn, uint8_t *buf, size_t len)
         case MDR_TCP_F_PUT: {
             mdr_tcp_put_ext_t ext;
             const char *why = NULL;
+            mdr_region_t *reg;
             mdr_memh_t *mh;
 
             if (conn->state != MDR_TCP_CONN_OPEN) {
@@ -1026,8 +1024,8 @@ static void mdr_tcp_process(mdr_tcp_conn_t *conn, uint8_t *buf, size_t len)
             if (avail < MDR_TCP_PUT_HDR_LEN)
                 goto partial;
             memcpy(&ext, buf + off + sizeof(hdr), sizeof(ext));
-            mh = mdr_tcp_mem_lookup(rail, ext.rkey, ext.raddr, ext.count, &why);
-            if (mh == NULL) {
+            reg = mdr_region_check_put(&rail->regions, ext.rkey, ext.raddr, ext.count, &why);
+            if (reg == NULL) {
                 mdr_tcp_conn_proto(conn, "put of %llu bytes at 0x%llx (key %016llx): %s",
                                    (unsigned long long)ext.count,
                                    (unsigned long long)ext.raddr,
@@ -1041,6 +1039,7 @@ static void mdr_tcp_process(mdr_tcp_conn_t *conn, uint8_t *buf, size_t len)
                 conn->acks_owed++;
                 break;
             }
+            mh = mdr_container_of(reg, mdr_memh_t, reg);
             mh->refs++;
             conn->put_mh = mh;
             conn->put_dst = (uint8_t *)(uintptr_t)ext.raddr;

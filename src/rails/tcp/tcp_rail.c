@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "rails/common/drv.h"
 #include "rails/tcp/tcp.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -234,8 +235,7 @@ static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *
     struct in_addr addr;
     int loopback;
 
-    if (spec == NULL || params == NULL || params->upcalls == NULL || rail_p == NULL ||
-        params->slot_size == 0 || params->slot_size > UINT32_MAX)
+    if (!mdr_drv_open_args_ok(spec, params, rail_p, UINT32_MAX))
         return MADRAIL_ERR_INVALID;
     rail = calloc(1, sizeof(*rail));
     if (rail == NULL)
@@ -246,15 +246,11 @@ static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *
     if (st != MADRAIL_OK)
         goto err_cfg;
 
-    copy = strdup(spec);
-    if (copy == NULL) {
-        st = MADRAIL_ERR_NOMEM;
-        goto err_cfg;
-    }
-    st = mdr_spec_parse(copy, &first, mdr_tcp_opt, &opts);
-    if (st == MADRAIL_OK)
+    st = mdr_drv_spec_split(spec, mdr_tcp_opt, &opts, &copy, &first);
+    if (st == MADRAIL_OK) {
         st = mdr_tcp_resolve(spec, first, rail->ifname, &addr, &loopback);
-    free(copy);
+        free(copy);
+    }
     if (st != MADRAIL_OK) {
         if (st != MADRAIL_ERR_NOMEM)
             st = MADRAIL_ERR_CONFIG;
@@ -336,13 +332,8 @@ static void mdr_tcp_close(mdr_rail_t *rail)
 {
     mdr_list_t *l;
 
-    if (rail == NULL)
+    if (rail == NULL || mdr_drv_close_refused(rail->in_progress, rail->log_name))
         return;
-    if (rail->in_progress) {
-        mdr_error("rail %s: close called from inside progress; leaking the rail",
-                  rail->log_name);
-        return;
-    }
     while ((l = mdr_list_pop_head(&rail->doneq)) != NULL)
         free(mdr_container_of(l, mdr_tcp_sitem_t, link));
     while (!mdr_list_empty(&rail->eps_all))

@@ -27,6 +27,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include "rails/common/region.h"
 #include "rails/rail.h"
 #include "util/hash.h"
 #include "util/list.h"
@@ -127,11 +128,8 @@ typedef struct mdr_ucx_rkey_hdr {
 
 /* A registration; its id indexes rail->regions. */
 struct mdr_memh {
+    mdr_region_t reg;    /* id, generation, range and access */
     mdr_rail_t *rail;
-    uint32_t id, gen;
-    uintptr_t addr;
-    size_t len;
-    unsigned access;
     ucp_mem_h ucp;       /* NULL for an empty region */
     void *packed;        /* ucp_rkey_pack output (packed once, on first rkey_pack) */
     size_t packed_len;
@@ -296,12 +294,7 @@ struct mdr_rail {
     int closing_rail;        /* close() runs: no upcalls, arrivals dropped */
     mdr_pool_t pool;         /* tx and rx buffers */
 
-    /* registrations */
-    mdr_memh_t **regions;
-    uint32_t *region_gen;
-    uint32_t nregions, region_cap;
-    uint32_t *region_free;
-    uint32_t nfree;
+    mdr_region_tab_t regions; /* registrations (mdr_memh_t.reg) */
 };
 
 /* ucx_rail.c */

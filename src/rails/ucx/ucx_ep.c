@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rails/common/drv.h"
 #include "rails/ucx/ucx.h"
 #include "util/log.h"
 
@@ -485,20 +486,15 @@ int mdr_ucx_send_syncs(mdr_rail_t *rail)
 madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt)
 {
     madrail_status_t st;
-    size_t len = 0;
-    int i;
+    size_t len;
 
     if (ep == NULL || ep->destroyed || iovcnt < 0 || (iovcnt > 0 && iov == NULL))
         return MADRAIL_ERR_INVALID;
     if (ep->state != MDR_UCX_EP_OPEN || mdr_ucx_ep_closed_check(ep))
         return MADRAIL_ERR_RAIL_DOWN;
-    for (i = 0; i < iovcnt; i++)
-        len += iov[i].iov_len;
-    if (len > ep->rail->slot_size) {
-        mdr_error("rail %s: control message of %zu bytes exceeds the slot size %zu",
-                  ep->rail->name, len, ep->rail->slot_size);
-        return MADRAIL_ERR_INVALID;
-    }
+    st = mdr_drv_ctrl_len(iov, iovcnt, ep->rail->slot_size, ep->rail->name, &len);
+    if (st != MADRAIL_OK)
+        return st;
     if (ep->backlog > MDR_UCX_QCAP)
         return MADRAIL_ERR_NORESOURCE;
     st = mdr_ucx_ep_connect(ep);

@@ -56,35 +56,10 @@
 #include <string.h>
 
 #include "rails/ucx/ucx.h"
+#include "util/list.h"
 #include "util/log.h"
 
 /* ---------------- registrations ---------------- */
-
-static madrail_status_t mdr_ucx_mem_grow(mdr_rail_t *rail)
-{
-    uint32_t cap = rail->region_cap ? rail->region_cap * 2 : 64;
-    mdr_memh_t **regions;
-    uint32_t *gen, *freel;
-
-    if (cap <= rail->region_cap)
-        return MADRAIL_ERR_NORESOURCE;
-    regions = realloc(rail->regions, cap * sizeof(*regions));
-    if (regions == NULL)
-        return MADRAIL_ERR_NOMEM;
-    rail->regions = regions;
-    gen = realloc(rail->region_gen, cap * sizeof(*gen));
-    if (gen == NULL)
-        return MADRAIL_ERR_NOMEM;
-    rail->region_gen = gen;
-    freel = realloc(rail->region_free, cap * sizeof(*freel));
-    if (freel == NULL)
-        return MADRAIL_ERR_NOMEM;
-    rail->region_free = freel;
-    memset(regions + rail->region_cap, 0, (cap - rail->region_cap) * sizeof(*regions));
-    memset(gen + rail->region_cap, 0, (cap - rail->region_cap) * sizeof(*gen));
-    rail->region_cap = cap;
-    return MADRAIL_OK;
-}
 
 static madrail_status_t mdr_ucx_map(mdr_rail_t *rail, void *addr, size_t len, ucp_mem_h *mh_p)
 {
@@ -133,10 +108,8 @@ madrail_status_t mdr_ucx_mem_reg(mdr_rail_t *rail, void *addr, size_t len, unsig
 {
     madrail_status_t st;
     mdr_memh_t *mh;
-    uint32_t id;
 
-    if (rail == NULL || memh_p == NULL || (addr == NULL && len > 0) ||
-        (uintptr_t)addr + len < (uintptr_t)addr)
+    if (rail == NULL || memh_p == NULL || !mdr_region_args_ok(addr, len))
         return MADRAIL_ERR_INVALID;
     mh = calloc(1, sizeof(*mh));
     if (mh == NULL)
@@ -146,23 +119,10 @@ madrail_status_t mdr_ucx_mem_reg(mdr_rail_t *rail, void *addr, size_t len, unsig
         if (st != MADRAIL_OK)
             goto err_free;
     }
-    if (rail->nfree > 0) {
-        id = rail->region_free[--rail->nfree];
-    } else {
-        if (rail->nregions == rail->region_cap) {
-            st = mdr_ucx_mem_grow(rail);
-            if (st != MADRAIL_OK)
-                goto err_unmap;
-        }
-        id = rail->nregions++;
-    }
+    st = mdr_region_add(&rail->regions, &mh->reg, (uintptr_t)addr, len, access);
+    if (st != MADRAIL_OK)
+        goto err_unmap;
     mh->rail = rail;
-    mh->id = id;
-    mh->gen = rail->region_gen[id];
-    mh->addr = (uintptr_t)addr;
-    mh->len = len;
-    mh->access = access;
-    rail->regions[id] = mh;
     *memh_p = mh;
     return MADRAIL_OK;
 
@@ -189,18 +149,15 @@ void mdr_ucx_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh)
     mdr_ucx_revoke_t rv;
     unsigned i;
 
-    if (rail == NULL || memh == NULL || memh->id >= rail->nregions ||
-        rail->regions[memh->id] != memh) {
+    if (rail == NULL || memh == NULL || !mdr_region_owned(&rail->regions, &memh->reg)) {
         if (rail != NULL)
             mdr_error("rail %s: mem_dereg of an unknown handle", rail->name);
         return;
     }
-    rail->regions[memh->id] = NULL;
-    rail->region_gen[memh->id]++;
-    rail->region_free[rail->nfree++] = memh->id;
+    (void)mdr_region_remove(&rail->regions, &memh->reg);
     /* The peers that were allowed to put here must ask again. */
-    rv.id = memh->id;
-    rv.gen = memh->gen;
+    rv.id = memh->reg.id;
+    rv.gen = memh->reg.gen;
     for (i = 0; i < memh->nexported && !rail->closing_rail; i++) {
         mdr_ep_t *ep = mdr_hash_get(&rail->eps, memh->exported[i]);
         if (ep != NULL && ep->state == MDR_UCX_EP_OPEN)
@@ -217,7 +174,7 @@ madrail_status_t mdr_ucx_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf
     size_t room;
 
     if (rail == NULL || memh == NULL || buf == NULL || len_p == NULL ||
-        memh->id >= rail->nregions || rail->regions[memh->id] != memh)
+        !mdr_region_owned(&rail->regions, &memh->reg))
         return MADRAIL_ERR_INVALID;
     if (memh->packed == NULL && memh->ucp != NULL) {
         us = ucp_rkey_pack(rail->ctx, memh->ucp, &memh->packed, &memh->packed_len);
@@ -238,10 +195,10 @@ madrail_status_t mdr_ucx_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf
     memset(&h, 0, sizeof(h));
     h.mark = MDR_UCX_RKEY_MARK;
     h.ucp_len = (uint32_t)memh->packed_len;
-    h.id = memh->id;
-    h.gen = memh->gen;
-    h.base = memh->addr;
-    h.len = memh->len;
+    h.id = memh->reg.id;
+    h.gen = memh->reg.gen;
+    h.base = memh->reg.base;
+    h.len = memh->reg.len;
     memcpy(buf, &h, sizeof(h));
     if (memh->packed_len > 0)
         memcpy((uint8_t *)buf + sizeof(h), memh->packed, memh->packed_len);
@@ -249,20 +206,14 @@ madrail_status_t mdr_ucx_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf
     return MADRAIL_OK;
 }
 
+static void mdr_ucx_mem_release(mdr_region_t *r, void *rail)
+{
+    mdr_ucx_memh_free(rail, mdr_container_of(r, mdr_memh_t, reg));
+}
+
 void mdr_ucx_mem_cleanup(mdr_rail_t *rail)
 {
-    uint32_t i;
-
-    for (i = 0; i < rail->nregions; i++)
-        if (rail->regions[i] != NULL)
-            mdr_ucx_memh_free(rail, rail->regions[i]);
-    free(rail->regions);
-    free(rail->region_gen);
-    free(rail->region_free);
-    rail->regions = NULL;
-    rail->region_gen = NULL;
-    rail->region_free = NULL;
-    rail->nregions = rail->region_cap = rail->nfree = 0;
+    mdr_region_tab_cleanup(&rail->regions, mdr_ucx_mem_release, rail);
 }
 
 /* ---------------- remote keys (sender side) ---------------- */
@@ -449,11 +400,6 @@ static madrail_status_t mdr_ucx_op_rkey(mdr_ucx_op_t *op, uint64_t base, uint64_
     return MADRAIL_OK;
 }
 
-static int mdr_ucx_covers(uint64_t base, uint64_t len, uint64_t addr, uint64_t count)
-{
-    return addr >= base && count <= len && addr - base <= len - count;
-}
-
 static madrail_status_t mdr_ucx_op_check(mdr_ucx_op_t *op)
 {
     mdr_ep_t *ep = op->ep;
@@ -499,7 +445,7 @@ madrail_status_t mdr_ucx_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
                   (unsigned long long)ep->uuid, rkey_len);
         return MADRAIL_ERR_RAIL_PROTO;
     }
-    if (!rail->check && !mdr_ucx_covers(h.base, h.len, raddr, len)) {
+    if (!rail->check && !mdr_region_covers(h.base, h.len, raddr, len)) {
         mdr_error("rail %s peer %016llx: put of %zu bytes at %#llx is outside the region "
                   "[%#llx, +%llu) of its key",
                   rail->name, (unsigned long long)ep->uuid, len, (unsigned long long)raddr,
@@ -530,7 +476,7 @@ madrail_status_t mdr_ucx_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
     op->rlen = h.len;
 
     rk = mdr_hash_get(&ep->rkeys, op->key);
-    if (rk != NULL && (!rail->check || mdr_ucx_covers(rk->base, rk->len, raddr, len))) {
+    if (rk != NULL && (!rail->check || mdr_region_covers(rk->base, rk->len, raddr, len))) {
         rk->refs++;
         op->rk = rk;
     } else {
@@ -666,6 +612,7 @@ void mdr_ucx_key_check(mdr_ep_t *ep, const mdr_ucx_rx_t *rx)
     mdr_rail_t *rail = ep->rail;
     mdr_ucx_check_t c;
     mdr_ucx_answer_t a;
+    mdr_region_t *reg;
     mdr_memh_t *mh = NULL;
     const char *why = NULL;
     char text[MDR_UCX_REASON];
@@ -676,15 +623,17 @@ void mdr_ucx_key_check(mdr_ep_t *ep, const mdr_ucx_rx_t *rx)
         return;
     }
     memcpy(&c, rx->data, sizeof(c));
-    if (c.id >= rail->nregions || rail->regions[c.id] == NULL ||
-        rail->regions[c.id]->gen != c.gen)
-        why = "unknown or stale remote key";
-    else if (!((mh = rail->regions[c.id])->access & MDR_MEM_REMOTE_WRITE))
-        why = "region is not registered for remote write";
-    else if (c.base != mh->addr || c.len != mh->len)
-        why = "the key's region does not match the registration";
-    else if (!mdr_ucx_covers(mh->addr, mh->len, c.raddr, c.count))
-        why = "put outside the registered region";
+    /* the checks of a software put (mdr_region_check_put), and one more
+     * between them: the key's own idea of the region must be right, since
+     * the sender's later puts are range-checked against it alone */
+    reg = mdr_region_lookup(&rail->regions, ((uint64_t)c.gen << 32) | c.id, &why);
+    if (reg != NULL) {
+        mh = mdr_container_of(reg, mdr_memh_t, reg);
+        if (c.base != reg->base || c.len != reg->len)
+            why = "the key's region does not match the registration";
+        else if (!mdr_region_covers(reg->base, reg->len, c.raddr, c.count))
+            why = mdr_region_why_range;
+    }
     memset(&a, 0, sizeof(a));
     a.check_id = c.check_id;
     a.id = c.id;

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rails/common/drv.h"
 #include "rails/ucx/ucx.h"
 #include "util/cfg.h"
 #include "util/clock.h"
@@ -256,13 +257,11 @@ static madrail_status_t mdr_ucx_spec_read(const char *spec, mdr_ucx_spec_t *s)
     s->check = 1;
     s->order = -1;
     snprintf(s->seg, sizeof(s->seg), "%d", MDR_UCX_TCP_SEG);
-    copy = strdup(spec);
-    if (copy == NULL)
-        return MADRAIL_ERR_NOMEM;
-    st = mdr_spec_parse(copy, &first, mdr_ucx_opt, s);
-    if (st == MADRAIL_OK)
+    st = mdr_drv_spec_split(spec, mdr_ucx_opt, s, &copy, &first);
+    if (st == MADRAIL_OK) {
         st = mdr_ucx_spec_split(first, s);
-    free(copy);
+        free(copy);
+    }
     if (st != MADRAIL_OK)
         return st == MADRAIL_ERR_NOMEM ? st : MADRAIL_ERR_CONFIG;
     return MADRAIL_OK;
@@ -623,8 +622,7 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     uint32_t mark = MDR_UCX_ADDR_MARK;
     uint16_t alen;
 
-    if (spec == NULL || params == NULL || params->upcalls == NULL || rail_p == NULL ||
-        params->slot_size == 0 || params->slot_size > UINT32_MAX)
+    if (!mdr_drv_open_args_ok(spec, params, rail_p, UINT32_MAX))
         return MADRAIL_ERR_INVALID;
     st = mdr_ucx_spec_read(spec, &s);
     if (st != MADRAIL_OK)
@@ -789,12 +787,8 @@ static void mdr_ucx_close(mdr_rail_t *rail)
     mdr_list_t *l;
     double deadline, grace;
 
-    if (rail == NULL)
+    if (rail == NULL || mdr_drv_close_refused(rail->in_progress, rail->name))
         return;
-    if (rail->in_progress) {
-        mdr_error("rail %s: close called from inside progress; leaking the rail", rail->name);
-        return;
-    }
     rail->closing_rail = 1;
     /* Every ep says BYE and flushes; give the flushes a bounded time. */
     while (!mdr_list_empty(&rail->eps_all))
