@@ -19,7 +19,7 @@ Run as root on Debian 12 (root is needed only if a package is missing).
 
   1/5  install missing packages (apt-get; `apt-get update` only if needed):
        build-essential autoconf automake libtool pkg-config libhwloc-dev
-       hwloc libfabric-dev libfabric-bin libucx-dev mpich
+       hwloc libfabric-dev libfabric-bin libucx-dev ucx-utils mpich
   2/5  generate ./configure (autoreconf) and configure ./_build with
        --prefix=$PWD/_install
   3/5  make -j$(nproc) and make install in ./_build
@@ -63,7 +63,7 @@ BUILD=$SRC/_build
 PREFIX=$SRC/_install
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 PACKAGES=(build-essential autoconf automake libtool pkg-config libhwloc-dev hwloc
-          libfabric-dev libfabric-bin libucx-dev mpich)
+          libfabric-dev libfabric-bin libucx-dev ucx-utils mpich)
 STEP="start"
 
 say() { echo "[quickstart] $*"; }
