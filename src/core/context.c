@@ -28,8 +28,7 @@
 #define MDR_ADDR_VERSION 1
 #define MDR_ADDR_BOM 0x0102
 
-#define CFG_ENTRY(_name, _type, _def, _min, _max, _field, _help)                             \
-    { _name, _type, _def, _min, _max, offsetof(mdr_core_config_t, _field), _help }
+#define CFG_ENTRY(...) MDR_CFG_ENTRY(mdr_core_config_t, __VA_ARGS__)
 
 static const mdr_cfg_entry_t core_entries[] = {
     CFG_ENTRY("MADRAIL_RAILS", MDR_CFG_STRING, "auto", 1, 0, rails,
@@ -68,8 +67,7 @@ static const mdr_cfg_entry_t core_entries[] = {
               "Log level: error, warn, info, debug, trace."),
 };
 
-const mdr_cfg_table_t mdr_core_cfg_table = {
-    "core", core_entries, sizeof(core_entries) / sizeof(core_entries[0])};
+const mdr_cfg_table_t mdr_core_cfg_table = MDR_CFG_TABLE("core", core_entries);
 
 static uint64_t mdr_make_uuid(void)
 {

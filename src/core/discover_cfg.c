@@ -10,10 +10,7 @@
 
 #include "core/discover.h"
 
-#define MDR_DISC_CFG(_name, _type, _def, _min, _max, _field, _help)                                \
-    {                                                                                              \
-        _name, _type, _def, _min, _max, offsetof(mdr_discover_config_t, _field), _help             \
-    }
+#define MDR_DISC_CFG(...) MDR_CFG_ENTRY(mdr_discover_config_t, __VA_ARGS__)
 
 static const mdr_cfg_entry_t mdr_discover_cfg_entries[] = {
     MDR_DISC_CFG("MADRAIL_AUTO_MAX_RAILS", MDR_CFG_UINT, "4", 1, MDR_DISC_MAX_RAILS, max_rails,
@@ -25,6 +22,4 @@ static const mdr_cfg_entry_t mdr_discover_cfg_entries[] = {
                  "speed."),
 };
 
-const mdr_cfg_table_t mdr_discover_cfg_table = {"discover", mdr_discover_cfg_entries,
-                                                sizeof(mdr_discover_cfg_entries) /
-                                                    sizeof(mdr_discover_cfg_entries[0])};
+const mdr_cfg_table_t mdr_discover_cfg_table = MDR_CFG_TABLE("discover", mdr_discover_cfg_entries);

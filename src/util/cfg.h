@@ -39,6 +39,16 @@ typedef struct mdr_cfg_table {
     size_t count;
 } mdr_cfg_table_t;
 
+/* One entry of a module's table, the field named in the module's config
+ * struct: MDR_CFG_ENTRY(mdr_tcp_config_t, "MADRAIL_TCP_SNDBUF", MDR_CFG_SIZE,
+ * "0", 0, 1e9, sndbuf, "help").  A module usually wraps it with its struct
+ * bound (#define MDR_TCP_CFG(...) MDR_CFG_ENTRY(mdr_tcp_config_t, __VA_ARGS__)). */
+#define MDR_CFG_ENTRY(_struct, _name, _type, _def, _min, _max, _field, _help)                    \
+    { _name, _type, _def, _min, _max, offsetof(_struct, _field), _help }
+/* The table of a static array of entries. */
+#define MDR_CFG_TABLE(_module, _entries)                                                         \
+    { _module, _entries, sizeof(_entries) / sizeof((_entries)[0]) }
+
 /*
  * Fill obj from the table: value from overrides ("NAME=value", NULL
  * terminated, may be NULL) first, then the environment, then the default.

@@ -81,8 +81,7 @@ static const mdr_cfg_entry_t mdr_loop_cfg_entries[] = {
      "too and caches registrations, as on an RDMA rail (spec option reg=)"},
 };
 
-const mdr_cfg_table_t mdr_loop_cfg_table = {
-    "loop", mdr_loop_cfg_entries, sizeof(mdr_loop_cfg_entries) / sizeof(mdr_loop_cfg_entries[0])};
+const mdr_cfg_table_t mdr_loop_cfg_table = MDR_CFG_TABLE("loop", mdr_loop_cfg_entries);
 
 /* Spec option -> index in mdr_loop_cfg_entries. */
 static const struct {

@@ -9,8 +9,7 @@
 
 #include "rails/ofi/ofi_cfg.h"
 
-#define MDR_OFI_CFG(_name, _type, _def, _min, _max, _field, _help)                           \
-    { _name, _type, _def, _min, _max, offsetof(mdr_ofi_config_t, _field), _help }
+#define MDR_OFI_CFG(...) MDR_CFG_ENTRY(mdr_ofi_config_t, __VA_ARGS__)
 
 static const mdr_cfg_entry_t mdr_ofi_cfg_entries[] = {
     MDR_OFI_CFG("MADRAIL_OFI_LATENCY_US", MDR_CFG_DOUBLE, "0", 0, 1e7, latency_us,
@@ -46,5 +45,4 @@ static const mdr_cfg_entry_t mdr_ofi_cfg_entries[] = {
                 "madrail, since software providers move data only inside progress."),
 };
 
-const mdr_cfg_table_t mdr_ofi_cfg_table = {
-    "ofi", mdr_ofi_cfg_entries, sizeof(mdr_ofi_cfg_entries) / sizeof(mdr_ofi_cfg_entries[0])};
+const mdr_cfg_table_t mdr_ofi_cfg_table = MDR_CFG_TABLE("ofi", mdr_ofi_cfg_entries);

@@ -12,8 +12,7 @@
 
 #include "rails/shm/shm.h"
 
-#define MDR_SHM_CFG(_name, _type, _def, _min, _max, _field, _help)                           \
-    { _name, _type, _def, _min, _max, offsetof(mdr_shm_config_t, _field), _help }
+#define MDR_SHM_CFG(...) MDR_CFG_ENTRY(mdr_shm_config_t, __VA_ARGS__)
 
 static const mdr_cfg_entry_t mdr_shm_cfg_entries[] = {
     MDR_SHM_CFG("MADRAIL_SHM_CMA", MDR_CFG_BOOL, "1", 1, 0, cma,
@@ -38,5 +37,4 @@ static const mdr_cfg_entry_t mdr_shm_cfg_entries[] = {
                 "CMA, 6000 copying through the ring)."),
 };
 
-const mdr_cfg_table_t mdr_shm_cfg_table = {
-    "shm", mdr_shm_cfg_entries, sizeof(mdr_shm_cfg_entries) / sizeof(mdr_shm_cfg_entries[0])};
+const mdr_cfg_table_t mdr_shm_cfg_table = MDR_CFG_TABLE("shm", mdr_shm_cfg_entries);

@@ -37,8 +37,7 @@ char mdr_tcp_listener_tag;
 
 /* ---------------- configuration ---------------- */
 
-#define MDR_TCP_CFG(_name, _type, _def, _min, _max, _field, _help)                           \
-    { _name, _type, _def, _min, _max, offsetof(mdr_tcp_config_t, _field), _help }
+#define MDR_TCP_CFG(...) MDR_CFG_ENTRY(mdr_tcp_config_t, __VA_ARGS__)
 
 static const mdr_cfg_entry_t mdr_tcp_cfg_entries[] = {
     MDR_TCP_CFG("MADRAIL_TCP_SNDBUF", MDR_CFG_SIZE, "0", 0, 1073741824.0, sndbuf,
@@ -66,8 +65,7 @@ static const mdr_cfg_entry_t mdr_tcp_cfg_entries[] = {
                 "each at once."),
 };
 
-const mdr_cfg_table_t mdr_tcp_cfg_table = {
-    "tcp", mdr_tcp_cfg_entries, sizeof(mdr_tcp_cfg_entries) / sizeof(mdr_tcp_cfg_entries[0])};
+const mdr_cfg_table_t mdr_tcp_cfg_table = MDR_CFG_TABLE("tcp", mdr_tcp_cfg_entries);
 
 /* ---------------- rail spec ---------------- */
 
