@@ -14,6 +14,11 @@
 #   bw-tcp     madrail_bw 4 MiB, ucx:tcp:lo  | ucp_put_bw 4 MiB, tcp lo
 # The tool prints bandwidth in MiB/s (2^20 bytes); madrail_bw in MB/s (1e6
 # bytes): the tool's numbers are converted to MB/s here.
+# BASE_LIBDIR=dir adds a third column, the same madrail benchmark run with
+# dir first in LD_LIBRARY_PATH (e.g. a copy of an earlier libmadrail.so),
+# interleaved as well: before/after numbers from one run.  Point BINDIR at
+# the real binaries then (bench/.libs, with LD_LIBRARY_PATH=.libs for the
+# current library): libtool's wrappers would override LD_LIBRARY_PATH.
 # MADRAIL_UCX_CMP_CASES selects some (space separated); MADRAIL_UCX_CMP_RAILS_<case>
 # overrides the madrail rail spec of a case (e.g. to try a spec option).
 set -u
@@ -37,6 +42,12 @@ mdr() { # rails bench args...
         awk '/^ *[0-9]/ {v=$2} END {print v}'
 }
 
+# the same with the baseline library, when BASE_LIBDIR is set
+base() {
+    [ -n "${BASE_LIBDIR:-}" ] || return 0
+    LD_LIBRARY_PATH=$BASE_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} mdr "$@"
+}
+
 # tool run: "$tls" "$what" args...; what = lat (avg us) or bw (MB/s)
 tool() {
     local tls=$1 what=$2; shift 2
@@ -52,48 +63,55 @@ tool() {
 }
 
 run_case() {
-    local c=$1 rails m t mv=() tv=()
+    local c=$1 rails m t b args mv=() tv=() bv=()
     local i
     for ((i = 0; i < ROUNDS; i++)); do
         case $c in
         lat-tcp|lat-tcp-e)
             rails=${MADRAIL_UCX_CMP_RAILS_lat_tcp:-ucx:tcp:lo}
-            m=$(mdr "$rails" madrail_lat --min 8 --max 8 --iters 20000)
-            if [ $c = lat-tcp ]; then
-                t=$(tool tcp lat -t ucp_am_lat -s 8 -n 20000)
-            else
-                t=$(tool tcp lat -t ucp_am_lat -s 8 -n 20000 -e)
-            fi ;;
+            args="madrail_lat --min 8 --max 8 --iters 20000" ;;
         lat-shm)
             rails=${MADRAIL_UCX_CMP_RAILS_lat_shm:-ucx:shm}
-            m=$(mdr "$rails" madrail_lat --min 8 --max 8 --iters 20000)
-            t=$(tool $SHM_TLS lat -t ucp_am_lat -s 8 -n 20000) ;;
-        bw-shm)
+            args="madrail_lat --min 8 --max 8 --iters 20000" ;;
+        bw-shm|bw-shm-am)
             rails=${MADRAIL_UCX_CMP_RAILS_bw_shm:-ucx:shm}
-            m=$(mdr "$rails" madrail_bw --min 4m --max 4m --iters 10)
-            t=$(tool $SHM_TLS bw -t ucp_put_bw -s 4194304 -n 200) ;;
-        bw-shm-am)
-            rails=${MADRAIL_UCX_CMP_RAILS_bw_shm:-ucx:shm}
-            m=$(mdr "$rails" madrail_bw --min 4m --max 4m --iters 10)
-            t=$(tool $SHM_TLS bw -t ucp_am_bw -s 4194304 -n 200) ;;
+            args="madrail_bw --min 4m --max 4m --iters 10" ;;
         bw-tcp)
             rails=${MADRAIL_UCX_CMP_RAILS_bw_tcp:-ucx:tcp:lo}
-            m=$(mdr "$rails" madrail_bw --min 4m --max 4m --iters 10)
-            t=$(tool tcp bw -t ucp_put_bw -s 4194304 -n 200) ;;
+            args="madrail_bw --min 4m --max 4m --iters 10" ;;
         *) echo "unknown case $c"; return 1 ;;
+        esac
+        m=$(mdr "$rails" $args)
+        b=$(base "$rails" $args)
+        case $c in
+        lat-tcp)   t=$(tool tcp lat -t ucp_am_lat -s 8 -n 20000) ;;
+        lat-tcp-e) t=$(tool tcp lat -t ucp_am_lat -s 8 -n 20000 -e) ;;
+        lat-shm)   t=$(tool $SHM_TLS lat -t ucp_am_lat -s 8 -n 20000) ;;
+        bw-shm)    t=$(tool $SHM_TLS bw -t ucp_put_bw -s 4194304 -n 200) ;;
+        bw-shm-am) t=$(tool $SHM_TLS bw -t ucp_am_bw -s 4194304 -n 200) ;;
+        bw-tcp)    t=$(tool tcp bw -t ucp_put_bw -s 4194304 -n 200) ;;
         esac
         mv+=("${m:-nan}")
         tv+=("${t:-nan}")
-        printf '  %-10s round %d: madrail(%s) %s  tool %s\n' "$c" $((i + 1)) "$rails" "${m:-nan}" "${t:-nan}"
+        bv+=("${b:-nan}")
+        printf '  %-10s round %d: madrail(%s) %s  tool %s%s\n' "$c" $((i + 1)) "$rails" \
+            "${m:-nan}" "${t:-nan}" "${BASE_LIBDIR:+  madrail-base ${b:-nan}}"
     done
     m=$(printf '%s\n' "${mv[@]}" | median)
     t=$(printf '%s\n' "${tv[@]}" | median)
+    b=$(printf '%s\n' "${bv[@]}" | median)
     case $c in
-    lat-*) printf '%-10s median: madrail %8s us   tool %8s us   diff %+.2f us  ratio %.2f\n' \
-               "$c" "$m" "$t" "$(echo "$m - $t" | bc -l)" "$(echo "$m / $t" | bc -l)" ;;
-    *)     printf '%-10s median: madrail %8s MB/s tool %8s MB/s madrail/tool %.0f%%\n' \
-               "$c" "$m" "$t" "$(echo "100 * $m / $t" | bc -l)" ;;
+    lat-*) printf '%-10s median: madrail %8s us   tool %8s us   diff %+.2f us  ratio %.2f' \
+               "$c" "$m" "$t" "$(echo "$m - $t" | bc -l)" "$(echo "$m / $t" | bc -l)"
+           [ -z "${BASE_LIBDIR:-}" ] ||
+               printf '   | base %s us: diff %+.2f us  ratio %.2f' "$b" \
+                   "$(echo "$b - $t" | bc -l)" "$(echo "$b / $t" | bc -l)" ;;
+    *)     printf '%-10s median: madrail %8s MB/s tool %8s MB/s madrail/tool %.0f%%' \
+               "$c" "$m" "$t" "$(echo "100 * $m / $t" | bc -l)"
+           [ -z "${BASE_LIBDIR:-}" ] ||
+               printf '   | base %s MB/s: %.0f%%' "$b" "$(echo "100 * $b / $t" | bc -l)" ;;
     esac
+    echo
 }
 
 for c in $CASES; do
