@@ -95,9 +95,14 @@ typedef struct mdr_ucx_revoke {
 /* Packed address: mark(4) version(1) pad(1) worker-address length(2),
  * the worker address, zeros up to MDR_UCX_ADDR_LEN.  A fixed size, because
  * the core wants every process's address of a rail to have one length and
- * a worker address's length depends on the transports UCX found. */
+ * a worker address's length depends on the transports UCX found.  On shm
+ * rails the last 4 bytes hold the shared-memory segment size (seg=): UCX's
+ * posix/sysv sender copies up to its own segment size into the receiver's
+ * buffers, so two processes with different sizes must not connect (0 on
+ * other rails, and from builds before the field). */
 #define MDR_UCX_ADDR_LEN 256
 #define MDR_UCX_ADDR_HDR 8
+#define MDR_UCX_ADDR_SEG_OFF (MDR_UCX_ADDR_LEN - 4)
 #define MDR_UCX_ADDR_MARK 0x31584355u /* "UCX1" in host order: byte-order mark */
 
 /* Packed remote key: this header, then the ucp_rkey_pack bytes. */
@@ -123,6 +128,21 @@ typedef struct mdr_ucx_rkey_hdr {
  * emulation moves 64 KiB per active message.  UCX's receive segment is
  * 64 KiB already. */
 #define MDR_UCX_TCP_SEG (64 * 1024)
+/* The same option on shm rails sets the segment of UCX's posix/sysv
+ * transports (UCX_MM_SEG_SIZE, 8256 bytes by default).  UCX emulates a put
+ * into memory it did not allocate with active messages through that FIFO,
+ * one segment per message and one completion message back for each; with
+ * 64 KiB instead of 8 KiB a 4 MiB put on loopback went from about 6000 to
+ * 8900 MB/s.  At most 65535: the FIFO element's length is 16 bits and UCX
+ * (1.13) does not check it, a segment of 65536 truncates the length to 0
+ * and the target writes outside the put (seen in conformance put-sizes).
+ * The default is 64 KiB less a cache line.  The receive buffers grow by
+ * MDR_UCX_MM_RX_BYTES / segment at a time (UCX: 512 of them), which keeps
+ * the first chunk of a rail's shared memory at UCX's default 4 MiB per
+ * process instead of 32 MiB. */
+#define MDR_UCX_MM_SEG (64 * 1024 - 64)
+#define MDR_UCX_MM_SEG_MAX 65535
+#define MDR_UCX_MM_RX_BYTES (512 * 8256)
 
 /* ---------------- objects ---------------- */
 
@@ -274,6 +294,8 @@ struct mdr_rail {
     const mdr_rail_upcalls_t *upcalls;
     void *rail_cookie;
     size_t slot_size;
+    int shm;                 /* a shared-memory rail (ucx:shm) */
+    uint32_t mm_seg;         /* shm rails: UCX_MM_SEG_SIZE set (0: UCX's default) */
     double latency_us, bandwidth_mbs;
     size_t max_rkey;
 

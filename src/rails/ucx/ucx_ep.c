@@ -377,6 +377,18 @@ madrail_status_t mdr_ucx_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
                   rail->name, (unsigned long long)remote_uuid, mark, a[4], alen);
         return MADRAIL_ERR_INVALID;
     }
+    if (rail->shm) {
+        uint32_t seg;
+
+        memcpy(&seg, a + MDR_UCX_ADDR_SEG_OFF, 4);
+        if (alen > MDR_UCX_ADDR_SEG_OFF - MDR_UCX_ADDR_HDR || seg != rail->mm_seg) {
+            /* UCX would copy our segments into smaller buffers of the peer */
+            mdr_error("rail %s peer %016llx: its shared-memory segment is %u bytes, ours %u "
+                      "(0: UCX's default); every process needs the same seg= on a ucx shm rail",
+                      rail->name, (unsigned long long)remote_uuid, seg, rail->mm_seg);
+            return MADRAIL_ERR_CONFIG;
+        }
+    }
     return mdr_ucx_ep_alloc(rail, remote_uuid, a + MDR_UCX_ADDR_HDR, alen, ep_cookie, ep_p);
 }
 

@@ -43,6 +43,17 @@
  *          peer answers SYNC_ACK when it delivers it, and the ep stays
  *          non-idle until then.  The FIN is not delayed; an explicit SYNC
  *          goes out only when progress finds no message carried the flag.
+ * What carries a put on shared memory (UCX 1.13, UCX_PROTO_ENABLE=y
+ * UCX_PROTO_INFO=y shows it): "software emulation" on sysv/memory for
+ * every size, i.e. active messages of one mm segment each through the
+ * peer's FIFO (the sender copies into it, the target's ucp_put_handler
+ * copies out, and answers each with a completion message); cma is never an
+ * RMA lane (it has zero-copy only).  ucx_perftest's ucp_put_bw is faster
+ * because its buffers come from ucp_mem_map(ALLOCATE), i.e. a sysv segment
+ * the sender maps: one memcpy ("short").  With UCX_ALLOC_PRIO=heap the tool
+ * takes our path and is slower than this driver.  Hence the larger mm
+ * segment on shm rails (seg=, ucx.h), not a different put.
+ *
  * ucp_worker_fence would not do: in UCX 1.13 it only asks each transport
  * to order its own operations.  A further reason to avoid flush on tcp:
  * UCX 1.13 implements a tcp flush as a zero-length PUT that the peer

@@ -49,7 +49,9 @@ typedef struct mdr_ucx_spec {
     double bandwidth;   /* bw= MB/s (0: built-in profile) */
     int check;          /* check= */
     int order;          /* order=: -1 default, 0 lane, 1 flush */
-    char seg[24];       /* seg=: UCX tcp send segment size ("" = UCX's default) */
+    char seg[24];       /* seg=: UCX tcp / shared-memory segment size ("" = UCX's default) */
+    size_t seg_val;     /* the same as a number (0: UCX's default) */
+    int seg_set;        /* seg= was given */
 } mdr_ucx_spec_t;
 
 /* UCX applies ucp_config_modify keys it does not know itself to the
@@ -59,6 +61,10 @@ typedef struct mdr_ucx_spec {
 #else
 #define MDR_UCX_TCP_SEG_KEY "TX_SEG_SIZE"
 #endif
+/* posix and sysv read these from their "MM_" sub-table (UCX_MM_SEG_SIZE);
+ * checked with UCX 1.13 only */
+#define MDR_UCX_MM_SEG_KEY "MM_SEG_SIZE"
+#define MDR_UCX_MM_GROW_KEY "MM_RX_BUFS_GROW"
 
 #define MDR_UCX_SHM_TLS "posix,sysv,cma,self"
 
@@ -103,6 +109,8 @@ static madrail_status_t mdr_ucx_opt(const char *key, const char *val, void *arg)
             s->seg[0] = '\0';
         else
             snprintf(s->seg, sizeof(s->seg), "%zu", v);
+        s->seg_val = v;
+        s->seg_set = 1;
         return MADRAIL_OK;
     }
     if (strcmp(key, "order") == 0) {
@@ -257,6 +265,7 @@ static madrail_status_t mdr_ucx_spec_read(const char *spec, mdr_ucx_spec_t *s)
     s->check = 1;
     s->order = -1;
     snprintf(s->seg, sizeof(s->seg), "%d", MDR_UCX_TCP_SEG);
+    s->seg_val = MDR_UCX_TCP_SEG;
     st = mdr_drv_spec_split(spec, mdr_ucx_opt, s, &copy, &first);
     if (st == MADRAIL_OK) {
         st = mdr_ucx_spec_split(first, s);
@@ -264,6 +273,15 @@ static madrail_status_t mdr_ucx_spec_read(const char *spec, mdr_ucx_spec_t *s)
     }
     if (st != MADRAIL_OK)
         return st == MADRAIL_ERR_NOMEM ? st : MADRAIL_ERR_CONFIG;
+    if (s->shm && !s->seg_set) {
+        s->seg_val = MDR_UCX_MM_SEG;
+        snprintf(s->seg, sizeof(s->seg), "%d", MDR_UCX_MM_SEG);
+    } else if (s->shm && s->seg_val > MDR_UCX_MM_SEG_MAX) {
+        mdr_error("rail spec ucx:%s: seg=%zu: a shared-memory segment holds at most %d bytes "
+                  "(UCX's posix/sysv message length is 16 bits)",
+                  spec, s->seg_val, MDR_UCX_MM_SEG_MAX);
+        return MADRAIL_ERR_CONFIG;
+    }
     return MADRAIL_OK;
 }
 
@@ -653,6 +671,7 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
      * ep asking for it is "unreachable" there.  Their failures are learned
      * from BYE messages instead. */
     rail->peer_errors = !s.shm;
+    rail->shm = s.shm;
     rail->next_conn = 1;
     mdr_list_init(&rail->eps_all);
     mdr_list_init(&rail->zombie_eps);
@@ -681,6 +700,16 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
         us = ucp_config_modify(config, "NET_DEVICES", rail->dev);
     if (us == UCS_OK && s.tcp && s.seg[0] != '\0')
         us = ucp_config_modify(config, MDR_UCX_TCP_SEG_KEY, s.seg);
+    if (us == UCS_OK && s.shm && s.seg[0] != '\0') {
+        char grow[24];
+        size_t n = MDR_UCX_MM_RX_BYTES / s.seg_val;
+
+        snprintf(grow, sizeof(grow), "%zu", n < 16 ? 16 : n);
+        us = ucp_config_modify(config, MDR_UCX_MM_SEG_KEY, s.seg);
+        if (us == UCS_OK)
+            us = ucp_config_modify(config, MDR_UCX_MM_GROW_KEY, grow);
+        rail->mm_seg = (uint32_t)s.seg_val;
+    }
     if (us != UCS_OK) {
         mdr_error("rail spec ucx:%s: ucp_config_modify(TLS=%s, NET_DEVICES=%s): %s", spec,
                   rail->tls, rail->dev, ucs_status_string(us));
@@ -718,10 +747,12 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
         st = MADRAIL_ERR_IO;
         goto err_worker;
     }
-    if (waddr_len > MDR_UCX_ADDR_LEN - MDR_UCX_ADDR_HDR) {
+    if (waddr_len > (size_t)(rail->shm ? MDR_UCX_ADDR_SEG_OFF : MDR_UCX_ADDR_LEN) -
+                        MDR_UCX_ADDR_HDR) {
         mdr_error("rail %s: the worker address has %zu bytes, more than the %d a rail "
                   "address holds; name fewer transports in the rail spec",
-                  rail->name, waddr_len, MDR_UCX_ADDR_LEN - MDR_UCX_ADDR_HDR);
+                  rail->name, waddr_len,
+                  (rail->shm ? MDR_UCX_ADDR_SEG_OFF : MDR_UCX_ADDR_LEN) - MDR_UCX_ADDR_HDR);
         ucp_worker_release_address(rail->worker, waddr);
         st = MADRAIL_ERR_CONFIG;
         goto err_worker;
@@ -732,6 +763,8 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     rail->addr[5] = 0;
     memcpy(rail->addr + 6, &alen, 2);
     memcpy(rail->addr + MDR_UCX_ADDR_HDR, waddr, waddr_len);
+    if (rail->shm)
+        memcpy(rail->addr + MDR_UCX_ADDR_SEG_OFF, &rail->mm_seg, 4);
     rail->waddr_len = waddr_len;
     ucp_worker_release_address(rail->worker, waddr);
 
@@ -865,10 +898,16 @@ static int mdr_ucx_progress(mdr_rail_t *rail)
     if (rail == NULL || rail->in_progress || rail->closing_rail)
         return 0;
     rail->in_progress = 1;
+    /* Spin only while UCX makes progress that gives the core nothing yet
+     * (a rendezvous, a flush, a send completing): once a message or a
+     * completion is queued, deliver it at once.  Each ucp_worker_progress
+     * on tcp is an epoll_wait system call; one more before a ping-pong's
+     * message goes up cost about 0.4 us per one-way trip. */
     for (i = 0; i < MDR_UCX_PROGRESS_SPINS; i++) {
         n = (int)ucp_worker_progress(rail->worker);
         count += n;
-        if (n == 0)
+        if (n == 0 || !mdr_list_empty(&rail->rxq) || !mdr_list_empty(&rail->doneq) ||
+            !mdr_list_empty(&rail->failq))
             break;
     }
     if (!mdr_list_empty(&rail->closing))
