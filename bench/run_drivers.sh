@@ -18,7 +18,9 @@
 #   ucx-tcp  MADRAIL_RAILS=ucx:tcp:lo  vs  ucx_perftest with UCX_TLS=tcp UCX_NET_DEVICES=lo
 #   ucx-shm  MADRAIL_RAILS=ucx:shm     vs  ucx_perftest with UCX_TLS=posix,sysv,cma,self
 #     latency: madrail_lat 8 B vs ucp_am_lat -s 8 (madrail's control
-#              messages are UCP active messages);
+#              messages are UCP active messages); on tcp both create their
+#              endpoints with peer error handling (the rail does, to see a
+#              peer fail; ucx_perftest -e), on shared memory neither does;
 #     bandwidth: madrail_bw 4 MiB (a window of 64 messages, each a
 #              rendezvous whose data is one ucp_put_nbx) vs ucp_put_bw
 #              -s 4194304 (a stream of 4 MiB puts into one buffer that
@@ -153,14 +155,15 @@ pingpong() { # prov dev size iters out port
 }
 
 # ---- ucx_perftest: "overall_lat_us overall_bw_MBps" (bw converted from MiB/s)
-perftest() { # tls devices test size iters warmup out port
+perftest() { # tls devices test size iters warmup out port [extra args]
     local p=$8
-    echo "+ UCX_TLS=$1 UCX_NET_DEVICES=$2 ucx_perftest -p $p & UCX_TLS=$1 UCX_NET_DEVICES=$2 ucx_perftest 127.0.0.1 -p $p -t $3 -s $4 -n $5 -w $6" >> "$tmp/commands"
+    local extra=("${@:9}")
+    echo "+ UCX_TLS=$1 UCX_NET_DEVICES=$2 ucx_perftest -p $p & UCX_TLS=$1 UCX_NET_DEVICES=$2 ucx_perftest 127.0.0.1 -p $p -t $3 -s $4 -n $5 -w $6 ${extra[*]}" >> "$tmp/commands"
     UCX_TLS=$1 UCX_NET_DEVICES=$2 timeout 300 ucx_perftest -p "$p" > "$7.srv" 2>&1 &
     local srv=$!
     sleep 0.3
     UCX_TLS=$1 UCX_NET_DEVICES=$2 timeout 300 ucx_perftest 127.0.0.1 -p "$p" -t "$3" -s "$4" \
-        -n "$5" -w "$6" -f -v > "$7" 2>&1 || true
+        -n "$5" -w "$6" "${extra[@]}" -f -v > "$7" 2>&1 || true
     wait "$srv" || true
     # CSV: iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr
     awk -F, '$1 ~ /^ *[0-9]+$/ && NF >= 6 { l = $4; b = $6 }
@@ -199,13 +202,13 @@ one() { # path round -> "lat_m lat_t bw_m bw_t" appended to $tmp/<path>
         nextport; read -r _ bt <<<"$(pingpong "$prov" "$dev" $BIG $P_IT "$tmp/$p.$r.fpb" $port)"
         ;;
     ucx-tcp|ucx-shm)
-        local tls devs rails
-        if [ $p = ucx-tcp ]; then tls=tcp; devs=lo; rails="ucx:tcp:lo"
+        local tls devs rails eh=()
+        if [ $p = ucx-tcp ]; then tls=tcp; devs=lo; rails="ucx:tcp:lo"; eh=(-e)
         else tls=posix,sysv,cma,self; devs=all; rails="ucx:shm"; fi
         lm=$(mdr "$rails" "$LAT" 8 $L_IT "$tmp/$p.$r.lat")
-        nextport; read -r lt _ <<<"$(perftest $tls $devs ucp_am_lat 8 $L_IT $L_WU "$tmp/$p.$r.upl" $port)"
+        nextport; read -r lt _ <<<"$(perftest $tls $devs ucp_am_lat 8 $L_IT $L_WU "$tmp/$p.$r.upl" $port "${eh[@]}")"
         bm=$(mdr "$rails" "$BW" $BIG $B_IT "$tmp/$p.$r.bw")
-        nextport; read -r _ bt <<<"$(perftest $tls $devs ucp_put_bw $BIG $PUT_IT 20 "$tmp/$p.$r.upb" $port)"
+        nextport; read -r _ bt <<<"$(perftest $tls $devs ucp_put_bw $BIG $PUT_IT 20 "$tmp/$p.$r.upb" $port "${eh[@]}")"
         ;;
     esac
     echo "$lm $lt $bm $bt" >> "$tmp/$p.vals"

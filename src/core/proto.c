@@ -32,7 +32,7 @@ void mdr_rfs_release(mdr_req_t *req)
 {
     mdr_ctx_t *ctx = req->ctx;
     int r;
-    for (r = 0; r < MDR_MAX_RAILS; r++)
+    for (r = 0; r < ctx->nrails; r++) /* reg[] is indexed by the context's rails */
         if (req->reg[r]) {
             mdr_rcache_put(ctx->rails[r].rcache, req->reg[r]);
             req->reg[r] = NULL;
