@@ -26,6 +26,15 @@
 #              -s 4194304 (a stream of 4 MiB puts into one buffer that
 #              ucx_perftest allocated through UCX).  ucx_perftest prints
 #              MiB/s; it is converted to MB/s (1e6 B/s) as madrail prints.
+#   ucx-shm-user  bandwidth only: madrail_bw over ucx:shm again, against
+#              ucp_put_bw into ordinary (heap) memory, as madrail's puts go
+#              into the application's buffers, with the UCX settings the
+#              rail makes (UCX_ALLOC_PRIO=heap UCX_MM_SEG_SIZE=65472
+#              UCX_MM_RX_BUFS_GROW=64).  UCX 1.13 puts into memory it did
+#              not allocate itself by active messages through the shared
+#              segment (two copies); into its own shared allocation it
+#              writes directly (one copy), which is what plain ucx-shm
+#              measures the tool doing.
 #
 # The tools print no percentiles we can match for every case, so every
 # number is an average over the iterations of one run; the median over
@@ -43,7 +52,8 @@ loopback (see the comment at the top of this script for what is compared):
   path | lat madrail | lat tool | diff | target | bw madrail | bw tool | ratio | target
 
   --rounds N    rounds of every measurement, interleaved (default 3)
-  --paths LIST  comma-separated subset of: ofi-tcp,ofi-shm,ucx-tcp,ucx-shm
+  --paths LIST  comma-separated subset of: ofi-tcp,ofi-shm,ucx-tcp,ucx-shm,
+                ucx-shm-user
                 (default: all; a path whose tool or driver is missing is
                 reported as skipped, with the reason)
   --quick       fewer iterations (a first look; noisier)
@@ -63,7 +73,7 @@ EOF
 }
 
 ROUNDS=3
-PATHS=ofi-tcp,ofi-shm,ucx-tcp,ucx-shm
+PATHS=ofi-tcp,ofi-shm,ucx-tcp,ucx-shm,ucx-shm-user
 QUICK=no
 MARKDOWN=no
 KEEP=
@@ -88,8 +98,8 @@ while [ $# -gt 0 ]; do
 done
 for p in ${PATHS//,/ }; do
     case $p in
-    ofi-tcp|ofi-shm|ucx-tcp|ucx-shm) ;;
-    *) echo "$prog: --paths: unknown path '$p' (known: ofi-tcp, ofi-shm, ucx-tcp, ucx-shm)" >&2; exit 2 ;;
+    ofi-tcp|ofi-shm|ucx-tcp|ucx-shm|ucx-shm-user) ;;
+    *) echo "$prog: --paths: unknown path '$p' (known: ofi-tcp, ofi-shm, ucx-tcp, ucx-shm, ucx-shm-user)" >&2; exit 2 ;;
     esac
 done
 
@@ -155,14 +165,16 @@ pingpong() { # prov dev size iters out port
 }
 
 # ---- ucx_perftest: "overall_lat_us overall_bw_MBps" (bw converted from MiB/s)
+# PT_ENV: more VAR=value words for both tool processes (may be empty)
 perftest() { # tls devices test size iters warmup out port [extra args]
     local p=$8
     local extra=("${@:9}")
-    echo "+ UCX_TLS=$1 UCX_NET_DEVICES=$2 ucx_perftest -p $p & UCX_TLS=$1 UCX_NET_DEVICES=$2 ucx_perftest 127.0.0.1 -p $p -t $3 -s $4 -n $5 -w $6 ${extra[*]}" >> "$tmp/commands"
-    UCX_TLS=$1 UCX_NET_DEVICES=$2 timeout 300 ucx_perftest -p "$p" > "$7.srv" 2>&1 &
+    local envs=(UCX_TLS=$1 UCX_NET_DEVICES=$2 ${PT_ENV:-})
+    echo "+ ${envs[*]} ucx_perftest -p $p & ${envs[*]} ucx_perftest 127.0.0.1 -p $p -t $3 -s $4 -n $5 -w $6 ${extra[*]}" >> "$tmp/commands"
+    env "${envs[@]}" timeout 300 ucx_perftest -p "$p" > "$7.srv" 2>&1 &
     local srv=$!
     sleep 0.3
-    UCX_TLS=$1 UCX_NET_DEVICES=$2 timeout 300 ucx_perftest 127.0.0.1 -p "$p" -t "$3" -s "$4" \
+    env "${envs[@]}" timeout 300 ucx_perftest 127.0.0.1 -p "$p" -t "$3" -s "$4" \
         -n "$5" -w "$6" "${extra[@]}" -f -v > "$7" 2>&1 || true
     wait "$srv" || true
     # CSV: iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr
@@ -170,7 +182,7 @@ perftest() { # tls devices test size iters warmup out port [extra args]
              END { if (l == "") print "NA NA"; else printf "%s %.2f\n", l, b * 1.048576 }' "$7"
 }
 
-med() { grep -v '^NA$' | sort -g | awk '{ a[NR] = $1 } END { print (NR ? a[int((NR + 1) / 2)] : "NA") }'; }
+med() { { grep -v '^NA$' || true; } | sort -g | awk '{ a[NR] = $1 } END { print (NR ? a[int((NR + 1) / 2)] : "NA") }'; }
 
 # ---- which paths can run (a libmadrail built without the driver shows up
 # as a failed madrail run: its error names the drivers that were built)
@@ -210,13 +222,20 @@ one() { # path round -> "lat_m lat_t bw_m bw_t" appended to $tmp/<path>
         bm=$(mdr "$rails" "$BW" $BIG $B_IT "$tmp/$p.$r.bw")
         nextport; read -r _ bt <<<"$(perftest $tls $devs ucp_put_bw $BIG $PUT_IT 20 "$tmp/$p.$r.upb" $port "${eh[@]}")"
         ;;
+    ucx-shm-user)
+        lm=NA; lt=NA
+        bm=$(mdr ucx:shm "$BW" $BIG $B_IT "$tmp/$p.$r.bw")
+        nextport
+        read -r _ bt <<<"$(PT_ENV="UCX_ALLOC_PRIO=heap UCX_MM_SEG_SIZE=65472 UCX_MM_RX_BUFS_GROW=64" \
+            perftest posix,sysv,cma,self all ucp_put_bw $BIG $PUT_IT 20 "$tmp/$p.$r.upb" $port)"
+        ;;
     esac
     echo "$lm $lt $bm $bt" >> "$tmp/$p.vals"
-    printf '%-8s %5s | %9s %9s | %10s %10s\n' "$p" "$r" "$lm" "$lt" "$bm" "$bt"
+    printf '%-12s %5s | %9s %9s | %10s %10s\n' "$p" "$r" "$lm" "$lt" "$bm" "$bt"
 }
 
 echo "# side by side on loopback, $ROUNDS round(s); latency: us one way, 8 B; bandwidth: MB/s (1e6 B/s), 4 MiB"
-printf '%-8s %5s | %9s %9s | %10s %10s\n' path round "lat mdr" "lat tool" "bw mdr" "bw tool"
+printf '%-12s %5s | %9s %9s | %10s %10s\n' path round "lat mdr" "lat tool" "bw mdr" "bw tool"
 rm -f "$tmp"/*.vals "$tmp/commands"
 for r in $(seq 1 "$ROUNDS"); do
     for p in "${runnable[@]}"; do one "$p" "$r"; done
@@ -240,7 +259,7 @@ target() { # kind madrail tool diff|ratio -> meets|misses|n/a
 echo
 echo "# medians over rounds; diff and ratio are medians of the per-round pairs"
 echo "# targets: latency <= tool +10% or +1 us; bandwidth >= 95% of tool"
-hdr='%-8s | %9s %9s %7s %-7s | %10s %10s %6s %-7s\n'
+hdr='%-12s | %9s %9s %7s %-7s | %10s %10s %6s %-7s\n'
 printf "$hdr" path "lat mdr" "lat tool" diff target "bw mdr" "bw tool" ratio target
 : > "$tmp/medians"
 for p in "${runnable[@]}"; do
@@ -265,4 +284,4 @@ if [ "$MARKDOWN" = yes ]; then
 fi
 echo
 echo "# commands of the last round:"
-tail -n $((4 * ${#runnable[@]})) "$tmp/commands"
+awk -v r="$ROUNDS" 'BEGIN { n = 0 } { a[++n] = $0 } END { per = n / r; for (i = n - per + 1; i <= n; i++) print a[i] }' "$tmp/commands"
