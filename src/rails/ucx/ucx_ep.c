@@ -46,15 +46,40 @@ const char *mdr_ucx_type_str(int type)
 
 /* ---------------- ucp_ep wrappers ---------------- */
 
+/* Is a BYE from ep's peer waiting in the receive queue? */
+static int mdr_ucx_bye_queued(const mdr_ep_t *ep)
+{
+    mdr_list_t *l;
+
+    mdr_list_for_each(l, &ep->rail->rxq) {
+        const mdr_ucx_rx_t *rx = mdr_container_of(l, mdr_ucx_rx_t, link);
+        if (rx->hdr.type == MDR_UCX_M_BYE && rx->hdr.uuid == ep->uuid)
+            return 1;
+    }
+    return 0;
+}
+
+/* A peer that closed in order (BYE) and then exited also breaks the
+ * connection, and UCX reports that too, often in the same progress call
+ * that queued the BYE.  Then the BYE decides (failed at once if something
+ * is pending, else when next used), as for a peer that is still alive:
+ * otherwise a process whose peer finalized first while it still waited in
+ * a barrier would report that peer as failed. */
 static void mdr_ucx_err_cb(void *arg, ucp_ep_h h, ucs_status_t status)
 {
     mdr_ucx_uep_t *uep = arg;
+    mdr_ep_t *ep = uep->ep;
 
     (void)h;
     uep->failed = 1;
-    if (uep->ep != NULL)
-        mdr_ucx_ep_fail(uep->ep, MADRAIL_ERR_RAIL_DOWN, "UCX reports %s",
-                        ucs_status_string(status));
+    if (ep == NULL)
+        return;
+    if (ep->peer_closed || mdr_ucx_bye_queued(ep)) {
+        mdr_debug("rail %s peer %016llx: connection gone after the peer's BYE (%s)",
+                  ep->rail->name, (unsigned long long)ep->uuid, ucs_status_string(status));
+        return;
+    }
+    mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "UCX reports %s", ucs_status_string(status));
 }
 
 static madrail_status_t mdr_ucx_uep_open(mdr_rail_t *rail, const void *waddr, mdr_ep_t *ep,
