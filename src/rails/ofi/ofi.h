@@ -170,7 +170,9 @@ struct mdr_ep {
     uint32_t peer_epid; /* the peer's incarnation, from its HELLO; 0 until then */
     mdr_ofi_peer_t *peer;
     int hello_sent;
-    int bye_received;   /* failed because the peer said goodbye: no goodbye back */
+    int bye_received;   /* the peer said goodbye: no goodbye back */
+    int peer_closed;    /* ... an orderly one with nothing pending: failed when next used */
+    uint32_t closed_reason; /* MDR_OFI_BYE_* of that goodbye */
     int failed;
     int destroyed;
     int mapped;         /* rail->eps[uuid] == this */

@@ -170,6 +170,15 @@ void mdr_ofi_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...
     }
 }
 
+/* An ep whose peer said an orderly goodbye fails when used; returns 1 then. */
+static int mdr_ofi_closed_check(mdr_ep_t *ep)
+{
+    if (!ep->peer_closed)
+        return 0;
+    mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "%s", mdr_ofi_bye_str(ep->closed_reason));
+    return 1;
+}
+
 void mdr_ofi_ep_free(mdr_ep_t *ep)
 {
     free(ep);
@@ -275,7 +284,7 @@ void mdr_ofi_ep_destroy(mdr_ep_t *ep)
     if (ep == NULL || ep->destroyed)
         return;
     rail = ep->rail;
-    if (!ep->failed && !rail->closing)
+    if (!ep->failed && !ep->peer_closed && !rail->closing)
         mdr_ofi_send_bye(ep, MDR_OFI_BYE_DESTROYED);
     ep->destroyed = 1;
     mdr_ofi_ep_unmap(ep);
@@ -465,7 +474,7 @@ madrail_status_t mdr_ofi_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
 
     if (ep == NULL || ep->destroyed || (iovcnt > 0 && iov == NULL) || iovcnt < 0)
         return MADRAIL_ERR_INVALID;
-    if (ep->failed)
+    if (ep->failed || mdr_ofi_closed_check(ep))
         return MADRAIL_ERR_RAIL_DOWN;
     for (i = 0; i < iovcnt; i++)
         len += iov[i].iov_len;
@@ -504,7 +513,7 @@ static madrail_status_t mdr_ofi_put_post(mdr_ep_t *ep, const void *local, size_t
         rkey == NULL)
         return MADRAIL_ERR_INVALID;
     rail = ep->rail;
-    if (ep->failed)
+    if (ep->failed || mdr_ofi_closed_check(ep))
         return MADRAIL_ERR_RAIL_DOWN;
     if (rkey_len != MDR_OFI_RKEY_LEN) {
         mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "remote key of %zu bytes (expected %d)",
@@ -861,8 +870,23 @@ static void mdr_ofi_bye_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
         return;
     }
     ep->bye_received = 1;
+    /* An orderly goodbye (the peer closed its rail or dropped its endpoint,
+     * as at finalize) with nothing of ours pending fails the endpoint only
+     * when it is next used: processes that finalize at slightly different
+     * times, one still waiting in a barrier, must not report each other as
+     * failed. */
+    if ((b.reason == MDR_OFI_BYE_CLOSED || b.reason == MDR_OFI_BYE_DESTROYED) &&
+        ep->pending == 0 && !ep->failed) {
+        ep->peer_closed = 1;
+        ep->closed_reason = b.reason;
+        mdr_ofi_ep_unmap(ep); /* a later HELLO from the peer makes a new ep */
+        mdr_debug("rail %s peer %016llx: %s; failed when used", rail->log_name,
+                  (unsigned long long)hdr->uuid, mdr_ofi_bye_str(b.reason));
+        return;
+    }
     mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "%s", mdr_ofi_bye_str(b.reason));
 }
+
 
 void mdr_ofi_recv_msg(mdr_rail_t *rail, const uint8_t *buf, size_t len)
 {

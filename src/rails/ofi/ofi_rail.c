@@ -783,7 +783,7 @@ static void mdr_ofi_close(mdr_rail_t *rail)
      * leave (the provider may need progress to send them). */
     mdr_list_for_each(l, &rail->eps_all) {
         mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, link);
-        if (!ep->failed)
+        if (!ep->failed && !ep->peer_closed)
             mdr_ofi_send_bye(ep, MDR_OFI_BYE_CLOSED);
     }
     rail->closing = 1;
