@@ -32,8 +32,9 @@ Builds test/mpi/mpi_*.c with \$MPICC and runs each under
   LD_LIBRARY_PATH=$REPO/_install/lib:<mpich lib>:...
 and MADRAIL_STATS=1: the per-rail statistics libmadrail prints at finalize
 must show at least 1 MiB sent through madrail (else the traffic bypassed the
-netmod), and for mpi_stripe the sender's must show each rail carrying
-30%..70% of the put bytes.
+netmod), for mpi_stripe the sender's must show each rail carrying
+30%..70% of the put bytes, and for mpi_datatype with small pipeline chunks
+the madrail message count must show that the data went in chunks.
 
   --system       test Debian's MPICH instead (MPICC=mpicc.mpich,
                  MPIEXEC=mpiexec.hydra): validates the tests themselves;
@@ -56,11 +57,16 @@ variables are passed through.
 EOF
 }
 
-# name:np[:flag,...] -- a flag is `stats` (check the rail split) or
+# name:np[:flag,...] -- a flag is `stats` (check the rail split),
+# `minmsgs=N` (the processes together sent at least N madrail messages) or
 # VAR=value (environment of that run; the log name gets a suffix).
 # mpi_coll runs at three sizes; mpi_datatype also with small pipeline
 # chunks, so that its large non-contiguous messages go in many chunks
-# through a 2-deep and a 1-deep ring.
+# through a 2-deep and a 1-deep ring.  Its 9 MiB of non-contiguous data
+# take about 380 madrail messages in all when each message goes whole (the
+# default 1 MiB chunks hold them), about 2,400 in 64 KiB chunks and 6,900
+# in 4 KiB chunks (measured); minmsgs asks for half of that, which the
+# unchunked path cannot reach.
 TESTS=(
     mpi_pingpong:2
     mpi_order:3
@@ -69,8 +75,8 @@ TESTS=(
     mpi_ssend:2
     mpi_many_isend:2
     mpi_datatype:2
-    mpi_datatype:2:MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE=65536,MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH=2
-    mpi_datatype:2:MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE=4096,MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH=1
+    mpi_datatype:2:MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE=65536,MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH=2,minmsgs=1200
+    mpi_datatype:2:MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE=4096,MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH=1,minmsgs=3500
     mpi_rma:2
     mpi_coll:2
     mpi_coll:3
@@ -237,6 +243,13 @@ stripe_check() {
         }'
 }
 
+# Total tx_msgs over every process and rail in a log's madrail stats
+# (empty when there are none).
+netmod_msgs() {
+    sed -n 's/.*\[[^]]*\] madrail stats: *[0-9][0-9]*  *[^ ][^ ]*  *\([0-9][0-9]*\)  *[0-9][0-9]* .*/\1/p' \
+        "$1" | awk '{ s += $1; n++ } END { if (n) printf "%.0f\n", s }'
+}
+
 # Total tx_bytes over every process and rail in a log's madrail stats
 # (empty when there are none): proves the traffic went through the netmod,
 # not through shared memory.
@@ -252,12 +265,17 @@ for t in "${TESTS[@]}"; do
     IFS=: read -r name np flags <<<"$t"
     selected "$name" || continue
     label=$(printf '%-16s np %d' "$name" "$np")
-    # flags: `stats`, or VAR=value settings for this run
-    check_stats=no run_env=() suffix=
+    # flags: `stats`, `minmsgs=N`, or VAR=value settings for this run
+    check_stats=no min_msgs= run_env=() suffix=
     IFS=, read -r -a flag_list <<<"$flags"
     for f in ${flag_list[@]+"${flag_list[@]}"}; do
         case $f in
             stats) check_stats=yes ;;
+            minmsgs=*)
+                min_msgs=${f#minmsgs=}
+                case $min_msgs in
+                    ''|*[!0-9]*) echo "$prog: bad flag '$f' in test entry '$t' (minmsgs=N, N a count)" >&2; exit 2 ;;
+                esac ;;
             *=*) run_env+=("$f")
                  suffix=$suffix-$(echo "${f%%=*}" | sed 's/^MPIR_CVAR_CH4_MADRAIL_//' | tr 'A-Z_' 'a-z-')${f#*=} ;;
             *) echo "$prog: bad flag '$f' in test entry '$t'" >&2; exit 2 ;;
@@ -307,6 +325,19 @@ for t in "${TESTS[@]}"; do
         elif [ "$nb" -lt 1048576 ]; then
             verdict=FAIL
             note="only $nb bytes went through madrail: traffic bypassed the netmod (shared memory on?)"
+        fi
+    fi
+    if [ "$verdict" = PASS ] && [ -n "$min_msgs" ]; then
+        if [ "$MODE" = system ]; then
+            note="message count NOT checked: --system, Debian's MPICH prints no madrail stats"
+        else
+            nm=$(netmod_msgs "$log")
+            if [ -z "$nm" ] || [ "$nm" -lt "$min_msgs" ]; then
+                verdict=FAIL
+                note="${nm:-no} madrail messages, fewer than $min_msgs: the pipelined path did not carry the data"
+            else
+                note="$nm madrail messages (at least $min_msgs)"
+            fi
         fi
     fi
     if [ "$verdict" = PASS ] && [ "$check_stats" = yes ]; then
