@@ -887,7 +887,6 @@ static void mdr_ofi_bye_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
     mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "%s", mdr_ofi_bye_str(b.reason));
 }
 
-
 void mdr_ofi_recv_msg(mdr_rail_t *rail, const uint8_t *buf, size_t len)
 {
     mdr_ofi_hdr_t hdr;

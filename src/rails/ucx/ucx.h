@@ -287,14 +287,16 @@ struct mdr_rail {
     ucp_worker_h worker;
     uint8_t addr[MDR_UCX_ADDR_LEN]; /* our packed address */
     size_t waddr_len;
-    int peer_errors;         /* UCP_ERR_HANDLING_MODE_PEER usable */
     int check;               /* targets check each new key before a put (spec check=) */
     int order_flush;         /* a put completes after ucp_ep_flush_nbx (spec order=flush) */
     uint64_t uuid;
     const mdr_rail_upcalls_t *upcalls;
     void *rail_cookie;
     size_t slot_size;
-    int shm;                 /* a shared-memory rail (ucx:shm) */
+    int shm;                 /* a shared-memory rail (ucx:shm): UCX 1.13's shared-memory
+                              * transports have no peer-failure handling (an ep asking
+                              * for UCP_ERR_HANDLING_MODE_PEER is "unreachable" there),
+                              * so failures are learned from BYE messages instead */
     uint32_t mm_seg;         /* shm rails: UCX_MM_SEG_SIZE set (0: UCX's default) */
     double latency_us, bandwidth_mbs;
     size_t max_rkey;

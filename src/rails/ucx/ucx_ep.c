@@ -99,7 +99,7 @@ static madrail_status_t mdr_ucx_uep_open(mdr_rail_t *rail, const void *waddr, md
     prm.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
     prm.address = waddr;
-    prm.err_mode = rail->peer_errors ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+    prm.err_mode = rail->shm ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
     prm.err_handler.cb = mdr_ucx_err_cb;
     prm.err_handler.arg = uep;
     us = ucp_ep_create(rail->worker, &prm, &uep->h);
@@ -129,7 +129,7 @@ void mdr_ucx_uep_close(mdr_ucx_uep_t *uep, int force)
      * (what we sent, the BYE last, still goes out).  UCX allows force only
      * with peer error handling on both sides: without it (shared memory)
      * every close flushes, which there completes locally. */
-    prm.flags = (force || uep->failed) && rail->peer_errors ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    prm.flags = (force || uep->failed) && !rail->shm ? UCP_EP_CLOSE_FLAG_FORCE : 0;
     req = ucp_ep_close_nbx(uep->h, &prm);
     uep->h = NULL;
     if (req != NULL && UCS_PTR_IS_PTR(req)) {

@@ -49,8 +49,7 @@ typedef struct mdr_ucx_spec {
     double bandwidth;   /* bw= MB/s (0: built-in profile) */
     int check;          /* check= */
     int order;          /* order=: -1 default, 0 lane, 1 flush */
-    char seg[24];       /* seg=: UCX tcp / shared-memory segment size ("" = UCX's default) */
-    size_t seg_val;     /* the same as a number (0: UCX's default) */
+    size_t seg_val;     /* seg=: UCX tcp / shared-memory segment size (0: UCX's default) */
     int seg_set;        /* seg= was given */
 } mdr_ucx_spec_t;
 
@@ -105,10 +104,6 @@ static madrail_status_t mdr_ucx_opt(const char *key, const char *val, void *arg)
                       s->spec, val, why ? why : "out of range");
             return MADRAIL_ERR_CONFIG;
         }
-        if (v == 0)
-            s->seg[0] = '\0';
-        else
-            snprintf(s->seg, sizeof(s->seg), "%zu", v);
         s->seg_val = v;
         s->seg_set = 1;
         return MADRAIL_OK;
@@ -264,7 +259,6 @@ static madrail_status_t mdr_ucx_spec_read(const char *spec, mdr_ucx_spec_t *s)
     s->spec = spec;
     s->check = 1;
     s->order = -1;
-    snprintf(s->seg, sizeof(s->seg), "%d", MDR_UCX_TCP_SEG);
     s->seg_val = MDR_UCX_TCP_SEG;
     st = mdr_drv_spec_split(spec, mdr_ucx_opt, s, &copy, &first);
     if (st == MADRAIL_OK) {
@@ -273,10 +267,9 @@ static madrail_status_t mdr_ucx_spec_read(const char *spec, mdr_ucx_spec_t *s)
     }
     if (st != MADRAIL_OK)
         return st == MADRAIL_ERR_NOMEM ? st : MADRAIL_ERR_CONFIG;
-    if (s->shm && !s->seg_set) {
+    if (s->shm && !s->seg_set)
         s->seg_val = MDR_UCX_MM_SEG;
-        snprintf(s->seg, sizeof(s->seg), "%d", MDR_UCX_MM_SEG);
-    } else if (s->shm && s->seg_val > MDR_UCX_MM_SEG_MAX) {
+    else if (s->shm && s->seg_val > MDR_UCX_MM_SEG_MAX) {
         mdr_error("rail spec ucx:%s: seg=%zu: a shared-memory segment holds at most %d bytes "
                   "(UCX's posix/sysv message length is 16 bits)",
                   spec, s->seg_val, MDR_UCX_MM_SEG_MAX);
@@ -631,6 +624,7 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     madrail_status_t st;
     ucs_status_t us;
     ucp_config_t *config;
+    char seg[24];
     ucp_params_t up;
     ucp_worker_params_t wp;
     ucp_am_handler_param_t hp;
@@ -667,10 +661,6 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
      * elsewhere (RDMA devices) the put may use another lane and only a
      * flush proves that the data is in place. */
     rail->order_flush = s.order >= 0 ? s.order : !(s.tcp || s.shm);
-    /* UCX 1.13's shared-memory transports have no peer-failure handling: an
-     * ep asking for it is "unreachable" there.  Their failures are learned
-     * from BYE messages instead. */
-    rail->peer_errors = !s.shm;
     rail->shm = s.shm;
     rail->next_conn = 1;
     mdr_list_init(&rail->eps_all);
@@ -698,14 +688,15 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     us = ucp_config_modify(config, "TLS", rail->tls);
     if (us == UCS_OK && rail->dev[0] != '\0')
         us = ucp_config_modify(config, "NET_DEVICES", rail->dev);
-    if (us == UCS_OK && s.tcp && s.seg[0] != '\0')
-        us = ucp_config_modify(config, MDR_UCX_TCP_SEG_KEY, s.seg);
-    if (us == UCS_OK && s.shm && s.seg[0] != '\0') {
+    snprintf(seg, sizeof(seg), "%zu", s.seg_val);
+    if (us == UCS_OK && s.tcp && s.seg_val != 0)
+        us = ucp_config_modify(config, MDR_UCX_TCP_SEG_KEY, seg);
+    if (us == UCS_OK && s.shm && s.seg_val != 0) {
         char grow[24];
         size_t n = MDR_UCX_MM_RX_BYTES / s.seg_val;
 
         snprintf(grow, sizeof(grow), "%zu", n < 16 ? 16 : n);
-        us = ucp_config_modify(config, MDR_UCX_MM_SEG_KEY, s.seg);
+        us = ucp_config_modify(config, MDR_UCX_MM_SEG_KEY, seg);
         if (us == UCS_OK)
             us = ucp_config_modify(config, MDR_UCX_MM_GROW_KEY, grow);
         rail->mm_seg = (uint32_t)s.seg_val;
@@ -790,7 +781,7 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     mdr_debug("rail %s: UCX_TLS=%s UCX_NET_DEVICES=%s, worker address %zu bytes, rkey %zu "
               "bytes, peer errors %s, put checks %s, put order by %s, profile %.1f us %.0f MB/s",
               rail->name, rail->tls, rail->dev[0] ? rail->dev : "(default)", waddr_len,
-              rkey_len, rail->peer_errors ? "on" : "off", rail->check ? "on" : "off",
+              rkey_len, rail->shm ? "off" : "on", rail->check ? "on" : "off",
               rail->order_flush ? "flush" : "lane", rail->latency_us, rail->bandwidth_mbs);
     *rail_p = rail;
     return MADRAIL_OK;
