@@ -43,10 +43,12 @@ enum {
     MDR_MSG_MAX
 };
 
-/* mdr_hdr_t.flags */
+/* mdr_hdr_t.flags.  Which types may carry which flag is one table in
+ * proto.c (mdr_msg_rules); any other bit, or a flag on a type it does not
+ * apply to, is a protocol error. */
 enum {
-    MDR_HF_SYNC = 1u << 0,         /* EAGER/RTS: sender wants an ACK when matched */
-    MDR_HF_INTERNAL = 1u << 1,     /* message lives in the internal tag space (pack pieces) */
+    MDR_HF_SYNC = 1u << 0,         /* EAGER: sender wants an ACK when matched */
+    MDR_HF_INTERNAL = 1u << 1,     /* EAGER/RTS/RFS_DATA: internal tag space (pack pieces) */
     MDR_HF_RFS_CONSUMED = 1u << 2, /* EAGER: this message consumed RFS rreq_id */
     MDR_HF_AM = 1u << 3            /* EAGER: active message, one fragment, for the handler */
 };
@@ -147,6 +149,10 @@ typedef struct mdr_core_config {
  * at credits/2 consumed, at most two CREDIT messages can be in flight. */
 #define MDR_RESERVED_SLOTS 2
 
+/* Receiver-first offers to one peer that may be unanswered at once (and
+ * offers from one peer a sender keeps): bounds both records. */
+#define MDR_RFS_WAIT_MAX 4
+
 /* ---------------- objects ---------------- */
 
 typedef struct madrail_context mdr_ctx_t;
@@ -206,7 +212,12 @@ struct mdr_peer {
     unsigned rr;                           /* round-robin cursor for eager rail choice */
     /* receiver-first rendezvous */
     mdr_list_t rfs_stored;                 /* sender side: mdr_rfs_t offered by this peer */
+    unsigned nrfs_stored;
+    uint64_t rfs_offers_in;                /* sender side: RFS received from this peer */
+    uint64_t rfs_revokes_in;               /* sender side: RFS_REVOKE received from it */
     mdr_req_t *rfs_out;                    /* receiver side: our receive with an RFS out */
+    uint64_t rfs_wait[MDR_RFS_WAIT_MAX];   /* receiver side: ids of our offers to this */
+    unsigned nrfs_wait;                    /*   peer that it has not answered yet */
     mdr_list_t active_link;                /* in ctx->active while txq/sendq not empty */
     int active;
     int anonymous;                         /* connected to us before we knew its address */
@@ -233,12 +244,42 @@ typedef struct mdr_rfs {
 
 enum { MDR_REQ_SEND = 1, MDR_REQ_RECV = 2 };
 
+/* Protocol states of a request (transitions in proto.c and match.c).  What
+ * a peer may answer in each state is checked by the handlers in proto.c. */
+
+/* req->rndv: where a rendezvous stands, on either side. */
+enum mdr_rndv_state {
+    MDR_RNDV_NONE = 0,  /* send: eager/medium; receive: no rendezvous (yet) */
+    MDR_RNDV_RTS_SENT,  /* send: RTS out, waiting for the CTS */
+    MDR_RNDV_PUTTING,   /* send: puts planned from a CTS or a receiver-first offer */
+    MDR_RNDV_CTS_SENT,  /* receive: CTS out, FINs expected for xfer_len bytes */
+    MDR_RNDV_RFS_DATA   /* receive: RFS_DATA arrived, FINs expected for xfer_len bytes */
+};
+
+/* req->rfs_state: a receive's receiver-first offer. */
+enum mdr_rfs_state {
+    MDR_RFS_NONE = 0,  /* no offer out (never made, or declined by RFS_NACK) */
+    MDR_RFS_OUT,       /* offered, unanswered: its FINs may come before its RFS_DATA */
+    MDR_RFS_CONSUMED,  /* spent by the sender (RFS_DATA, or an RFS_CONSUMED eager) */
+    MDR_RFS_STALE      /* matched by an earlier message: an RFS_NACK will follow */
+};
+
+/* req->wait_ack: a synchronous eager send's ACK (it may overtake fragments). */
+enum mdr_ack_state {
+    MDR_ACK_NONE = 0, /* not synchronous, or the ACK was taken */
+    MDR_ACK_WAIT,     /* fragments going out, ACK not yet received */
+    MDR_ACK_GOT       /* ACK received before the last fragment left */
+};
+
+/* mdr_put_op_t.state */
+enum mdr_put_state { MDR_PUT_IDLE = 0, MDR_PUT_INFLIGHT, MDR_PUT_DONE };
+
 /* Rendezvous put bookkeeping, one per chunk. */
 typedef struct mdr_put_op {
     mdr_completion_t comp;
     mdr_req_t *req;
     int rail;
-    int state; /* 0 not issued, 1 in flight, 2 done */
+    int state; /* enum mdr_put_state */
     uint64_t offset, len, raddr;
     const uint8_t *rkey;
     size_t rkey_len;
@@ -263,8 +304,8 @@ struct madrail_request {
 
     /* send progress */
     size_t frag_off;      /* next fragment offset (eager/medium) */
-    int wait_ack;         /* SYNC eager: ACK not yet received */
-    int rndv;             /* 1: RTS sent, waiting CTS; 2: putting */
+    int wait_ack;         /* enum mdr_ack_state */
+    int rndv;             /* enum mdr_rndv_state (send and receive) */
     int puts_left;        /* chunks not yet completed */
     int fins_left;        /* FINs not yet queued */
     int nputs;
@@ -280,7 +321,8 @@ struct madrail_request {
     struct mdr_inmsg *inmsg; /* matched message still arriving */
     uint64_t xfer_len;    /* rendezvous: bytes expected by put */
     uint64_t fin_bytes;   /* rendezvous: bytes reported by FINs */
-    int rfs_state;        /* 0 none, 1 RFS out, 2 consumed (RFS_DATA seen) */
+    int rfs_state;        /* enum mdr_rfs_state */
+    int rfs_rail;         /* rail the offer went on (its RFS_REVOKE follows it there) */
     mdr_rcache_entry_t *reg[MDR_MAX_RAILS];
 };
 
@@ -378,7 +420,18 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep);
 void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *reason);
 
 /* Protocol handlers (proto.c) */
+/* Check a message's length and flags against its type's rule (before
+ * anything, credits included, is taken from it); 0 if it may be handled,
+ * else the rail was closed (mdr_proto_fail). */
+int mdr_proto_check_hdr(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
+/* Handle a message that passed mdr_proto_check_hdr. */
 void mdr_proto_handle(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
+/* The peer a request is bound to: a send's destination; a receive's
+ * matched source, else its posted source (MADRAIL_ANY_PEER: none yet). */
+madrail_peer_t mdr_req_bound_peer(const mdr_req_t *req);
+/* Our receiver-first offers to peer still waiting for an answer. */
+int mdr_rfs_wait_has(const mdr_peer_t *peer, uint64_t rreq_id);
+void mdr_rfs_wait_del(mdr_peer_t *peer, uint64_t rreq_id);
 /* Drive a send request (fragments, puts); returns 1 when it made progress. */
 int mdr_send_progress(mdr_req_t *req);
 /* Start a send (eager/medium/rendezvous, with receiver-first CTS if one is stored). */

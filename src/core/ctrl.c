@@ -222,6 +222,12 @@ int mdr_ctrl_progress_peer(mdr_peer_t *peer)
         }
         if (item->is_credit) {
             mdr_peer_rail_t *pr = &peer->rails[item->rail];
+            if (pr->ret_pending == 0) { /* returned meanwhile on other messages */
+                pr->credit_queued = 0;
+                mdr_list_del(it);
+                free(item);
+                continue;
+            }
             if (mdr_pr_send(pr, hdr, hlen, NULL, 0, 1) == MADRAIL_OK) {
                 sent = item->rail;
                 pr->credit_queued = 0;
@@ -288,10 +294,8 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
         mdr_proto_fail(pr, "header says %u bytes, %zu arrived", hdr.len, len);
         return;
     }
-    if (hdr.type == 0 || hdr.type >= MDR_MSG_MAX) {
-        mdr_proto_fail(pr, "unknown type %u", hdr.type);
+    if (mdr_proto_check_hdr(pr, &hdr, len) != 0) /* type, length, flags: proto.c's table */
         return;
-    }
     if ((uint64_t)pr->credits + hdr.credits > ctx->cfg.credits) {
         mdr_proto_fail(pr, "returns %u credits, we only spent %u", hdr.credits,
                        ctx->cfg.credits - pr->credits);

@@ -11,6 +11,11 @@
  * The common case — a one-fragment message that arrives in order and finds
  * a posted receive — is copied straight from the slot into the user buffer
  * without allocating anything.
+ *
+ * A message that answers a receiver-first offer (RFS_DATA, or an EAGER
+ * with RFS_CONSUMED) does not go through tag matching: it names the
+ * receive that made the offer, and must be the answer to an offer of ours
+ * to that peer that is still out (proto.c lists every such rule).
  */
 #include "mdr_config.h"
 
@@ -75,19 +80,45 @@ static void mdr_eager_done(mdr_req_t *req, mdr_inmsg_t *m)
 /* If this receive had offered its buffer first, take the offer back. */
 static void mdr_rfs_on_match(mdr_req_t *req, mdr_peer_t *peer, const mdr_inmsg_t *m)
 {
-    if (req->rfs_state != 1)
+    if (req->rfs_state != MDR_RFS_OUT)
         return;
     if (m->type == MDR_MSG_EAGER && (m->flags & MDR_HF_RFS_CONSUMED)) {
-        /* the sender used our offer for a small message: nothing will be put */
-        req->rfs_state = 2;
+        /* the sender used our offer for a small message: nothing will be
+         * put (mdr_match_target checked it answers this receive's offer) */
+        req->rfs_state = MDR_RFS_CONSUMED;
+        mdr_rfs_wait_del(peer, req->id);
         if (peer->rfs_out == req)
             peer->rfs_out = NULL;
         mdr_rfs_release(req);
     } else {
         /* matched by a message the sender sent before it saw our offer: it
          * will answer RFS_NACK; keep the registrations for the CTS */
-        req->rfs_state = 3;
+        req->rfs_state = MDR_RFS_STALE;
     }
+}
+
+/* The receive an in-order EAGER or RTS goes to (NULL: none posted).  An
+ * RFS_CONSUMED eager names the receive whose offer it spent: that offer
+ * must be ours to this peer and unanswered, and the receive the first
+ * posted one the message fits; else it is a protocol error (-1, the rail
+ * is closed and nothing is touched). */
+static int mdr_match_target(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, uint64_t tag, unsigned hflags,
+                            uint64_t id, mdr_req_t **req_p)
+{
+    mdr_peer_t *peer = pr->peer;
+    mdr_req_t *req = mdr_match_posted(ctx, peer, tag, hflags);
+
+    if (hflags & MDR_HF_RFS_CONSUMED) {
+        if (!mdr_rfs_wait_has(peer, id) || !req || req->id != id ||
+            req->rfs_state != MDR_RFS_OUT || req->peer != peer->index) {
+            mdr_proto_fail(pr, "EAGER spends offer %llx, which is not an open offer of ours "
+                               "to this peer that the message fits",
+                           (unsigned long long)id);
+            return -1;
+        }
+    }
+    *req_p = req;
+    return 0;
 }
 
 /* Bind an in-order message to a receive. */
@@ -152,25 +183,33 @@ static void mdr_in_order(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, mdr_inmsg_t *m)
         return;
     }
     if (m->type == MDR_MSG_RFS_DATA) {
+        uint64_t xfer;
         req = mdr_req_lookup(ctx, m->id);
         mdr_hash_del(&peer->inflight, m->seq);
-        if (!req || req->type != MDR_REQ_RECV || req->rfs_state != 1 || req->matched ||
-            !mdr_match_fits(req, peer, m->tag, m->flags)) {
-            mdr_proto_fail(pr, "RFS_DATA for request %llx that offered no buffer",
+        if (!mdr_rfs_wait_has(peer, m->id) || !req || req->type != MDR_REQ_RECV ||
+            req->complete || req->peer != peer->index || req->rfs_state != MDR_RFS_OUT ||
+            req->matched || !mdr_match_fits(req, peer, m->tag, m->flags)) {
+            mdr_proto_fail(pr, "RFS_DATA for %llx, which is not an open offer of ours to this "
+                               "peer that the message fits",
                            (unsigned long long)m->id);
             mdr_inmsg_free(ctx, m);
             return;
         }
-        if (m->xfer_len > req->len) {
-            mdr_proto_fail(pr, "RFS_DATA puts %llu bytes into a %zu-byte buffer",
-                           (unsigned long long)m->xfer_len, req->len);
+        xfer = m->total < req->len ? m->total : req->len;
+        if (m->xfer_len != xfer || req->fin_bytes > xfer) {
+            mdr_proto_fail(pr, "RFS_DATA puts %llu bytes of %llu into a %zu-byte buffer "
+                               "(FINs reported %llu)",
+                           (unsigned long long)m->xfer_len, (unsigned long long)m->total,
+                           req->len, (unsigned long long)req->fin_bytes);
             mdr_inmsg_free(ctx, m);
             return;
         }
         if (!mdr_list_empty(&req->link))
             mdr_list_del(&req->link);
         mdr_recv_set_info(req, peer, m->tag, m->total);
-        req->rfs_state = 2;
+        req->rfs_state = MDR_RFS_CONSUMED;
+        req->rndv = MDR_RNDV_RFS_DATA;
+        mdr_rfs_wait_del(peer, req->id);
         if (peer->rfs_out == req)
             peer->rfs_out = NULL;
         req->xfer_len = m->xfer_len;
@@ -180,7 +219,11 @@ static void mdr_in_order(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, mdr_inmsg_t *m)
                                                                   : MADRAIL_OK);
         return;
     }
-    req = mdr_match_posted(ctx, peer, m->tag, m->flags);
+    if (mdr_match_target(ctx, pr, m->tag, m->flags, m->id, &req) != 0) {
+        mdr_hash_del(&peer->inflight, m->seq);
+        mdr_inmsg_free(ctx, m);
+        return;
+    }
     if (req)
         mdr_bind(ctx, m, req);
     else
@@ -233,12 +276,9 @@ void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
     mdr_inmsg_t *m;
 
     switch (hdr->type) {
+    /* lengths and flags were checked against proto.c's table */
     case MDR_MSG_EAGER: {
         const mdr_eager_hdr_t *e = (const mdr_eager_hdr_t *)hdr;
-        if (len < sizeof(*e)) {
-            mdr_proto_fail(pr, "EAGER of %zu bytes", len);
-            return;
-        }
         seq = e->seq;
         tag = e->tag;
         total = e->total;
@@ -259,10 +299,6 @@ void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
     }
     case MDR_MSG_RTS: {
         const mdr_rts_hdr_t *r = (const mdr_rts_hdr_t *)hdr;
-        if (len != sizeof(*r)) {
-            mdr_proto_fail(pr, "RTS of %zu bytes", len);
-            return;
-        }
         seq = r->seq;
         tag = r->tag;
         total = r->total;
@@ -271,10 +307,6 @@ void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
     }
     case MDR_MSG_RFS_DATA: {
         const mdr_rfs_data_hdr_t *r = (const mdr_rfs_data_hdr_t *)hdr;
-        if (len != sizeof(*r)) {
-            mdr_proto_fail(pr, "RFS_DATA of %zu bytes", len);
-            return;
-        }
         seq = r->seq;
         tag = r->tag;
         total = r->total;
@@ -290,7 +322,8 @@ void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
     if (m) {
         /* another fragment of a known message */
         if (hdr->type != MDR_MSG_EAGER || m->type != MDR_MSG_EAGER || m->tag != tag ||
-            m->total != total || plen > m->total - m->recvd) {
+            m->total != total || m->flags != hdr->flags || m->id != id ||
+            plen > m->total - m->recvd) {
             mdr_proto_fail(pr, "fragment of message %llu does not fit it",
                            (unsigned long long)seq);
             return;
@@ -313,11 +346,13 @@ void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 
     /* fast path: whole message, in order, receive posted */
     if (seq == peer->expected_seq && hdr->type == MDR_MSG_EAGER && plen == total) {
-        mdr_req_t *req = mdr_match_posted(ctx, peer, tag, hdr->flags);
+        mdr_req_t *req;
+        if (mdr_match_target(ctx, pr, tag, hdr->flags, id, &req) != 0)
+            return;
         if (req) {
             mdr_list_del(&req->link);
             mdr_recv_set_info(req, peer, tag, total);
-            if (req->rfs_state == 1) {
+            if (req->rfs_state == MDR_RFS_OUT) {
                 mdr_inmsg_t tmp;
                 memset(&tmp, 0, sizeof(tmp));
                 tmp.type = MDR_MSG_EAGER;
@@ -556,7 +591,7 @@ madrail_status_t madrail_cancel(madrail_context_t ctx, madrail_request_t req)
         return MADRAIL_ERR_INVALID;
     if (req->type != MDR_REQ_RECV || req->matched || req->complete)
         return MADRAIL_OK; /* too late or a send: completes normally */
-    if (req->rfs_state == 1) {
+    if (req->rfs_state == MDR_RFS_OUT) {
         mdr_peer_t *peer = mdr_peer_get(ctx, req->peer);
         mdr_id_hdr_t rv;
         if (!req->cancel_pending && peer) {
@@ -564,7 +599,8 @@ madrail_status_t madrail_cancel(madrail_context_t ctx, madrail_request_t req)
             rv.h.type = MDR_MSG_RFS_REVOKE;
             rv.id = req->id;
             req->cancel_pending = 1;
-            if (mdr_ctrl_send(peer, -1, &rv.h, sizeof(rv), NULL, 0) != MADRAIL_OK)
+            /* on the offer's rail, behind it (the sender counts on it) */
+            if (mdr_ctrl_send(peer, req->rfs_rail, &rv.h, sizeof(rv), NULL, 0) != MADRAIL_OK)
                 req->cancel_pending = 0;
         }
         return MADRAIL_OK;
@@ -593,11 +629,11 @@ void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
          * still the driver's (their completions, failed, finish the send:
          * its buffer and registrations must outlive them). */
         for (j = 0; j < req->nputs; j++)
-            if (req->puts[j].state == 0) {
-                req->puts[j].state = 2;
+            if (req->puts[j].state == MDR_PUT_IDLE) {
+                req->puts[j].state = MDR_PUT_DONE;
                 req->puts_left--;
             }
-        if (req->rndv != 2 || req->puts_left == 0)
+        if (req->rndv != MDR_RNDV_PUTTING || req->puts_left == 0)
             mdr_req_complete(req, status);
         else if (req->info.status == MADRAIL_OK)
             req->info.status = status;
@@ -616,7 +652,7 @@ void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
         if (!req || req->complete || req->peer != peer->index)
             continue;
         for (j = 0; j < req->nputs; j++)
-            busy |= req->puts[j].state == 1; /* the driver still reports these */
+            busy |= req->puts[j].state == MDR_PUT_INFLIGHT; /* the driver still reports these */
         if (busy)
             continue;
         if (req->type == MDR_REQ_SEND || req->matched)

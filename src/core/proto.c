@@ -16,6 +16,15 @@
  *   the receiver's view (expected sequence), and spends it on its next
  *   send that matches: an RFS_DATA envelope (sequenced) and puts, no RTS
  *   round trip.  Otherwise it declines (RFS_NACK).  A cancel revokes.
+ *
+ * Every reply a peer sends (CTS, FIN, ACK, RFS_NACK, RFS_REVOKE, and the
+ * RFS_DATA / RFS_CONSUMED answers checked in match.c) names one of our
+ * requests or offers; it is honoured only from the peer that request is
+ * bound to, in the state that waits for it, with sizes that fit.  Anything
+ * else closes the rail it came on (mdr_proto_fail) before the request is
+ * touched: a peer that is broken or hostile must not be able to complete,
+ * fail or redirect a transfer that belongs to someone else.  The rules are
+ * listed in one place, the "what a peer may send" section below.
  */
 #include "mdr_config.h"
 
@@ -111,10 +120,12 @@ static int mdr_send_frags(mdr_peer_t *peer, mdr_req_t *req)
     } while (req->frag_off < req->len);
     req->frag_off = req->len + 1; /* all sent (also for len 0) */
     mdr_sendq_del(req);
-    if (req->flags & MADRAIL_SEND_SYNC && !req->rfs_consumed)
-        req->wait_ack = 1;
-    else
+    /* A synchronous send completes on its ACK, which the receiver sends when
+     * the first fragment matched: it may have come already. */
+    if (req->wait_ack != MDR_ACK_WAIT) {
+        req->wait_ack = MDR_ACK_NONE;
         mdr_req_complete(req, MADRAIL_OK);
+    }
     return n;
 }
 
@@ -126,11 +137,11 @@ static int mdr_rail_can_put(const mdr_ctx_t *ctx, const mdr_peer_t *peer, int r)
 
 static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status);
 
-/* Plan puts from a key block (CTS or RFS) and record them in req. */
-static madrail_status_t mdr_plan_puts(mdr_peer_rail_t *pr, mdr_req_t *req, const uint8_t *keys,
+/* Plan puts from a key block (CTS or RFS, checked by mdr_keys_check when
+ * it arrived) and record them in req. */
+static madrail_status_t mdr_plan_puts(mdr_peer_t *peer, mdr_req_t *req, const uint8_t *keys,
                                       size_t keys_len, uint32_t nkeys, uint64_t xfer)
 {
-    mdr_peer_t *peer = pr->peer;
     mdr_ctx_t *ctx = peer->ctx;
     int rails[MDR_MAX_RAILS], n = 0, i, nch;
     double w[MDR_MAX_RAILS];
@@ -148,16 +159,12 @@ static madrail_status_t mdr_plan_puts(mdr_peer_rail_t *pr, mdr_req_t *req, const
     memcpy(req->cts, keys, keys_len);
     for (k = 0; k < nkeys; k++) {
         mdr_key_desc_t d;
-        if (keys_len - off < sizeof(d)) {
-            mdr_proto_fail(pr, "key block truncated");
-            return MADRAIL_ERR_RAIL_PROTO;
-        }
+        if (keys_len - off < sizeof(d))
+            return MADRAIL_ERR_RAIL_PROTO; /* not reached: checked on arrival */
         memcpy(&d, req->cts + off, sizeof(d));
         off += sizeof(d);
-        if (d.key_len > keys_len - off || d.rail >= ctx->nrails) {
-            mdr_proto_fail(pr, "key for rail %u of %u bytes does not fit", d.rail, d.key_len);
+        if (d.key_len > keys_len - off || d.rail >= ctx->nrails)
             return MADRAIL_ERR_RAIL_PROTO;
-        }
         if (n < MDR_MAX_RAILS && mdr_rail_can_put(ctx, peer, d.rail)) {
             rails[n] = d.rail;
             w[n] = ctx->rails[d.rail].weight;
@@ -190,7 +197,7 @@ static madrail_status_t mdr_plan_puts(mdr_peer_rail_t *pr, mdr_req_t *req, const
         op->comp.cb = mdr_put_done;
         op->req = req;
         op->rail = ch[i].rail;
-        op->state = 0;
+        op->state = MDR_PUT_IDLE;
         op->offset = ch[i].offset;
         op->len = ch[i].len;
         op->raddr = raddr[j] + ch[i].offset;
@@ -217,7 +224,7 @@ static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status)
     mdr_put_op_t *op = (mdr_put_op_t *)comp;
     mdr_req_t *req = op->req;
 
-    op->state = 2;
+    op->state = MDR_PUT_DONE;
     if (status != MADRAIL_OK) {
         mdr_warn("peer %u rail %d: put of %llu bytes failed: %s", req->peer, op->rail,
                  (unsigned long long)op->len, madrail_status_str(status));
@@ -249,14 +256,14 @@ static int mdr_issue_puts(mdr_req_t *req)
         mdr_memh_t *lmemh = NULL;
         madrail_status_t st;
 
-        if (op->state != 0)
+        if (op->state != MDR_PUT_IDLE)
             continue;
         if (nover == MDR_MAX_RAILS) { /* not reached: one chunk per rail at most */
             waiting++;
             continue;
         }
         if (!pr->ep && mdr_peer_connect_rail(peer, op->rail) != MADRAIL_OK) {
-            op->state = 1;
+            op->state = MDR_PUT_INFLIGHT;
             over[nover] = op;
             over_st[nover++] = MADRAIL_ERR_RAIL_DOWN;
             continue;
@@ -265,7 +272,7 @@ static int mdr_issue_puts(mdr_req_t *req)
             if (!req->reg[op->rail] &&
                 mdr_rcache_get(rs->rcache, req->buf, req->len, MDR_MEM_LOCAL,
                                &req->reg[op->rail]) != MADRAIL_OK) {
-                op->state = 1;
+                op->state = MDR_PUT_INFLIGHT;
                 over[nover] = op;
                 over_st[nover++] = MADRAIL_ERR_RAIL_DOWN;
                 continue;
@@ -282,7 +289,7 @@ static int mdr_issue_puts(mdr_req_t *req)
         rs->stats.tx_put_bytes += op->len;
         rs->stats.tx_bytes += op->len;
         n++;
-        op->state = 1;
+        op->state = MDR_PUT_INFLIGHT;
         if (st != MADRAIL_INPROGRESS) {
             over[nover] = op;
             over_st[nover++] = st;
@@ -300,9 +307,9 @@ static int mdr_issue_puts(mdr_req_t *req)
 int mdr_send_progress(mdr_req_t *req)
 {
     mdr_peer_t *peer = mdr_peer_get(req->ctx, req->peer);
-    if (req->rndv == 2)
+    if (req->rndv == MDR_RNDV_PUTTING)
         return mdr_issue_puts(req);
-    if (req->rndv == 0 && req->frag_off <= req->len)
+    if (req->rndv == MDR_RNDV_NONE && req->frag_off <= req->len)
         return mdr_send_frags(peer, req);
     mdr_sendq_del(req);
     return 0;
@@ -330,11 +337,14 @@ madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req)
     req->seq = peer->next_send_seq++;
     if (offer) {
         mdr_list_del(&offer->link);
+        peer->nrfs_stored--;
         req->rfs_consumed = 1;
         req->peer_req_id = offer->rreq_id;
     }
     if (req->len < ctx->cfg.rndv_thresh || (offer && req->len <= ctx->eager_max)) {
         free(offer);
+        if ((req->flags & MADRAIL_SEND_SYNC) && !req->rfs_consumed)
+            req->wait_ack = MDR_ACK_WAIT;
         mdr_send_frags(peer, req);
         return MADRAIL_OK;
     }
@@ -351,15 +361,14 @@ madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req)
         d.total = req->len;
         d.rreq_id = offer->rreq_id;
         d.xfer_len = xfer;
-        st = mdr_plan_puts(&peer->rails[0], req, offer->keys, offer->keys_len, offer->nkeys,
-                           xfer);
+        st = mdr_plan_puts(peer, req, offer->keys, offer->keys_len, offer->nkeys, xfer);
         free(offer);
         if (st != MADRAIL_OK)
             return st;
         st = mdr_ctrl_send(peer, -1, &d.h, sizeof(d), NULL, 0);
         if (st != MADRAIL_OK)
             return st;
-        req->rndv = 2;
+        req->rndv = MDR_RNDV_PUTTING;
         if (req->nputs == 0) {
             mdr_req_complete(req, MADRAIL_OK);
             return MADRAIL_OK;
@@ -376,7 +385,7 @@ madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req)
         r.tag = req->tag;
         r.total = req->len;
         r.sreq_id = req->id;
-        req->rndv = 1;
+        req->rndv = MDR_RNDV_RTS_SENT;
         return mdr_ctrl_send(peer, -1, &r.h, sizeof(r), NULL, 0);
     }
 }
@@ -454,6 +463,7 @@ void mdr_rndv_recv_start(mdr_req_t *req, mdr_peer_t *peer, uint64_t sreq_id, uin
     msg.c.rreq_id = req->id;
     msg.c.xfer_len = xfer;
     msg.c.nkeys = nkeys;
+    req->rndv = MDR_RNDV_CTS_SENT; /* FINs from the sender may follow */
     st = mdr_ctrl_send(peer, -1, &msg.c.h, sizeof(msg.c), klen ? msg.keys : NULL, klen);
     if (st != MADRAIL_OK) {
         mdr_recv_finish(req, st);
@@ -478,7 +488,8 @@ void mdr_rfs_maybe_offer(mdr_ctx_t *ctx, mdr_req_t *req)
     if (!ctx->cfg.recv_first || req->peer == MADRAIL_ANY_PEER || req->len < ctx->cfg.rndv_thresh)
         return;
     peer = mdr_peer_get(ctx, req->peer);
-    if (!peer || peer->rfs_out || peer->inflight.count != 0)
+    if (!peer || peer->rfs_out || peer->inflight.count != 0 ||
+        peer->nrfs_wait == MDR_RFS_WAIT_MAX)
         return;
     /* req must be the only posted receive that could take this peer's messages */
     mdr_list_for_each(it, &ctx->posted) {
@@ -505,30 +516,210 @@ void mdr_rfs_maybe_offer(mdr_ctx_t *ctx, mdr_req_t *req)
     msg.r.buf_len = req->len;
     msg.r.nkeys = nkeys;
     msg.r.space = (req->flags & MDR_FLAG_INTERNAL) ? 1 : 0;
-    if (mdr_ctrl_send(peer, -1, &msg.r.h, sizeof(msg.r), msg.keys, klen) != MADRAIL_OK) {
+    /* Only straight to a rail (no queueing): a cancel's RFS_REVOKE must
+     * follow the offer on that same rail, so that it never arrives first
+     * (the sender counts offers against revokes).  With no credit now,
+     * no offer: it is only a shortcut. */
+    req->rfs_rail = mdr_ctrl_try_send(peer, -1, &msg.r.h, sizeof(msg.r), msg.keys, klen);
+    if (req->rfs_rail < 0) {
         mdr_rfs_release(req);
         return;
     }
-    req->rfs_state = 1;
+    req->rfs_state = MDR_RFS_OUT;
     peer->rfs_out = req;
+    peer->rfs_wait[peer->nrfs_wait++] = req->id;
+}
+
+int mdr_rfs_wait_has(const mdr_peer_t *peer, uint64_t rreq_id)
+{
+    unsigned i;
+    for (i = 0; i < peer->nrfs_wait; i++)
+        if (peer->rfs_wait[i] == rreq_id)
+            return 1;
+    return 0;
+}
+
+void mdr_rfs_wait_del(mdr_peer_t *peer, uint64_t rreq_id)
+{
+    unsigned i;
+    for (i = 0; i < peer->nrfs_wait; i++)
+        if (peer->rfs_wait[i] == rreq_id) {
+            peer->rfs_wait[i] = peer->rfs_wait[--peer->nrfs_wait];
+            return;
+        }
+}
+
+/* ---------------- what a peer may send, and when ---------------- */
+
+/*
+ * Per message type: its length (exact, or the fixed part when a body of
+ * variable length follows) and the header flags it may carry.  Checked
+ * for every message before anything is taken from it (credits included).
+ * Further, per type (handlers below and match.c):
+ *
+ *   EAGER     AM only alone; RFS_CONSUMED not with SYNC; a consumed
+ *             eager must answer one of our offers to that peer and go to
+ *             the receive that made it (match.c)
+ *   RTS       nothing to check against our state: it starts a transfer
+ *   RFS_DATA  answers an offer of ours to that peer, still unanswered;
+ *             xfer_len == min(total, offered buffer) (match.c)
+ *   CTS       a send of ours to that peer, RTS sent and no CTS yet;
+ *             xfer_len <= its length; keys as mdr_keys_check says
+ *   FIN       a receive of ours from that peer that waits for puts (CTS
+ *             sent, or an offer of ours out or spent by RFS_DATA), on a
+ *             rail we gave a key for, 0 < bytes <= bytes not yet reported
+ *   ACK       a synchronous eager send of ours to that peer, waiting for it
+ *   CREDIT    returns at least one credit (the over-return check is
+ *             ctrl.c's, for every message)
+ *   RFS       keys as mdr_keys_check says; at most MDR_RFS_WAIT_MAX kept
+ *             from one peer, no id twice
+ *   RFS_NACK  answers an offer of ours to that peer, still unanswered
+ *   RFS_REVOKE  from a peer with more offers to us than revokes (an offer
+ *             already spent or declined may still be revoked: the cancel
+ *             crossed the answer)
+ */
+typedef struct mdr_msg_rule {
+    const char *name;
+    size_t len;    /* exact length, or the minimum when body */
+    int body;      /* a variable-length body follows */
+    uint8_t flags; /* MDR_HF_* the type may carry */
+} mdr_msg_rule_t;
+
+static const mdr_msg_rule_t mdr_msg_rules[MDR_MSG_MAX] = {
+    [MDR_MSG_EAGER] = {"EAGER", sizeof(mdr_eager_hdr_t), 1,
+                       MDR_HF_SYNC | MDR_HF_INTERNAL | MDR_HF_RFS_CONSUMED | MDR_HF_AM},
+    [MDR_MSG_RTS] = {"RTS", sizeof(mdr_rts_hdr_t), 0, MDR_HF_INTERNAL},
+    [MDR_MSG_RFS_DATA] = {"RFS_DATA", sizeof(mdr_rfs_data_hdr_t), 0, MDR_HF_INTERNAL},
+    [MDR_MSG_CTS] = {"CTS", sizeof(mdr_cts_hdr_t), 1, 0},
+    [MDR_MSG_FIN] = {"FIN", sizeof(mdr_fin_hdr_t), 0, 0},
+    [MDR_MSG_ACK] = {"ACK", sizeof(mdr_id_hdr_t), 0, 0},
+    [MDR_MSG_CREDIT] = {"CREDIT", sizeof(mdr_hdr_t), 0, 0},
+    [MDR_MSG_RFS] = {"RFS", sizeof(mdr_rfs_hdr_t), 1, 0},
+    [MDR_MSG_RFS_NACK] = {"RFS_NACK", sizeof(mdr_id_hdr_t), 0, 0},
+    [MDR_MSG_RFS_REVOKE] = {"RFS_REVOKE", sizeof(mdr_id_hdr_t), 0, 0},
+};
+
+int mdr_proto_check_hdr(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+{
+    const mdr_msg_rule_t *rule;
+
+    if (hdr->type >= MDR_MSG_MAX || !mdr_msg_rules[hdr->type].name) {
+        mdr_proto_fail(pr, "unknown type %u", hdr->type);
+        return -1;
+    }
+    rule = &mdr_msg_rules[hdr->type];
+    if (rule->body ? len < rule->len : len != rule->len) {
+        mdr_proto_fail(pr, "%s of %zu bytes (%s%zu)", rule->name, len, rule->body ? ">= " : "",
+                       rule->len);
+        return -1;
+    }
+    if (hdr->flags & ~rule->flags) {
+        mdr_proto_fail(pr, "%s with flags 0x%x (allowed: 0x%x)", rule->name, hdr->flags,
+                       rule->flags);
+        return -1;
+    }
+    if (((hdr->flags & MDR_HF_AM) && hdr->flags != MDR_HF_AM) ||
+        ((hdr->flags & MDR_HF_RFS_CONSUMED) && (hdr->flags & MDR_HF_SYNC))) {
+        mdr_proto_fail(pr, "%s with flags 0x%x that exclude each other", rule->name,
+                       hdr->flags);
+        return -1;
+    }
+    if (hdr->type == MDR_MSG_CREDIT && hdr->credits == 0) {
+        mdr_proto_fail(pr, "CREDIT returning no credit");
+        return -1;
+    }
+    return 0;
+}
+
+madrail_peer_t mdr_req_bound_peer(const mdr_req_t *req)
+{
+    if (req->type == MDR_REQ_RECV && req->matched)
+        return req->info.source;
+    return req->peer;
+}
+
+/* Our request named by id in a message of `what` from pr's peer: live (the
+ * id's generation and index, see mdr_req_lookup), of that type, not
+ * complete, bound to that peer.  NULL (and the rail closed) otherwise. */
+static mdr_req_t *mdr_proto_req(mdr_peer_rail_t *pr, const char *what, uint64_t id, int type)
+{
+    mdr_req_t *req = mdr_req_lookup(pr->peer->ctx, id);
+
+    if (!req || req->type != type || req->complete) {
+        mdr_proto_fail(pr, "%s for unknown %s %llx", what, type == MDR_REQ_SEND ? "send" : "receive",
+                       (unsigned long long)id);
+        return NULL;
+    }
+    if (mdr_req_bound_peer(req) != pr->peer->index) {
+        madrail_peer_t b = mdr_req_bound_peer(req);
+        mdr_proto_fail(pr, "%s for %s %llx, which is bound to %s%d", what,
+                       type == MDR_REQ_SEND ? "send" : "receive", (unsigned long long)id,
+                       b == MADRAIL_ANY_PEER ? "no peer yet " : "peer ",
+                       b == MADRAIL_ANY_PEER ? -1 : (int)b);
+        return NULL;
+    }
+    return req;
+}
+
+/* A key block (CTS or RFS) as the peer sent it: keys exactly when there
+ * are bytes to put, each naming one of our rails at most once, laid out as
+ * mdr_build_keys writes them (descriptor, key, padding to 8) with nothing
+ * after.  0 if good, else the rail was closed. */
+static int mdr_keys_check(mdr_peer_rail_t *pr, const char *what, const uint8_t *keys,
+                          size_t keys_len, uint32_t nkeys, uint64_t xfer)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    unsigned seen = 0;
+    size_t off = 0;
+    uint32_t k;
+
+    if ((xfer == 0) != (nkeys == 0) || nkeys > (uint32_t)ctx->nrails) {
+        mdr_proto_fail(pr, "%s with %u keys for %llu bytes (%d rails)", what, nkeys,
+                       (unsigned long long)xfer, ctx->nrails);
+        return -1;
+    }
+    for (k = 0; k < nkeys; k++) {
+        mdr_key_desc_t d;
+        if (keys_len - off < sizeof(d)) {
+            mdr_proto_fail(pr, "%s: key %u of %u truncated", what, k, nkeys);
+            return -1;
+        }
+        memcpy(&d, keys + off, sizeof(d));
+        off += sizeof(d);
+        if (d.rail >= ctx->nrails || (seen & (1u << d.rail))) {
+            mdr_proto_fail(pr, "%s: key %u names rail %u (%d rails, %s)", what, k, d.rail,
+                           ctx->nrails, d.rail < ctx->nrails ? "named twice" : "no such rail");
+            return -1;
+        }
+        seen |= 1u << d.rail;
+        if (d.key_len > keys_len - off) {
+            mdr_proto_fail(pr, "%s: key for rail %u of %u bytes, %zu left", what, d.rail,
+                           d.key_len, keys_len - off);
+            return -1;
+        }
+        off = mdr_pad8(off + d.key_len);
+    }
+    if (off != keys_len) {
+        mdr_proto_fail(pr, "%s: %zu bytes of keys, %zu expected", what, keys_len, off);
+        return -1;
+    }
+    return 0;
 }
 
 /* ---------------- handlers ---------------- */
 
 static void mdr_handle_cts(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
-    mdr_ctx_t *ctx = pr->peer->ctx;
     const mdr_cts_hdr_t *c = (const mdr_cts_hdr_t *)hdr;
     mdr_req_t *req;
     madrail_status_t st;
 
-    if (len < sizeof(*c)) {
-        mdr_proto_fail(pr, "CTS of %zu bytes", len);
+    req = mdr_proto_req(pr, "CTS", c->sreq_id, MDR_REQ_SEND);
+    if (!req)
         return;
-    }
-    req = mdr_req_lookup(ctx, c->sreq_id);
-    if (!req || req->type != MDR_REQ_SEND || req->rndv != 1 || req->peer != pr->peer->index) {
-        mdr_proto_fail(pr, "CTS for unknown send %llx", (unsigned long long)c->sreq_id);
+    if (req->rndv != MDR_RNDV_RTS_SENT) {
+        mdr_proto_fail(pr, "CTS for send %llx that sent no RTS or had its CTS",
+                       (unsigned long long)c->sreq_id);
         return;
     }
     if (c->xfer_len > req->len) {
@@ -536,9 +727,12 @@ static void mdr_handle_cts(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
                        (unsigned long long)c->xfer_len, req->len);
         return;
     }
+    if (mdr_keys_check(pr, "CTS", (const uint8_t *)(c + 1), len - sizeof(*c), c->nkeys,
+                       c->xfer_len) != 0)
+        return;
     req->peer_req_id = c->rreq_id;
-    req->rndv = 2;
-    st = mdr_plan_puts(pr, req, (const uint8_t *)(c + 1), len - sizeof(*c), c->nkeys,
+    req->rndv = MDR_RNDV_PUTTING;
+    st = mdr_plan_puts(pr->peer, req, (const uint8_t *)(c + 1), len - sizeof(*c), c->nkeys,
                        c->xfer_len);
     if (st != MADRAIL_OK) {
         mdr_req_complete(req, st);
@@ -556,25 +750,37 @@ static void mdr_handle_fin(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
     mdr_ctx_t *ctx = pr->peer->ctx;
     const mdr_fin_hdr_t *f = (const mdr_fin_hdr_t *)hdr;
     mdr_req_t *req;
+    uint64_t limit;
 
-    if (len != sizeof(*f)) {
-        mdr_proto_fail(pr, "FIN of %zu bytes", len);
+    (void)len;
+    req = mdr_proto_req(pr, "FIN", f->rreq_id, MDR_REQ_RECV);
+    if (!req)
+        return;
+    if (req->rndv == MDR_RNDV_CTS_SENT || req->rndv == MDR_RNDV_RFS_DATA) {
+        limit = req->xfer_len;
+    } else if (req->rfs_state == MDR_RFS_OUT && !req->matched) {
+        limit = req->len; /* the puts into our offer may overtake its RFS_DATA */
+    } else {
+        mdr_proto_fail(pr, "FIN for receive %llx, which waits for no puts (%s)",
+                       (unsigned long long)f->rreq_id,
+                       req->matched ? "an eager message" : "not matched, no offer out");
         return;
     }
-    req = mdr_req_lookup(ctx, f->rreq_id);
-    if (!req || req->type != MDR_REQ_RECV || req->complete) {
-        mdr_proto_fail(pr, "FIN for unknown receive %llx", (unsigned long long)f->rreq_id);
+    if (!req->reg[pr->rail]) {
+        mdr_proto_fail(pr, "FIN for receive %llx on a rail it gave no key for",
+                       (unsigned long long)f->rreq_id);
+        return;
+    }
+    if (f->bytes == 0 || f->bytes > limit - req->fin_bytes) {
+        mdr_proto_fail(pr, "FIN of %llu bytes for receive %llx: %llu of %llu reported already",
+                       (unsigned long long)f->bytes, (unsigned long long)f->rreq_id,
+                       (unsigned long long)req->fin_bytes, (unsigned long long)limit);
         return;
     }
     ctx->rails[pr->rail].stats.rx_put_bytes += f->bytes;
     ctx->rails[pr->rail].stats.rx_bytes += f->bytes;
     req->fin_bytes += f->bytes;
-    if (req->matched && req->fin_bytes > req->xfer_len) {
-        mdr_proto_fail(pr, "FINs report %llu bytes, %llu expected",
-                       (unsigned long long)req->fin_bytes, (unsigned long long)req->xfer_len);
-        return;
-    }
-    if (req->matched && req->fin_bytes == req->xfer_len)
+    if (req->rndv != MDR_RNDV_NONE && req->fin_bytes == req->xfer_len)
         mdr_recv_finish(req, req->info.sent_length > req->len ? MADRAIL_ERR_TRUNCATE
                                                                : MADRAIL_OK);
 }
@@ -583,16 +789,21 @@ static void mdr_handle_ack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
 {
     const mdr_id_hdr_t *a = (const mdr_id_hdr_t *)hdr;
     mdr_req_t *req;
-    if (len != sizeof(*a)) {
-        mdr_proto_fail(pr, "ACK of %zu bytes", len);
+
+    (void)len;
+    req = mdr_proto_req(pr, "ACK", a->id, MDR_REQ_SEND);
+    if (!req)
+        return;
+    if (req->wait_ack != MDR_ACK_WAIT || req->frag_off == 0) {
+        mdr_proto_fail(pr, "ACK for send %llx, which waits for none",
+                       (unsigned long long)a->id);
         return;
     }
-    req = mdr_req_lookup(pr->peer->ctx, a->id);
-    if (!req || req->type != MDR_REQ_SEND || !req->wait_ack) {
-        mdr_proto_fail(pr, "ACK for unknown send %llx", (unsigned long long)a->id);
+    if (req->frag_off <= req->len) { /* fragments still going out */
+        req->wait_ack = MDR_ACK_GOT;
         return;
     }
-    req->wait_ack = 0;
+    req->wait_ack = MDR_ACK_NONE;
     mdr_req_complete(req, MADRAIL_OK);
 }
 
@@ -609,19 +820,33 @@ static void mdr_handle_rfs(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
 {
     mdr_peer_t *peer = pr->peer;
     const mdr_rfs_hdr_t *r = (const mdr_rfs_hdr_t *)hdr;
+    mdr_list_t *it;
     mdr_rfs_t *o;
-    size_t klen;
+    size_t klen = len - sizeof(*r);
 
-    if (len < sizeof(*r)) {
-        mdr_proto_fail(pr, "RFS of %zu bytes", len);
+    if (r->buf_len == 0 || r->space > 1) {
+        mdr_proto_fail(pr, "RFS of %llu bytes in tag space %u", (unsigned long long)r->buf_len,
+                       r->space);
         return;
     }
+    if (mdr_keys_check(pr, "RFS", (const uint8_t *)(r + 1), klen, r->nkeys, r->buf_len) != 0)
+        return;
+    if (peer->nrfs_stored >= MDR_RFS_WAIT_MAX) {
+        mdr_proto_fail(pr, "RFS beyond the %d offers a peer may have out", MDR_RFS_WAIT_MAX);
+        return;
+    }
+    mdr_list_for_each(it, &peer->rfs_stored) {
+        if (mdr_container_of(it, mdr_rfs_t, link)->rreq_id == r->rreq_id) {
+            mdr_proto_fail(pr, "RFS %llx offered twice", (unsigned long long)r->rreq_id);
+            return;
+        }
+    }
+    peer->rfs_offers_in++;
     if (r->expected_seq != peer->next_send_seq) {
         /* we sent since the receiver's view: a sent message may match first */
         mdr_send_nack(peer, r->rreq_id);
         return;
     }
-    klen = len - sizeof(*r);
     o = malloc(sizeof(*o) + klen);
     if (!o) {
         mdr_send_nack(peer, r->rreq_id);
@@ -636,6 +861,7 @@ static void mdr_handle_rfs(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
     o->keys_len = klen;
     memcpy(o->keys, r + 1, klen);
     mdr_list_push_tail(&peer->rfs_stored, &o->link);
+    peer->nrfs_stored++;
 }
 
 static void mdr_handle_nack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
@@ -644,22 +870,25 @@ static void mdr_handle_nack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t le
     const mdr_id_hdr_t *n = (const mdr_id_hdr_t *)hdr;
     mdr_req_t *req;
 
-    if (len != sizeof(*n)) {
-        mdr_proto_fail(pr, "RFS_NACK of %zu bytes", len);
+    (void)len;
+    if (!mdr_rfs_wait_has(pr->peer, n->id)) {
+        mdr_proto_fail(pr, "RFS_NACK for %llx: no offer of ours to this peer waits for an answer",
+                       (unsigned long long)n->id);
         return;
     }
+    mdr_rfs_wait_del(pr->peer, n->id);
     req = mdr_req_lookup(ctx, n->id);
-    if (!req || req->type != MDR_REQ_RECV)
-        return; /* the receive already completed: nothing to undo */
+    if (!req || req->type != MDR_REQ_RECV || req->peer != pr->peer->index)
+        return; /* the receive completed and was collected: nothing to undo */
     if (pr->peer->rfs_out == req)
         pr->peer->rfs_out = NULL;
-    if (req->rfs_state == 3) {
-        req->rfs_state = 0; /* registrations now serve the CTS */
+    if (req->rfs_state == MDR_RFS_STALE) {
+        req->rfs_state = MDR_RFS_NONE; /* registrations now serve the CTS */
         return;
     }
-    if (req->rfs_state != 1)
+    if (req->rfs_state != MDR_RFS_OUT)
         return;
-    req->rfs_state = 0;
+    req->rfs_state = MDR_RFS_NONE;
     mdr_rfs_release(req);
     if (req->cancel_pending && !req->matched) {
         mdr_list_del(&req->link);
@@ -674,20 +903,26 @@ static void mdr_handle_revoke(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t 
     const mdr_id_hdr_t *v = (const mdr_id_hdr_t *)hdr;
     mdr_list_t *it;
 
-    if (len != sizeof(*v)) {
-        mdr_proto_fail(pr, "RFS_REVOKE of %zu bytes", len);
+    (void)len;
+    /* Each revoke follows its offer on one rail (mdr_rfs_maybe_offer), and
+     * a receive revokes once: never more revokes than offers. */
+    if (peer->rfs_revokes_in >= peer->rfs_offers_in) {
+        mdr_proto_fail(pr, "RFS_REVOKE %llx: %llu offers from this peer, all revoked",
+                       (unsigned long long)v->id, (unsigned long long)peer->rfs_offers_in);
         return;
     }
+    peer->rfs_revokes_in++;
     mdr_list_for_each(it, &peer->rfs_stored) {
         mdr_rfs_t *o = mdr_container_of(it, mdr_rfs_t, link);
         if (o->rreq_id == v->id) {
             mdr_list_del(it);
+            peer->nrfs_stored--;
             free(o);
             mdr_send_nack(peer, v->id);
             return;
         }
     }
-    /* already spent: the message is on its way and the receive completes */
+    /* already spent or declined: the answer is on its way */
 }
 
 void mdr_proto_handle(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
@@ -716,7 +951,7 @@ void mdr_proto_handle(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
     case MDR_MSG_RFS_REVOKE:
         mdr_handle_revoke(pr, hdr, len);
         break;
-    default:
+    default: /* CREDIT is taken in ctrl.c; others fail mdr_proto_check_hdr */
         mdr_proto_fail(pr, "unexpected type %u", hdr->type);
         break;
     }
