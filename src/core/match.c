@@ -803,7 +803,7 @@ void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
     mdr_list_t *it, *tmp;
     uint32_t i;
 
-    mdr_error("peer %u unreachable: failing its requests (%s)", peer->index,
+    mdr_error("peer %u failed: failing its requests (%s)", peer->index,
               madrail_status_str(status));
     mdr_match_peer_release(peer, 0, status == MADRAIL_ERR_PEER_UNREACHABLE);
     /* control messages that can no longer go, and offers it made us */
