@@ -66,7 +66,7 @@ static const mdr_cfg_entry_t core_entries[] = {
               "before the receive was posted, or ahead of an earlier message). A peer that "
               "passes it is failed with an error naming this variable: data it already sent "
               "cannot be refused without losing it. 256m keeps about 4,000 unexpected messages "
-              "just below MADRAIL_RNDV_THRESH from each peer (larger ones wait as ~200-byte "
+              "just below MADRAIL_RNDV_THRESH from each peer (larger ones wait as ~160-byte "
               "rendezvous envelopes); out-of-order data is bounded by the credits anyway."),
     CFG_ENTRY("MADRAIL_STATS", MDR_CFG_BOOL, "0", 1, 0, stats,
               "Print per-rail statistics to stderr at finalize."),
