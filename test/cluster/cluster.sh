@@ -297,6 +297,16 @@ make_node() {
     done
 }
 
+# Undo make_node.  The switch ends first: a namespace is destroyed
+# asynchronously, and its veth peers would keep their names for a while.
+drop_node() {
+    local dev
+    for dev in mgmt $(seq -f 'rail%g' 0 $((RAILS - 1))); do
+        ip -n "$SW" link del "$(port_name "$1" "$dev")" 2>/dev/null
+    done
+    ip netns del "$(node_ns "$1")"
+}
+
 wire_node() {
     local i=$1 ns k
     ns=$(node_ns "$i")
@@ -397,7 +407,7 @@ cmd_up() {
                      "(after $tries tries): a library pairing devices by index may mix rails" >&2
                 break
             fi
-            ip netns del "$(node_ns "$i")"
+            drop_node "$i"
         done
         wire_node "$i" || { teardown; die "cannot wire node $i"; }
     done
@@ -418,7 +428,7 @@ cmd_up() {
 
 # ------------------------------------------------------------- status
 cmd_status() {
-    local i ns dev q bh pids
+    local i ns dev q qi bh pids
     if [ ! -f "$STATE/config" ]; then
         if [ -n "$(our_namespaces)" ]; then
             echo "cluster '$NAME': no state but namespaces left: $(our_namespaces | tr '\n' ' ') (run: $prog down)"
@@ -441,10 +451,12 @@ cmd_status() {
         for dev in mgmt $(seq -f 'rail%g' 0 $((RAILS - 1))); do
             q=$(tc -n "$ns" qdisc show dev "$dev" root 2>/dev/null |
                 sed -n 's/.*tbf.* rate \([^ ]*\).*/\1/p')
-            printf '    %-6s %-18s %-6s rate %-10s%s\n' "$dev" \
+            qi=$(tc -n "$SW" qdisc show dev "$(port_name "$i" "$dev")" root 2>/dev/null |
+                 sed -n 's/.*tbf.* rate \([^ ]*\).*/\1/p')
+            printf '    %-6s %-18s %-6s rate out %-9s in %-9s%s\n' "$dev" \
                 "$(ip -n "$ns" -4 -o addr show dev "$dev" | awk '{print $4}')" \
                 "$(ip -n "$ns" -o link show dev "$dev" | grep -q 'state UP' && echo up || echo DOWN)" \
-                "${q:-unshaped}" \
+                "${q:-unshaped}" "${qi:-unshaped}" \
                 "$(case " $bh " in *" $dev "*) echo "  BLACKHOLE (nftables drop)" ;; esac)"
         done
     done
@@ -454,37 +466,40 @@ cmd_status() {
 cmd_rate() {
     [ $# -ge 2 ] && [ $# -le 3 ] || { echo "usage: $prog rate RAIL RATE [NODE]" >&2; exit 2; }
     load_state
-    local k i
+    local k i nodes
     k=$(rail_index "$1") || exit 2
     valid_rate "$2" || { echo "$prog rate: bad rate '$2'" >&2; exit 2; }
+    nodes=$(nodes_of "${3:-}") || exit 2
     lock
-    for i in $(nodes_of "${3:-}"); do
+    for i in $nodes; do
         set_rate "$i" "$k" "$2" || die "tc failed on node $i rail$k"
     done
-    say "rail$k rate $2 on node(s) $(nodes_of "${3:-}" | tr '\n' ' ')"
+    say "rail$k rate $2 on node(s) $(echo $nodes)"
 }
 
 cmd_link() {
     local what=$1; shift
     [ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: $prog link-$what RAIL [NODE]" >&2; exit 2; }
     load_state
-    local k i
+    local k i nodes
     k=$(rail_index "$1") || exit 2
+    nodes=$(nodes_of "${2:-}") || exit 2
     lock
-    for i in $(nodes_of "${2:-}"); do
+    for i in $nodes; do
         ip -n "$(node_ns "$i")" link set "rail$k" "$what" || die "ip link set rail$k $what on node $i"
     done
-    say "rail$k link $what on node(s) $(nodes_of "${2:-}" | tr '\n' ' ')"
+    say "rail$k link $what on node(s) $(echo $nodes)"
 }
 
 cmd_blackhole() {
     local on=$1; shift
     [ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: $prog ${on}blackhole RAIL [NODE]" >&2; exit 2; }
     load_state
-    local k i f
+    local k i f nodes
     k=$(rail_index "$1") || exit 2
+    nodes=$(nodes_of "${2:-}") || exit 2
     lock
-    for i in $(nodes_of "${2:-}"); do
+    for i in $nodes; do
         f=$STATE/blackhole.$i
         touch "$f"
         if [ -z "$on" ]; then
@@ -494,7 +509,7 @@ cmd_blackhole() {
         fi
         nft_apply "$i" || die "nft failed on node $i"
     done
-    say "rail$k ${on:+no longer }blackholed on node(s) $(nodes_of "${2:-}" | tr '\n' ' ')"
+    say "rail$k ${on:+no longer }blackholed on node(s) $(echo $nodes)"
 }
 
 cmd_exec() {
