@@ -137,13 +137,12 @@ command -v timeout >/dev/null 2>&1 || { echo "$prog: needs timeout (coreutils)" 
 # counters: what really crossed the veths, whatever the MPI reports.  The
 # cluster is new, so the counters count this job (and up's few pings).
 traffic() {
-    local i dev
+    local i
     for i in $(seq 0 $((NODES - 1))); do
-        for dev in mgmt $(seq -f 'rail%g' 0 $((RAILS - 1))); do
-            echo "$prog: traffic: ${PREFIX}node$i $dev tx_bytes" \
-                 "$("${CL[@]}" exec "$i" cat "/sys/class/net/$dev/statistics/tx_bytes" 2>/dev/null)" \
-                 "rx_bytes $("${CL[@]}" exec "$i" cat "/sys/class/net/$dev/statistics/rx_bytes" 2>/dev/null)"
-        done
+        "${CL[@]}" exec "$i" sh -c 'for d in mgmt $(seq -f "rail%g" 0 $(($1 - 1))); do
+                s=/sys/class/net/$d/statistics
+                echo "$0: traffic: $(hostname) $d tx_bytes $(cat $s/tx_bytes) rx_bytes $(cat $s/rx_bytes)"
+            done' "$prog" "$RAILS" 2>/dev/null
     done | tee -a "$LOG"
 }
 cleanup() {
