@@ -550,8 +550,8 @@ cmd_env() {
         devs=$devs${devs:+,}rail$k
     done
     cat <<EOF
-# cluster '$NAME': $NODES nodes, $RAILS rails ($RATES); run MPI jobs from node0:
-#   $(self_cmd "$HERE/") exec 0 sh -c '...'
+# cluster '$NAME': $NODES nodes, $RAILS rails ($RATES); start MPI jobs in node0:
+#   $(self_cmd "$HERE/") exec 0 MPIEXEC ARGS...
 MDR_CLUSTER_NODES=$NODES
 MDR_CLUSTER_RAILS=$RAILS
 MDR_CLUSTER_HOSTS=$STATE/hosts
@@ -560,10 +560,13 @@ MDR_CLUSTER_LAUNCHER=$STATE/netns-launch
 MADRAIL_RAILS=$rails
 # hydra (our MPICH, Debian's mpiexec.mpich): mpiexec \$MDR_CLUSTER_HYDRA_FLAGS -n 4 -ppn 2 prog
 MDR_CLUSTER_HYDRA_FLAGS='-f $STATE/hosts -launcher ssh -launcher-exec $STATE/netns-launch -iface mgmt'
-# Debian's MPICH (ch4:ucx), both rails: env \$MDR_CLUSTER_UCX_ENV mpiexec.mpich ...
+# Debian's MPICH (ch4:ucx), both rails: env \$MDR_CLUSTER_UCX_ENV mpiexec.mpich \$MDR_CLUSTER_HYDRA_FLAGS ...
+# (tcp only: UCX's shared-memory transports reach across the namespaces and
+# would carry the "remote" traffic)
 MDR_CLUSTER_UCX_ENV='UCX_NET_DEVICES=$devs UCX_TLS=tcp,self UCX_MAX_EAGER_RAILS=$RAILS UCX_MAX_RNDV_RAILS=$RAILS'
-# Open MPI (ob1, tcp BTL over the rails): mpirun.openmpi \$MDR_CLUSTER_OMPI_FLAGS -np 4 --map-by ppr:2:node prog
-MDR_CLUSTER_OMPI_FLAGS='--hostfile $STATE/hostfile.openmpi --mca plm_rsh_agent $STATE/netns-launch --mca oob_tcp_if_include mgmt --mca pml ob1 --mca btl tcp,vader,self --mca btl_tcp_if_include $devs'
+# Open MPI (ob1, tcp BTL over the rails; as root also OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1):
+#   mpirun.openmpi \$MDR_CLUSTER_OMPI_FLAGS -np 4 --map-by ppr:2:node prog
+MDR_CLUSTER_OMPI_FLAGS='--hostfile $STATE/hostfile.openmpi --mca plm_rsh_agent $STATE/netns-launch --mca oob_tcp_if_include mgmt --mca pml ob1 --mca btl tcp,vader,self --mca btl_tcp_if_include $devs --bind-to none'
 export MDR_CLUSTER_NODES MDR_CLUSTER_RAILS MDR_CLUSTER_HOSTS MDR_CLUSTER_OMPI_HOSTFILE MDR_CLUSTER_LAUNCHER MADRAIL_RAILS MDR_CLUSTER_HYDRA_FLAGS MDR_CLUSTER_UCX_ENV MDR_CLUSTER_OMPI_FLAGS
 EOF
 }
