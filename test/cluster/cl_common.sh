@@ -25,13 +25,19 @@ bad() { echo "FAIL: $*"; CL_FAIL=1; }
 
 # cl_cluster ARGS...: cluster.sh under this test's prefix (no exec bit needed)
 cl_cluster() {
-    bash "$CL_DIR/cluster.sh" --prefix "$CL_PREFIX" "$@"
+    bash "$CL_DIR/cluster.sh" --prefix "$CL_PREFIX" "$@" 8>&-
 }
 
 # cl_up PREFIX [up options]: a fresh cluster, down again when the test exits
 cl_up() {
     CL_PREFIX=$1
     shift
+    # one test at a time on a prefix (the same test of another tree's make
+    # check waits); fd 8 is closed for the commands started (cl_cluster)
+    mkdir -p /run/madrail-cluster
+    if exec 8>"/run/madrail-cluster/${CL_PREFIX%-}.job.lock"; then
+        flock -w 240 8 || { echo "FAIL: $cl_name: cluster prefix $CL_PREFIX busy for 240 s"; exit 1; }
+    fi
     trap 'cl_cluster down >/dev/null 2>&1' EXIT
     trap 'exit 1' INT TERM HUP
     cl_out=$(cl_cluster up "$@" 2>&1)

@@ -544,7 +544,7 @@ cmd_hosts() {
 
 cmd_env() {
     load_state
-    local rails= k devs=
+    local rails='' k devs=''
     for k in $(seq 0 $((RAILS - 1))); do
         rails=$rails${rails:+,}tcp:rail$k
         devs=$devs${devs:+,}rail$k

@@ -139,7 +139,7 @@ command -v timeout >/dev/null 2>&1 || { echo "$prog: needs timeout (coreutils)" 
 traffic() {
     local i
     for i in $(seq 0 $((NODES - 1))); do
-        "${CL[@]}" exec "$i" sh -c 'for d in mgmt $(seq -f "rail%g" 0 $(($1 - 1))); do
+        "${CL[@]}" exec "$i" 8>&- sh -c 'for d in mgmt $(seq -f "rail%g" 0 $(($1 - 1))); do
                 s=/sys/class/net/$d/statistics
                 echo "$0: traffic: $(hostname) $d tx_bytes $(cat $s/tx_bytes) rx_bytes $(cat $s/rx_bytes)"
             done' "$prog" "$RAILS" 2>/dev/null
@@ -151,16 +151,25 @@ cleanup() {
     if [ "$KEEP" = yes ]; then
         echo "$prog: cluster left up (${CL[*]:1} status; ${CL[*]:1} down)"
     else
-        "${CL[@]}" down >/dev/null 2>&1 ||
+        "${CL[@]}" down >/dev/null 2>&1 8>&- ||
             echo "$prog: warning: '${CL[*]:1} down' failed" >&2
     fi
     exit $rc
 }
-"${CL[@]}" up "${UP_ARGS[@]}"
+# One job at a time on a prefix: a second run_job (another shell, another
+# tree's make check) waits here instead of tearing this cluster down under
+# the running job.  fd 8 is closed for everything started below, so a
+# process left behind never holds the lock.
+mkdir -p /run/madrail-cluster 2>/dev/null
+if exec 8>"/run/madrail-cluster/${PREFIX%-}.job.lock" 2>/dev/null; then
+    flock -w $((TIMEOUT + 120)) 8 ||
+        { echo "$prog: another job holds cluster prefix $PREFIX (use --prefix)" >&2; exit 1; }
+fi
+"${CL[@]}" up ${UP_ARGS[@]+"${UP_ARGS[@]}"} 8>&-
 rc=$?
 [ $rc -eq 77 ] && exit 77
 if [ $rc -ne 0 ]; then
-    "${CL[@]}" down >/dev/null 2>&1
+    "${CL[@]}" down >/dev/null 2>&1 8>&-
     echo "$prog: cluster.sh up failed (exit $rc)" >&2
     exit 1
 fi
@@ -190,7 +199,7 @@ case $MPI in
         fi ;;
     openmpi)
         CMD=("$MPIEXEC" --hostfile "$MDR_CLUSTER_OMPI_HOSTFILE" --mca plm_rsh_agent "$MDR_CLUSTER_LAUNCHER"
-             --mca oob_tcp_if_include mgmt --mca pml ob1 --mca btl tcp,vader,self
+             --mca oob_tcp_if_include mgmt --mca pml ob1 --mca btl "tcp,vader,self"
              --mca btl_tcp_if_include "$devs" --bind-to none -np "$NP" --map-by "ppr:$PPN:node")
         # Open MPI forwards only what -x names
         for e in ${JOB_ENV[@]+"${JOB_ENV[@]}"}; do CMD+=(-x "${e%%=*}"); done
@@ -208,7 +217,7 @@ else
     LOG=/dev/null
 fi
 t0=$(date +%s.%N)
-timeout -k 10 "$TIMEOUT" "${CL[@]}" exec 0 env ${JOB_ENV[@]+"${JOB_ENV[@]}"} "${CMD[@]}" </dev/null 2>&1 |
+timeout -k 10 "$TIMEOUT" "${CL[@]}" exec 0 env ${JOB_ENV[@]+"${JOB_ENV[@]}"} "${CMD[@]}" </dev/null 8>&- 2>&1 |
     tee -a "$LOG"
 rc=${PIPESTATUS[0]}
 secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
