@@ -68,8 +68,9 @@ Commands:
                        build it (tearing down what is left of an earlier
                        one first): N nodes (default 2, at most $MAX_NODES), K rails
                        (default 2, at most $MAX_RAILS), rate per rail (tc units:
-                       1gbit, 300mbit; 'none' = unshaped; one value = every
-                       rail; default $DEFAULT_RATE), tbf burst (default $DEFAULT_BURST)
+                       1gbit, 300mbit; 'none' = unshaped; the last value
+                       serves the remaining rails; default $DEFAULT_RATE), tbf
+                       burst (default $DEFAULT_BURST)
   down                 kill what runs in the nodes, remove everything
   status               nodes, interfaces, addresses, rates, faults, processes
   rate RAIL RATE [NODE]
