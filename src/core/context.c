@@ -61,6 +61,13 @@ static const mdr_cfg_entry_t core_entries[] = {
               "Most cached registrations kept per rail."),
     CFG_ENTRY("MADRAIL_PACK_INLINE_MAX", MDR_CFG_SIZE, "1k", 0, 1024 * 1024, pack_inline,
               "Pack API: pieces up to this size travel inside the message head."),
+    CFG_ENTRY("MADRAIL_RECV_MEM_MAX", MDR_CFG_SIZE, "256m", 64 * 1024, 1ull << 50, recv_mem_max,
+              "Bytes held per peer for its messages that no receive has taken yet (arrived "
+              "before the receive was posted, or ahead of an earlier message). A peer that "
+              "passes it is failed with an error naming this variable: data it already sent "
+              "cannot be refused without losing it. 256m keeps about 4,000 unexpected messages "
+              "just below MADRAIL_RNDV_THRESH from each peer (larger ones wait as ~160-byte "
+              "rendezvous envelopes); out-of-order data is bounded by the credits anyway."),
     CFG_ENTRY("MADRAIL_STATS", MDR_CFG_BOOL, "0", 1, 0, stats,
               "Print per-rail statistics to stderr at finalize."),
     CFG_ENTRY("MADRAIL_LOG_LEVEL", MDR_CFG_STRING, "warn", 1, 0, log_level,
@@ -380,6 +387,9 @@ madrail_status_t madrail_context_init(const madrail_context_params_t *params,
             goto err_rails;
         goto err_hash;
     }
+    st = mdr_match_check_config(ctx);
+    if (st != MADRAIL_OK)
+        goto err_rails;
     {
         int i;
         for (i = 0; i < ctx->nrails; i++)
@@ -446,7 +456,6 @@ static void mdr_peer_destroy(mdr_ctx_t *ctx, mdr_peer_t *peer)
 madrail_status_t madrail_context_finalize(madrail_context_t ctx)
 {
     double deadline;
-    mdr_list_t *it;
     uint32_t p;
 
     if (!ctx)
@@ -465,25 +474,9 @@ madrail_status_t madrail_context_finalize(madrail_context_t ctx)
         madrail_stats_print(ctx, stderr);
 
     /* unmatched inbound messages: free their buffers */
-    while ((it = mdr_list_pop_head(&ctx->unexpected))) {
-        mdr_inmsg_t *m = mdr_container_of(it, mdr_inmsg_t, link);
-        mdr_hash_del(&m->peer->inflight, m->seq);
-        if (m->data)
-            mdr_pool_put(&ctx->pool, m->data, m->total);
-        free(m);
-    }
     for (p = 0; p < ctx->npeers; p++) {
-        mdr_peer_t *peer = ctx->peers[p];
-        size_t i;
-        for (i = 0; i < peer->inflight.cap; i++) {
-            mdr_inmsg_t *m = peer->inflight.vals[i];
-            if (m && mdr_hash_get(&peer->inflight, peer->inflight.keys[i]) == m) {
-                if (m->data)
-                    mdr_pool_put(&ctx->pool, m->data, m->total);
-                free(m);
-            }
-        }
-        mdr_peer_destroy(ctx, peer);
+        mdr_match_peer_release(ctx->peers[p], 1, 0);
+        mdr_peer_destroy(ctx, ctx->peers[p]);
     }
     free(ctx->peers);
     /* requests the user never completed */

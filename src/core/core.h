@@ -141,12 +141,14 @@ typedef struct mdr_core_config {
     int rcache;          /* MADRAIL_RCACHE */
     unsigned rcache_max; /* MADRAIL_RCACHE_MAX */
     size_t pack_inline;  /* MADRAIL_PACK_INLINE_MAX */
+    size_t recv_mem_max; /* MADRAIL_RECV_MEM_MAX: bytes held per peer for unmatched messages */
     int stats;           /* MADRAIL_STATS */
     char *log_level;     /* MADRAIL_LOG_LEVEL */
 } mdr_core_config_t;
 
 /* Number of reserved slots per ring for CREDIT messages: with returns sent
- * at credits/2 consumed, at most two CREDIT messages can be in flight. */
+ * once ceil(credits/2) are owed (and each CREDIT carrying all of them), at
+ * most two CREDIT messages can be in flight (ctrl.c). */
 #define MDR_RESERVED_SLOTS 2
 
 /* Receiver-first offers to one peer that may be unanswered at once (and
@@ -180,6 +182,8 @@ typedef struct mdr_peer_rail {
     mdr_ep_t *ep;      /* NULL until first traffic */
     unsigned credits;  /* normal slots we may still fill at the peer */
     unsigned ret_pending; /* messages we processed, credits not yet returned */
+    unsigned held;     /* messages stored out of order: their credits are withheld
+                        * until their sequence number comes up (match.c) */
     unsigned credit_msgs; /* CREDIT messages we sent (statistics) */
     int down;          /* ep failed */
     int credit_queued; /* a CREDIT message waits in txq */
@@ -205,7 +209,11 @@ struct mdr_peer {
     int nrails;                            /* rails usable with this peer */
     mdr_peer_rail_t rails[MDR_MAX_RAILS];
     uint64_t next_send_seq;
+    uint64_t tx_seq_started;               /* every sequence number below this one has sent
+                                            * a first fragment (ctrl.c: they start in order) */
     uint64_t expected_seq;
+    size_t held_bytes;                     /* memory held for its messages no receive has
+                                            * taken (MADRAIL_RECV_MEM_MAX, match.c) */
     mdr_hash_t inflight;                   /* seq -> mdr_inmsg_t arrived, not done */
     mdr_list_t txq;                        /* mdr_txq_item_t waiting */
     mdr_list_t sendq;                      /* send requests with fragments left */
@@ -326,6 +334,17 @@ struct madrail_request {
     mdr_rcache_entry_t *reg[MDR_MAX_RAILS];
 };
 
+/* One stored fragment of a message no receive has taken yet: memory is
+ * spent on what arrived, never on what a header claims (match.c). */
+typedef struct mdr_frag {
+    struct mdr_frag *next;
+    uint64_t off;
+    uint32_t len;
+    uint32_t alloc; /* bytes asked of the pool (header included) */
+    uint64_t pad;   /* data 16-byte aligned */
+    uint8_t data[];
+} mdr_frag_t;
+
 /* An arrived sequenced message (unexpected, out of order, or still
  * receiving fragments after it was matched). */
 typedef struct mdr_inmsg {
@@ -340,7 +359,9 @@ typedef struct mdr_inmsg {
     int in_order;         /* its sequence number has come up */
     int probed;           /* taken by improbe */
     size_t recvd;         /* eager bytes arrived */
-    uint8_t *data;        /* eager: buffer of total bytes (pool) until matched */
+    mdr_frag_t *frags;    /* eager: fragments stored until matched */
+    size_t charged;       /* bytes counted in peer->held_bytes for this message */
+    uint16_t held[MDR_MAX_RAILS]; /* per rail: fragments whose credit is withheld */
     mdr_req_t *rreq;      /* matched receive */
     uint64_t xfer_len;    /* RFS_DATA */
 } mdr_inmsg_t;
@@ -379,6 +400,7 @@ struct madrail_context {
     void *am_arg;
     uint8_t *am_scratch;           /* gathers an active message (slot_size bytes) */
     int finalizing;
+    size_t held_bytes;             /* sum of the peers' held_bytes */
 };
 
 /* ---------------- internal API ---------------- */
@@ -416,6 +438,12 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
                       const void *payload, size_t payload_len);
 int mdr_ctrl_progress_peer(mdr_peer_t *peer);
 void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len);
+/* The message being handled on pr is stored out of order: withhold its
+ * credit (true when it was withheld). */
+int mdr_ctrl_hold(mdr_peer_rail_t *pr);
+/* n withheld credits of pr become returnable (their message came in
+ * order); released says whether to return them (0: just forget them). */
+void mdr_ctrl_unhold(mdr_peer_rail_t *pr, unsigned n, int released);
 void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep);
 void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *reason);
 
@@ -460,6 +488,19 @@ static inline int mdr_match_test(madrail_peer_t src, uint64_t rtag, uint64_t ign
         return 0;
     return ((rtag ^ tag) & ~ignore) == 0;
 }
+/* How far ahead of the expected sequence number a message may be. */
+uint64_t mdr_match_window(const mdr_ctx_t *ctx);
+/* MADRAIL_RECV_MEM_MAX must leave room for what a peer may send within its
+ * credits; called once the rails are open. */
+madrail_status_t mdr_match_check_config(const mdr_ctx_t *ctx);
+/* Free the messages held for peer: all of them (finalize, all = 1), or the
+ * ones no receive can take any more (all = 0: out of order, partly arrived;
+ * keep_complete = 0 also drops whole unexpected messages).  Messages taken
+ * by improbe belong to the user and stay, except at finalize. */
+void mdr_match_peer_release(mdr_peer_t *peer, int all, int keep_complete);
+/* A rail to peer restarted its credit accounting (reconnection): credits
+ * withheld on the old connection are forgotten. */
+void mdr_match_rail_reset(mdr_peer_t *peer, int rail);
 void mdr_peer_activate(mdr_peer_t *peer);
 void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status);
 

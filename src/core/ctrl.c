@@ -3,14 +3,35 @@
  * at the receiver plus MDR_RESERVED_SLOTS kept for CREDIT messages.  A
  * sender spends one credit per message and never sends without one; the
  * receiver counts what it consumed and gives it back piggy-backed on any
- * message it sends on that rail, or in an explicit CREDIT message once half
- * the credits are consumed.  Since a CREDIT is only sent after credits/2
- * consumptions, at most two can be in flight: the reserved slots cover
- * them, so returns never wait for credits (no deadlock).
+ * message it sends on that rail, or in an explicit CREDIT message once
+ * t = ceil(credits/2) are owed.  A CREDIT carries everything owed (>= t,
+ * and never more than credits), so the returns in flight, at most
+ * `credits`, fit in at most two CREDIT messages: the reserved slots cover
+ * them, and returns never wait for credits (no deadlock).  (With
+ * floor(credits/2), credits = 3 allowed three.)
+ *
+ * The receiver enforces the same rules, because a peer that breaks them
+ * makes it hold memory it never agreed to: per peer-rail it counts the
+ * normal messages consumed and not yet returned (ret_pending, plus `held`:
+ * messages stored out of order, whose credits are withheld until their
+ * turn comes, see match.c).  A message that finds that count at `credits`
+ * is beyond what the sender can have been given, and a CREDIT returning
+ * fewer than t would need a third reserved slot: both close the rail as
+ * protocol errors.  The count is exact across piggy-backed returns
+ * because it drops only when a return is handed to the driver, before the
+ * sender can see it: received - returned_by_us <= sent - returned_seen =
+ * what the sender has out, which is at most `credits`.  (Every process of
+ * a job must use the same MADRAIL_CREDITS; the return threshold already
+ * needed that.)
  *
  * A message that finds no credit (or a driver that says no-resource) is
  * copied into the peer's queue and sent by progress; sequenced messages
  * may take any rail because the receiver reorders by sequence number.
+ * They must however START in sequence order: a sequenced message whose
+ * predecessor has not sent a first fragment yet waits.  The receiver
+ * withholds the credits of out-of-order messages, so a message that
+ * overtook an unsent predecessor could hold every credit the predecessor
+ * needs; and in-order starts are what bound the reorder window (match.c).
  */
 #include "mdr_config.h"
 
@@ -20,10 +41,36 @@
 
 #include "core/core.h"
 
+/* ceil(credits/2): see the header comment (credits >= 1, so t >= 1) */
 static unsigned mdr_credit_threshold(const mdr_ctx_t *ctx)
 {
-    unsigned t = ctx->cfg.credits / 2;
-    return t ? t : 1;
+    return (ctx->cfg.credits + 1) / 2;
+}
+
+/* The sequence number of a sequenced message (EAGER, RTS, RFS_DATA: it
+ * follows the common header in all three). */
+static int mdr_hdr_seq(const mdr_hdr_t *hdr, size_t hdr_len, uint64_t *seq_p)
+{
+    if ((hdr->type != MDR_MSG_EAGER && hdr->type != MDR_MSG_RTS &&
+         hdr->type != MDR_MSG_RFS_DATA) ||
+        hdr_len < sizeof(*hdr) + sizeof(*seq_p))
+        return 0;
+    memcpy(seq_p, (const uint8_t *)hdr + sizeof(*hdr), sizeof(*seq_p));
+    return 1;
+}
+
+/* A sequenced message whose predecessor has not started must wait. */
+static int mdr_seq_blocked(const mdr_peer_t *peer, const mdr_hdr_t *hdr, size_t hdr_len)
+{
+    uint64_t seq;
+    return mdr_hdr_seq(hdr, hdr_len, &seq) && seq > peer->tx_seq_started;
+}
+
+static void mdr_seq_started(mdr_peer_t *peer, const mdr_hdr_t *hdr, size_t hdr_len)
+{
+    uint64_t seq;
+    if (mdr_hdr_seq(hdr, hdr_len, &seq) && seq == peer->tx_seq_started)
+        peer->tx_seq_started++;
 }
 
 void mdr_peer_activate(mdr_peer_t *peer)
@@ -103,9 +150,14 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
     int i, r;
     madrail_status_t st;
 
+    if (mdr_seq_blocked(peer, hdr, hdr_len))
+        return -1;
     if (rail >= 0) {
         st = mdr_pr_send(&peer->rails[rail], hdr, hdr_len, payload, payload_len, 0);
-        return st == MADRAIL_OK ? rail : -1;
+        if (st != MADRAIL_OK)
+            return -1;
+        mdr_seq_started(peer, hdr, hdr_len);
+        return rail;
     }
     /* lowest-latency rail that is idle and has a credit */
     for (i = 0; i < ctx->nrails; i++) {
@@ -114,8 +166,10 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
             continue;
         if (pr->ep && ctx->rails[pr->rail].ops->ep_backlog(pr->ep) != 0)
             continue;
-        if (mdr_pr_send(pr, hdr, hdr_len, payload, payload_len, 0) == MADRAIL_OK)
+        if (mdr_pr_send(pr, hdr, hdr_len, payload, payload_len, 0) == MADRAIL_OK) {
+            mdr_seq_started(peer, hdr, hdr_len);
             return pr->rail;
+        }
     }
     /* else round robin over rails with a credit */
     for (i = 0; i < ctx->nrails; i++) {
@@ -126,6 +180,7 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
             continue;
         if (mdr_pr_send(pr, hdr, hdr_len, payload, payload_len, 0) == MADRAIL_OK) {
             peer->rr = (unsigned)r + 1;
+            mdr_seq_started(peer, hdr, hdr_len);
             return r;
         }
     }
@@ -222,7 +277,9 @@ int mdr_ctrl_progress_peer(mdr_peer_t *peer)
         }
         if (item->is_credit) {
             mdr_peer_rail_t *pr = &peer->rails[item->rail];
-            if (pr->ret_pending == 0) { /* returned meanwhile on other messages */
+            if (pr->ret_pending < mdr_credit_threshold(ctx)) {
+                /* piggy-backed returns took what it was for: a CREDIT
+                 * carrying less than the threshold is refused (see top) */
                 pr->credit_queued = 0;
                 mdr_list_del(it);
                 free(item);
@@ -233,6 +290,8 @@ int mdr_ctrl_progress_peer(mdr_peer_t *peer)
                 pr->credit_queued = 0;
                 pr->credit_msgs++;
             }
+        } else if (mdr_seq_blocked(peer, hdr, hlen)) {
+            continue; /* its predecessor (in sendq) starts first */
         } else {
             sent = mdr_ctrl_try_send(peer, item->rail, hdr, hlen, NULL, 0);
         }
@@ -253,7 +312,6 @@ int mdr_ctrl_progress_peer(mdr_peer_t *peer)
         peer->active = 0;
         mdr_list_del(&peer->active_link);
     }
-    (void)ctx;
     return n;
 }
 
@@ -296,6 +354,18 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
     }
     if (mdr_proto_check_hdr(pr, &hdr, len) != 0) /* type, length, flags: proto.c's table */
         return;
+    if (hdr.type == MDR_MSG_CREDIT && hdr.credits < mdr_credit_threshold(ctx)) {
+        mdr_proto_fail(pr, "CREDIT message returning %u credits (they are sent once %u are "
+                       "owed): more than the %d reserved slots would be in flight",
+                       hdr.credits, mdr_credit_threshold(ctx), MDR_RESERVED_SLOTS);
+        return;
+    }
+    if (hdr.type != MDR_MSG_CREDIT && pr->ret_pending + pr->held >= ctx->cfg.credits) {
+        mdr_proto_fail(pr, "credit overrun: a message beyond its %u credits (%u consumed and "
+                       "not returned, %u of them held out of order)",
+                       ctx->cfg.credits, pr->ret_pending + pr->held, pr->held);
+        return;
+    }
     if ((uint64_t)pr->credits + hdr.credits > ctx->cfg.credits) {
         mdr_proto_fail(pr, "returns %u credits, we only spent %u", hdr.credits,
                        ctx->cfg.credits - pr->credits);
@@ -323,6 +393,28 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
         mdr_proto_handle(pr, (const mdr_hdr_t *)copy, len);
         free(copy);
     }
+    mdr_credit_maybe_return(pr);
+}
+
+int mdr_ctrl_hold(mdr_peer_rail_t *pr)
+{
+    /* mdr_ctrl_recv_upcall counted the message before handling it, and
+     * nothing is sent between that and storing it out of order */
+    if (pr->ret_pending == 0)
+        return 0;
+    pr->ret_pending--;
+    pr->held++;
+    return 1;
+}
+
+void mdr_ctrl_unhold(mdr_peer_rail_t *pr, unsigned n, int released)
+{
+    if (n > pr->held)
+        n = pr->held;
+    pr->held -= n;
+    if (!released || pr->down)
+        return;
+    pr->ret_pending += n;
     mdr_credit_maybe_return(pr);
 }
 
@@ -359,6 +451,7 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
         pr->credits = ctx->cfg.credits;
         pr->ret_pending = 0;
         pr->credit_queued = 0;
+        mdr_match_rail_reset(peer, rs->index);
         mdr_info("rail %s peer %u: reconnected", rs->attr.name, peer->index);
     }
     pr->ep = ep;

@@ -12,6 +12,37 @@
  * a posted receive — is copied straight from the slot into the user buffer
  * without allocating anything.
  *
+ * What a peer can make us hold is bounded, because a peer may be broken
+ * or hostile:
+ *  - Memory is spent on what arrived, never on what a header claims: an
+ *    unmatched message keeps its fragments as they came (pool buffers of
+ *    about a slot each), and a matched one writes into the user's buffer.
+ *  - Out of order: a fragment stored ahead of the expected sequence number
+ *    keeps its credit (ctrl.c withholds it) until its message comes in
+ *    order.  Since sequenced messages also start in order at the sender
+ *    (ctrl.c), every sequence number from the expected one (its first
+ *    fragment still travelling) to the newest arrival owns at least one
+ *    credit that has not come back: either a fragment in flight or one
+ *    held here.  A peer has at most credits x rails of those, so a legit
+ *    one is never credits x rails or more ahead, on any path (EAGER
+ *    fragments, RTS, RFS_DATA: each is sequenced and spends a credit like
+ *    any message; CTS, FIN, ACK and the RFS offer are not sequenced).
+ *    Anything further ahead is refused, and the out-of-order store is
+ *    bounded by credits x rails fragments.
+ *  - In order but unexpected (no receive posted yet): that is MPI's
+ *    unexpected queue, which a legit program may fill as far as it likes;
+ *    MADRAIL_RECV_MEM_MAX caps the bytes held per peer (both kinds,
+ *    counted in peer->held_bytes).  Data a peer already sent cannot be
+ *    refused without losing it, so passing the cap fails that peer, with an
+ *    error naming the variable, and frees what it held.
+ *  - An EAGER message at or above the rendezvous threshold is refused: a
+ *    legit sender moves it by rendezvous (only a receiver-first offer sends
+ *    a message eagerly above the threshold, and only up to one slot).
+ *  - A peer that fails has its held messages freed at once, except whole
+ *    unexpected messages of a peer that only became unreachable (it sent
+ *    them; a receive may still take them) and messages the user took with
+ *    improbe.
+ *
  * A message that answers a receiver-first offer (RFS_DATA, or an EAGER
  * with RFS_CONSUMED) does not go through tag matching: it names the
  * receive that made the offer, and must be the answer to an offer of ours
@@ -41,11 +72,110 @@ static mdr_req_t *mdr_match_posted(mdr_ctx_t *ctx, mdr_peer_t *peer, uint64_t ta
     return NULL;
 }
 
+/* Bytes one held message costs besides its fragments: the record, its
+ * allocator header and its slot in the reorder table. */
+#define MDR_INMSG_COST (sizeof(mdr_inmsg_t) + 32)
+
+/* What mdr_pool_get(len) really takes. */
+static size_t mdr_pool_cost(size_t len)
+{
+    int c = mdr_pool_class(len);
+    return c < 0 ? len : (size_t)1 << (MDR_POOL_MIN_SHIFT + c);
+}
+
+/* Count n more bytes held for m's peer; 0 when MADRAIL_RECV_MEM_MAX says no. */
+static int mdr_held_charge(mdr_inmsg_t *m, size_t n)
+{
+    mdr_peer_t *peer = m->peer;
+    mdr_ctx_t *ctx = peer->ctx;
+    if (n > ctx->cfg.recv_mem_max || peer->held_bytes > ctx->cfg.recv_mem_max - n)
+        return 0;
+    peer->held_bytes += n;
+    ctx->held_bytes += n;
+    m->charged += n;
+    return 1;
+}
+
+static void mdr_held_uncharge(mdr_inmsg_t *m, size_t n)
+{
+    mdr_peer_t *peer = m->peer;
+    peer->held_bytes -= n;
+    peer->ctx->held_bytes -= n;
+    m->charged -= n;
+}
+
+static void mdr_frags_free(mdr_ctx_t *ctx, mdr_inmsg_t *m)
+{
+    mdr_frag_t *f, *next;
+    for (f = m->frags; f; f = next) {
+        next = f->next;
+        mdr_held_uncharge(m, mdr_pool_cost(f->alloc));
+        mdr_pool_put(&ctx->pool, f, f->alloc);
+    }
+    m->frags = NULL;
+}
+
+/* Credits m still withholds: returned when it came in order (released),
+ * forgotten when it is dropped. */
+static void mdr_inmsg_unhold(mdr_inmsg_t *m, int released)
+{
+    int r;
+    for (r = 0; r < m->peer->ctx->nrails; r++)
+        if (m->held[r]) {
+            unsigned n = m->held[r];
+            m->held[r] = 0;
+            mdr_ctrl_unhold(&m->peer->rails[r], n, released);
+        }
+}
+
 static void mdr_inmsg_free(mdr_ctx_t *ctx, mdr_inmsg_t *m)
 {
-    if (m->data)
-        mdr_pool_put(&ctx->pool, m->data, m->total);
+    mdr_frags_free(ctx, m);
+    mdr_inmsg_unhold(m, 0);
+    mdr_held_uncharge(m, m->charged);
     free(m);
+}
+
+/* Store a fragment of a message no receive has taken; 0 past the cap. */
+static int mdr_frag_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off, const uint8_t *pl,
+                          size_t plen)
+{
+    size_t alloc = sizeof(mdr_frag_t) + plen;
+    mdr_frag_t *f;
+
+    if (!mdr_held_charge(m, mdr_pool_cost(alloc)))
+        return 0;
+    f = mdr_pool_get(&ctx->pool, alloc);
+    if (!f) {
+        mdr_error("out of memory for a %zu-byte fragment", plen);
+        mdr_held_uncharge(m, mdr_pool_cost(alloc));
+        return 1; /* dropped: the receive will not complete, as before */
+    }
+    f->off = off;
+    f->len = (uint32_t)plen;
+    f->alloc = (uint32_t)alloc;
+    memcpy(f->data, pl, plen);
+    f->next = m->frags;
+    m->frags = f;
+    return 1;
+}
+
+/* The cap was reached: fail the peer (all its rails) and free what it held. */
+static void mdr_recv_mem_fail(mdr_peer_t *peer, size_t more)
+{
+    mdr_ctx_t *ctx = peer->ctx;
+    int r;
+
+    mdr_error("peer %u: %zu bytes held in its messages that no receive has taken yet "
+              "(unexpected or out of order); %zu more would pass MADRAIL_RECV_MEM_MAX=%zu: "
+              "failing this peer (post receives earlier, or raise MADRAIL_RECV_MEM_MAX)",
+              peer->index, peer->held_bytes, more, ctx->cfg.recv_mem_max);
+    for (r = 0; r < ctx->nrails; r++)
+        if (!peer->rails[r].down) {
+            peer->rails[r].down = 1;
+            ctx->rails[r].stats.failovers++;
+        }
+    mdr_peer_fail(peer, MADRAIL_ERR_NOMEM);
 }
 
 static void mdr_send_ack(mdr_peer_t *peer, uint64_t sreq_id)
@@ -136,12 +266,13 @@ static void mdr_bind(mdr_ctx_t *ctx, mdr_inmsg_t *m, mdr_req_t *req)
     case MDR_MSG_EAGER:
         if (m->flags & MDR_HF_SYNC)
             mdr_send_ack(peer, m->id);
-        if (m->data) {
-            size_t n = req->info.length;
-            if (n)
-                memcpy(req->buf, m->data, n);
-            mdr_pool_put(&ctx->pool, m->data, m->total);
-            m->data = NULL;
+        {
+            mdr_frag_t *f;
+            for (f = m->frags; f; f = f->next) /* mdr_match_incoming checked off + len <= total */
+                if (f->off < req->len)
+                    memcpy((uint8_t *)req->buf + f->off, f->data,
+                           req->len - f->off < f->len ? req->len - f->off : f->len);
+            mdr_frags_free(ctx, m);
         }
         if (m->recvd == m->total)
             mdr_eager_done(req, m);
@@ -176,9 +307,13 @@ static void mdr_in_order(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, mdr_inmsg_t *m)
 
     m->in_order = 1;
     peer->expected_seq++;
+    mdr_inmsg_unhold(m, 1);
     if (m->flags & MDR_HF_AM) {
+        static const uint64_t none = 0;
         mdr_hash_del(&peer->inflight, m->seq);
-        mdr_am_deliver(ctx, peer, m->tag, m->data, m->total);
+        /* one fragment (checked on arrival), or none for an empty one */
+        mdr_am_deliver(ctx, peer, m->tag, m->frags ? (const void *)m->frags->data : &none,
+                       m->total);
         mdr_inmsg_free(ctx, m);
         return;
     }
@@ -238,9 +373,10 @@ static void mdr_drain_reorder(mdr_ctx_t *ctx, mdr_peer_rail_t *pr)
         mdr_in_order(ctx, pr, m);
 }
 
-/* Store an eager fragment into m (unmatched: its buffer; matched: the user's). */
-static void mdr_eager_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off, const uint8_t *pl,
-                            size_t plen)
+/* Store an eager fragment into m (unmatched: a fragment of its own;
+ * matched: the user's buffer).  0 when MADRAIL_RECV_MEM_MAX refused it. */
+static int mdr_eager_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off, const uint8_t *pl,
+                           size_t plen)
 {
     if (m->rreq) {
         mdr_req_t *req = m->rreq;
@@ -250,20 +386,44 @@ static void mdr_eager_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off, const 
                 n = req->len - off;
             memcpy((uint8_t *)req->buf + off, pl, n);
         }
-    } else if (plen) {
-        memcpy(m->data + off, pl, plen);
+    } else if (plen && !mdr_frag_store(ctx, m, off, pl, plen)) {
+        return 0;
     }
     m->recvd += plen;
     if (m->rreq && m->recvd == m->total)
         mdr_eager_done(m->rreq, m);
-    (void)ctx;
+    return 1;
 }
 
-/* Largest message we accept on the eager path (protects our memory). */
-static uint64_t mdr_eager_total_max(const mdr_ctx_t *ctx)
+uint64_t mdr_match_window(const mdr_ctx_t *ctx)
 {
-    uint64_t a = 4 * (uint64_t)ctx->cfg.rndv_thresh, b = 64ull << 20;
-    return a > b ? a : b;
+    return (uint64_t)ctx->cfg.credits * (uint64_t)ctx->nrails;
+}
+
+/* What a peer may make us hold within its credits, out of order: a
+ * fragment per credit, each possibly a message of its own. */
+static size_t mdr_ooo_bound(const mdr_ctx_t *ctx)
+{
+    return (size_t)mdr_match_window(ctx) *
+           (mdr_pool_cost(sizeof(mdr_frag_t) + ctx->eager_max) + MDR_INMSG_COST);
+}
+
+madrail_status_t mdr_match_check_config(const mdr_ctx_t *ctx)
+{
+    /* out of order within the credits, plus one whole medium message */
+    size_t frag = mdr_pool_cost(sizeof(mdr_frag_t) + ctx->eager_max);
+    size_t medium = (ctx->cfg.rndv_thresh / ctx->eager_max + 1) * frag + MDR_INMSG_COST;
+    size_t need = mdr_ooo_bound(ctx) + medium;
+
+    if (ctx->cfg.recv_mem_max < need) {
+        mdr_error("MADRAIL_RECV_MEM_MAX=%zu: a peer may make us hold %zu bytes within its "
+                  "credits (MADRAIL_CREDITS=%u x %d rails, MADRAIL_SLOT_SIZE=%zu) plus one "
+                  "unexpected message below MADRAIL_RNDV_THRESH=%zu: at least %zu needed",
+                  ctx->cfg.recv_mem_max, mdr_ooo_bound(ctx), ctx->cfg.credits, ctx->nrails,
+                  ctx->cfg.slot_size, ctx->cfg.rndv_thresh, need);
+        return MADRAIL_ERR_CONFIG;
+    }
+    return MADRAIL_OK;
 }
 
 void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
@@ -290,7 +450,13 @@ void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
             mdr_proto_fail(pr, "active message in fragments");
             return;
         }
-        if (total > mdr_eager_total_max(ctx) || off > total || plen > total - off) {
+        if (total >= ctx->cfg.rndv_thresh && total > ctx->eager_max) {
+            mdr_proto_fail(pr, "EAGER message of %llu bytes: at or above MADRAIL_RNDV_THRESH=%zu "
+                           "a sender uses rendezvous (every process must use the same value)",
+                           (unsigned long long)total, ctx->cfg.rndv_thresh);
+            return;
+        }
+        if (off > total || plen > total - off) {
             mdr_proto_fail(pr, "EAGER fragment %llu+%zu of a %llu-byte message",
                            (unsigned long long)off, plen, (unsigned long long)total);
             return;
@@ -328,12 +494,19 @@ void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
                            (unsigned long long)seq);
             return;
         }
-        mdr_eager_store(ctx, m, off, pl, plen);
+        if (!m->in_order && mdr_ctrl_hold(pr))
+            m->held[pr->rail]++;
+        if (!mdr_eager_store(ctx, m, off, pl, plen))
+            mdr_recv_mem_fail(peer, mdr_pool_cost(sizeof(mdr_frag_t) + plen));
         return;
     }
-    if (seq < peer->expected_seq || seq - peer->expected_seq > (1ull << 40)) {
-        mdr_proto_fail(pr, "sequence %llu, expected %llu or later", (unsigned long long)seq,
-                       (unsigned long long)peer->expected_seq);
+    if (seq < peer->expected_seq || seq - peer->expected_seq >= mdr_match_window(ctx)) {
+        /* see the top of this file: a peer within its credits is never that far ahead */
+        mdr_proto_fail(pr, "sequence %llu, expected %llu to %llu (MADRAIL_CREDITS=%u x %d rails "
+                       "ahead at most)",
+                       (unsigned long long)seq, (unsigned long long)peer->expected_seq,
+                       (unsigned long long)(peer->expected_seq + mdr_match_window(ctx) - 1),
+                       ctx->cfg.credits, ctx->nrails);
         return;
     }
 
@@ -384,22 +557,20 @@ void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
     m->type = hdr->type;
     m->flags = hdr->flags;
     m->xfer_len = xfer;
-    if (hdr->type == MDR_MSG_EAGER) {
-        m->data = mdr_pool_get(&ctx->pool, total);
-        if (!m->data) {
-            mdr_error("out of memory for a %llu-byte message", (unsigned long long)total);
-            free(m);
-            return;
-        }
-        if (plen)
-            memcpy(m->data + off, pl, plen);
-        m->recvd = plen;
+    if (!mdr_held_charge(m, MDR_INMSG_COST) ||
+        (hdr->type == MDR_MSG_EAGER && !mdr_eager_store(ctx, m, off, pl, plen))) {
+        size_t more = MDR_INMSG_COST + (plen ? mdr_pool_cost(sizeof(mdr_frag_t) + plen) : 0);
+        mdr_inmsg_free(ctx, m);
+        mdr_recv_mem_fail(peer, more);
+        return;
     }
     if (mdr_hash_put(&peer->inflight, seq, m) != MADRAIL_OK) {
         mdr_error("out of memory for the reorder table");
         mdr_inmsg_free(ctx, m);
         return;
     }
+    if (seq != peer->expected_seq && mdr_ctrl_hold(pr))
+        m->held[pr->rail]++;
     if (seq == peer->expected_seq) {
         mdr_in_order(ctx, pr, m);
         mdr_drain_reorder(ctx, pr);
@@ -611,15 +782,72 @@ madrail_status_t madrail_cancel(madrail_context_t ctx, madrail_request_t req)
     return MADRAIL_OK;
 }
 
-/* Every rail to peer is gone: fail what depends on it. */
+void mdr_match_peer_release(mdr_peer_t *peer, int all, int keep_complete)
+{
+    mdr_ctx_t *ctx = peer->ctx;
+    mdr_hash_t *h = &peer->inflight;
+    mdr_inmsg_t **ms;
+    size_t i, n = 0;
+
+    if (h->count == 0)
+        return;
+    /* collect first: freeing deletes from the table being walked */
+    ms = malloc(h->count * sizeof(*ms));
+    if (!ms) {
+        mdr_error("peer %u: out of memory releasing its messages", peer->index);
+        return;
+    }
+    for (i = 0; i < h->cap && n < h->count; i++) {
+        mdr_inmsg_t *m = h->vals[i];
+        if (m && mdr_hash_get(h, h->keys[i]) == m)
+            ms[n++] = m;
+    }
+    for (i = 0; i < n; i++) {
+        mdr_inmsg_t *m = ms[i];
+        int unexpected = m->in_order && !m->rreq && !m->probed;
+        if (!all && (m->probed ||
+                     (keep_complete && unexpected && m->recvd == m->total) ||
+                     (keep_complete && unexpected && m->type != MDR_MSG_EAGER)))
+            continue;
+        mdr_hash_del(h, m->seq);
+        if (unexpected)
+            mdr_list_del(&m->link);
+        if (m->rreq && m->rreq->inmsg == m)
+            m->rreq->inmsg = NULL; /* the receive is failed with the peer */
+        mdr_inmsg_free(ctx, m);
+    }
+    free(ms);
+}
+
+void mdr_match_rail_reset(mdr_peer_t *peer, int rail)
+{
+    mdr_hash_t *h = &peer->inflight;
+    size_t i;
+    for (i = 0; i < h->cap; i++) {
+        mdr_inmsg_t *m = h->vals[i];
+        if (m && mdr_hash_get(h, h->keys[i]) == m)
+            m->held[rail] = 0;
+    }
+    peer->rails[rail].held = 0;
+}
+
+/* Every rail to peer is gone: fail what depends on it, and free what it
+ * made us hold (see the top of this file for what is kept). */
 void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
 {
     mdr_ctx_t *ctx = peer->ctx;
     mdr_list_t *it, *tmp;
     uint32_t i;
 
-    mdr_error("peer %u unreachable: failing its requests (%s)", peer->index,
+    mdr_error("peer %u failed: failing its requests (%s)", peer->index,
               madrail_status_str(status));
+    mdr_match_peer_release(peer, 0, status == MADRAIL_ERR_PEER_UNREACHABLE);
+    /* control messages that can no longer go, and offers it made us */
+    while ((it = mdr_list_pop_head(&peer->txq)))
+        free(mdr_container_of(it, mdr_txq_item_t, link));
+    while ((it = mdr_list_pop_head(&peer->rfs_stored)))
+        free(mdr_container_of(it, mdr_rfs_t, link));
+    peer->nrfs_stored = 0;
     mdr_list_for_each_safe(it, tmp, &peer->sendq) {
         mdr_req_t *req = mdr_container_of(it, mdr_req_t, link);
         int j;

@@ -569,8 +569,8 @@ void mdr_rfs_wait_del(mdr_peer_t *peer, uint64_t rreq_id)
  *             sent, or an offer of ours out or spent by RFS_DATA), on a
  *             rail we gave a key for, 0 < bytes <= bytes not yet reported
  *   ACK       a synchronous eager send of ours to that peer, waiting for it
- *   CREDIT    returns at least one credit (the over-return check is
- *             ctrl.c's, for every message)
+ *   CREDIT    returns at least ceil(credits/2) (ctrl.c, with the
+ *             over-return and overrun checks that apply to every message)
  *   RFS       keys as mdr_keys_check says; at most MDR_RFS_WAIT_MAX kept
  *             from one peer, no id twice
  *   RFS_NACK  answers an offer of ours to that peer, still unanswered
@@ -622,10 +622,6 @@ int mdr_proto_check_hdr(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
         ((hdr->flags & MDR_HF_RFS_CONSUMED) && (hdr->flags & MDR_HF_SYNC))) {
         mdr_proto_fail(pr, "%s with flags 0x%x that exclude each other", rule->name,
                        hdr->flags);
-        return -1;
-    }
-    if (hdr->type == MDR_MSG_CREDIT && hdr->credits == 0) {
-        mdr_proto_fail(pr, "CREDIT returning no credit");
         return -1;
     }
     return 0;

@@ -6,7 +6,7 @@
  * Three contexts in one process on loop rails: A and B do the real
  * traffic, C is a third member of the job.  A forged message is put on the
  * wire exactly as a broken or hostile peer would put it: raw bytes handed
- * to the loop driver's ctrl_send on that peer's connection (forge()), so
+ * to the loop driver's ctrl_send on that peer's connection (forge.c), so
  * it arrives through the driver's progress and the core's receive path
  * like any other message; the library has no test hook for it.
  *
@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "forge.h"
 
 static int failures, checks;
 
@@ -121,24 +122,14 @@ static unsigned rails_down(trio_t *t, int i, int j)
     return m;
 }
 
-/*
- * Put len raw bytes on rail r from context `from` to context `to`, through
- * the driver as any control message travels; only the header's len is
- * filled in (credits stay as given: 0 unless a case says otherwise).
- */
+/* Put len raw bytes on rail r from context `from` to context `to`, through
+ * the driver as any control message travels (forge.c); only the header's
+ * len is filled in here (credits stay as given: 0 unless a case says
+ * otherwise). */
 static int forge(trio_t *t, int from, int to, int r, void *msg, size_t len)
 {
-    mdr_ctx_t *ctx = t->c[from];
-    mdr_peer_t *peer = peer_of(t, from, to);
-    mdr_peer_rail_t *pr = &peer->rails[r];
-    struct iovec iov;
-
     ((mdr_hdr_t *)msg)->len = (uint32_t)len;
-    if (!pr->ep && mdr_peer_connect_rail(peer, r) != MADRAIL_OK)
-        return -1;
-    iov.iov_base = msg;
-    iov.iov_len = len;
-    return ctx->rails[r].ops->ctrl_send(pr->ep, &iov, 1) == MADRAIL_OK ? 0 : -1;
+    return mdr_forge_send(t->c[from], t->p[from][to], r, msg, len) == MADRAIL_OK ? 0 : -1;
 }
 
 /* The offender learns that rail r to `victim` is gone, as its driver

@@ -1,0 +1,88 @@
+# cl_common.sh -- sourced by the test/cluster/cl_*.sh tests (not a test
+# itself).  Shared here: where the scripts and the built programs are, the
+# SKIP (exit 77) path, bringing a cluster up under the test's own prefix
+# (so tests running at once, or a user's cluster, never collide) with a
+# trap that takes it down on any exit, and the ok/bad bookkeeping.
+#
+# Environment:
+#   MDR_BUILDDIR, MDR_SRCDIR   set by make check
+#   MDR_MPICH_DIR              our MPICH (default <srcdir>/_install/mpich)
+#   MPIEXEC                    hydra mpiexec for libmadrail programs
+#                              (default mpiexec.hydra, else our MPICH's)
+
+cl_name=$(basename "$0" .sh)
+CL_DIR=$(cd "$(dirname "$0")" && pwd)
+CL_SRCDIR=${MDR_SRCDIR:-$(cd "$CL_DIR/../.." && pwd)}
+CL_BUILDDIR=${MDR_BUILDDIR:-$CL_SRCDIR/_build}
+CL_FAIL=0
+
+cl_skip() {
+    echo "SKIP: $cl_name: $*"
+    exit 77
+}
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; CL_FAIL=1; }
+
+# cl_cluster ARGS...: cluster.sh under this test's prefix (no exec bit needed)
+cl_cluster() {
+    bash "$CL_DIR/cluster.sh" --prefix "$CL_PREFIX" "$@" 8>&-
+}
+
+# cl_up PREFIX [up options]: a fresh cluster, down again when the test exits
+cl_up() {
+    CL_PREFIX=$1
+    shift
+    # one test at a time on a prefix (the same test of another tree's make
+    # check waits); fd 8 is closed for the commands started (cl_cluster)
+    mkdir -p /run/madrail-cluster
+    if exec 8>"/run/madrail-cluster/${CL_PREFIX%-}.job.lock"; then
+        flock -w 240 8 || { echo "FAIL: $cl_name: cluster prefix $CL_PREFIX busy for 240 s"; exit 1; }
+    fi
+    trap 'cl_cluster down >/dev/null 2>&1' EXIT
+    trap 'exit 1' INT TERM HUP
+    cl_out=$(cl_cluster up "$@" 2>&1)
+    cl_rc=$?
+    echo "$cl_out"
+    case $cl_rc in
+        0) ;;
+        77) cl_skip "$(printf '%s\n' "$cl_out" | sed -n 's/^SKIP: [^:]*: //p' | head -n 1)" ;;
+        *) echo "FAIL: $cl_name: cluster.sh up $* failed (exit $cl_rc)"; exit 1 ;;
+    esac
+    eval "$(cl_cluster env)" || { echo "FAIL: $cl_name: cluster.sh env"; exit 1; }
+}
+
+# The skip checks that need no cluster, so a test can skip before building
+# anything.
+cl_need_root() {
+    [ "$(id -u)" -eq 0 ] || cl_skip "needs root to create network namespaces (uid $(id -u))"
+}
+
+# A hydra mpiexec for libmadrail's own programs (PMI-1), or skip.
+cl_find_hydra() {
+    if [ -n "${MPIEXEC:-}" ]; then
+        command -v "$MPIEXEC" >/dev/null 2>&1 || cl_skip "MPIEXEC=$MPIEXEC not found"
+    else
+        MPIEXEC=$(command -v mpiexec.hydra || true)
+        if [ -z "$MPIEXEC" ]; then
+            MPIEXEC=${MDR_MPICH_DIR:-$CL_SRCDIR/_install/mpich}/bin/mpiexec
+            [ -x "$MPIEXEC" ] || cl_skip "no hydra mpiexec (install Debian's mpich, or set MPIEXEC)"
+        fi
+    fi
+    MPIEXEC=$(command -v "$MPIEXEC")
+}
+
+# cl_node_counter NODE DEV tx|rx: the kernel's byte counter of a node's
+# interface
+cl_node_counter() {
+    cl_cluster exec "$1" cat "/sys/class/net/$2/statistics/$3_bytes"
+}
+
+# cl_finish: the verdict line and exit status
+cl_finish() {
+    if [ $CL_FAIL -eq 0 ]; then
+        echo "PASS: $cl_name"
+        exit 0
+    fi
+    echo "FAIL: $cl_name"
+    exit 1
+}
