@@ -648,10 +648,12 @@ static mdr_req_t *mdr_proto_req(mdr_peer_rail_t *pr, const char *what, uint64_t 
     }
     if (mdr_req_bound_peer(req) != pr->peer->index) {
         madrail_peer_t b = mdr_req_bound_peer(req);
-        mdr_proto_fail(pr, "%s for %s %llx, which is bound to %s%d", what,
-                       type == MDR_REQ_SEND ? "send" : "receive", (unsigned long long)id,
-                       b == MADRAIL_ANY_PEER ? "no peer yet " : "peer ",
-                       b == MADRAIL_ANY_PEER ? -1 : (int)b);
+        if (b == MADRAIL_ANY_PEER)
+            mdr_proto_fail(pr, "%s for receive %llx, which no peer has matched yet", what,
+                           (unsigned long long)id);
+        else
+            mdr_proto_fail(pr, "%s for %s %llx, which is bound to peer %u", what,
+                           type == MDR_REQ_SEND ? "send" : "receive", (unsigned long long)id, b);
         return NULL;
     }
     return req;

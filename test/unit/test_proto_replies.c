@@ -806,20 +806,28 @@ static void test_revoke(void)
 
 /* ---------------- CREDIT ---------------- */
 
+/* Credit returns come on the connection they return credits for, so a
+ * third peer can only return credits of its own.  Checked: a return of
+ * credits never spent (ctrl.c, older than this test), a CREDIT below the
+ * return threshold (ctrl.c, issue 9 item 3), and the header table's own
+ * rules for CREDIT: no body, no flags, even with a count that is right. */
 static void test_credit(void)
 {
     trio_t t;
     mdr_hdr_t h;
     uint8_t junk[16];
-    unsigned cr0, crc;
+    unsigned cr0, crc, tcr, out2, out3;
+    mdr_peer_t *ab;
 
     printf("# CREDIT from a third peer, in the wrong state, of the wrong size\n");
     if (trio_open(&t, "MADRAIL_RAILS=loop:r0,loop:r1,loop:r2,loop:r3", NULL) != 0) {
         CHECK(0, "open");
         return;
     }
+    ab = peer_of(&t, A, B);
+    tcr = (t.c[A]->cfg.credits + 1) / 2; /* what a CREDIT returns at least */
     CHECK(exchange(&t, A, B, 100, 20) && exchange(&t, A, C, 100, 21), "setup: some traffic");
-    cr0 = peer_of(&t, A, B)->rails[0].credits;
+    cr0 = ab->rails[0].credits;
     crc = peer_of(&t, A, C)->rails[0].credits;
 
     /* C returns a credit A never spent on rail 1 to C */
@@ -840,16 +848,33 @@ static void test_credit(void)
     CHECK(rails_down(&t, A, B) == 2u, "CREDIT returning no credit closes rail 1 (mask %x)",
           rails_down(&t, A, B));
     peer_closed_rail(&t, B, A, 1);
-    /* B: a CREDIT with a body */
+
+    /* As if A had tcr messages out on rails 2 and 3 that B consumed: a
+     * CREDIT returning them would be right, but not with a body or flags. */
+    ab->rails[2].credits -= tcr;
+    ab->rails[3].credits -= tcr;
+    out2 = ab->rails[2].credits;
+    out3 = ab->rails[3].credits;
     memset(junk, 0, sizeof(junk));
     ((mdr_hdr_t *)junk)->type = MDR_MSG_CREDIT;
+    ((mdr_hdr_t *)junk)->credits = (uint16_t)tcr;
     forge(&t, B, A, 2, junk, sizeof(junk));
     spin(&t, ONLY(A), 5);
-    CHECK(rails_down(&t, A, B) == 6u, "CREDIT of %zu bytes closes rail 2 (mask %x)", sizeof(junk),
-          rails_down(&t, A, B));
-    CHECK(peer_of(&t, A, B)->rails[0].credits == cr0 && peer_of(&t, A, C)->rails[0].credits == crc,
-          "credits on the other rails unchanged");
+    CHECK(ab->rails[2].credits == out2, "CREDIT of %zu bytes returning %u: credits unchanged",
+          sizeof(junk), tcr);
+    CHECK(rails_down(&t, A, B) == 6u, "... and rail 2 closed (mask %x)", rails_down(&t, A, B));
     peer_closed_rail(&t, B, A, 2);
+    h.credits = (uint16_t)tcr;
+    h.flags = MDR_HF_INTERNAL;
+    forge(&t, B, A, 3, &h, sizeof(h));
+    spin(&t, ONLY(A), 5);
+    CHECK(ab->rails[3].credits == out3, "CREDIT with flags 0x%x returning %u: credits unchanged",
+          MDR_HF_INTERNAL, tcr);
+    CHECK(rails_down(&t, A, B) == 14u, "... and rail 3 closed (mask %x)", rails_down(&t, A, B));
+    peer_closed_rail(&t, B, A, 3);
+
+    CHECK(ab->rails[0].credits == cr0 && peer_of(&t, A, C)->rails[0].credits == crc,
+          "credits on rail 0 unchanged");
     CHECK(others_complete(&t, 1800), "other traffic completes");
     trio_close(&t);
 }
