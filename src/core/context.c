@@ -373,6 +373,7 @@ madrail_status_t madrail_context_init(const madrail_context_params_t *params,
     mdr_list_init(&ctx->posted);
     mdr_list_init(&ctx->unexpected);
     mdr_list_init(&ctx->active);
+    mdr_list_init(&ctx->unsent);
     mdr_pool_init(&ctx->pool, 64);
     st = mdr_hash_init(&ctx->peer_by_uuid, 64);
     if (st != MADRAIL_OK)
@@ -729,6 +730,8 @@ int madrail_progress(madrail_context_t ctx)
         mdr_peer_t *peer = mdr_container_of(it, mdr_peer_t, active_link);
         n += mdr_ctrl_progress_peer(peer);
     }
+    if (!mdr_list_empty(&ctx->unsent))
+        n += mdr_send_check_all(ctx);
     ctx->in_progress = 0;
     return n;
 }

@@ -188,6 +188,7 @@ typedef struct mdr_txq_item {
     mdr_list_t link;
     int rail;       /* -1: any rail; else this rail only (FIN) */
     int is_credit;  /* CREDIT: needs no credit */
+    uint64_t sreq_id; /* the send this message is part of (RTS, RFS_DATA, FIN), 0: none */
     size_t len;
     uint8_t data[]; /* header + body */
 } mdr_txq_item_t;
@@ -212,6 +213,7 @@ struct mdr_peer {
     int anonymous;                         /* connected to us before we knew its address */
     uint32_t pack_next_id;                 /* pack API: next message id to this peer */
     mdr_list_t dead_eps;                   /* failed eps replaced by a reconnection */
+    int unreachable_pending;               /* last rail lost outside an upcall: fail at progress */
 };
 
 /* A failed ep kept until finalize (never destroyed inside a driver upcall). */
@@ -239,6 +241,7 @@ typedef struct mdr_put_op {
     mdr_req_t *req;
     int rail;
     int state; /* 0 not issued, 1 in flight, 2 done */
+    unsigned tried; /* rails (bit per rail) this chunk could not be put on */
     uint64_t offset, len, raddr;
     const uint8_t *rkey;
     size_t rkey_len;
@@ -270,9 +273,19 @@ struct madrail_request {
     int nputs;
     mdr_put_op_t *puts;   /* nputs entries, allocated for rendezvous only */
     uint8_t *cts;         /* copy of CTS/RFS key block (puts point into it) */
+    size_t cts_len;       /* its bytes */
+    uint32_t cts_nkeys;   /* its key descriptors */
     uint64_t peer_req_id; /* rendezvous: the other side's request id */
     int rfs_consumed;     /* send: this send consumed a receiver-first CTS */
     int queued;           /* send: in peer->sendq */
+    /* send: data handed to drivers that may still be in this process
+     * (request.c); the send completes only once it left or failed */
+    uint8_t unsent_rails; /* rails (bit per rail) whose ep held bytes of it when last seen */
+    uint8_t lost_rails;   /* rails that failed while holding bytes of it */
+    uint16_t unsent_txq;  /* its messages still in the peer's txq */
+    int proto_done;       /* protocol over: complete with success once nothing is unsent */
+    int on_unsent;        /* in ctx->unsent by unsent_link */
+    mdr_list_t unsent_link;
 
     /* receive progress */
     int matched;
@@ -329,6 +342,7 @@ struct madrail_context {
     mdr_list_t active;             /* peers with queued work */
     int rail_order[MDR_MAX_RAILS]; /* rails by profile latency, lowest first */
     uint64_t active_sends;         /* send requests not complete */
+    mdr_list_t unsent;             /* send requests with data perhaps still in a driver */
     mdr_req_t *req_cache;          /* released requests kept for reuse */
     unsigned nreq_cache;
     const char *const *overrides;
@@ -362,12 +376,37 @@ void mdr_req_complete(mdr_req_t *req, madrail_status_t status);
 void mdr_req_release(mdr_req_t *req);
 void mdr_req_cache_cleanup(mdr_ctx_t *ctx);
 
+/* Sends and the data they handed to drivers (request.c).  A send is
+ * complete only once its data left the process (or was acknowledged);
+ * data lost with a failed rail before it left fails the send. */
+/* req's bytes were accepted by the ep of rail (control message). */
+void mdr_send_track(mdr_req_t *req, int rail);
+/* req's protocol is over with success: complete it once nothing is unsent. */
+void mdr_send_done(mdr_req_t *req);
+/* Fail a send now, or once its puts in flight report (their status wins
+ * only if it is an error). */
+void mdr_send_fail(mdr_req_t *req, madrail_status_t status);
+/* pr's ep failed or was closed: what it held of any send is lost. */
+void mdr_send_rail_lost(mdr_peer_rail_t *pr);
+/* A txq message of send sreq_id went out on rail, or was dropped with it. */
+void mdr_send_txq_sent(mdr_ctx_t *ctx, uint64_t sreq_id, int rail);
+void mdr_send_txq_lost(mdr_ctx_t *ctx, uint64_t sreq_id, int rail);
+/* From progress: settle the sends whose data left or was lost; returns
+ * how many completed. */
+int mdr_send_check_all(mdr_ctx_t *ctx);
+
 /* Peers and control messages (ctrl.c) */
 madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail);
 /* Send a control message to peer; rail -1 lets the core choose.  The
  * buffers may be reused on return (queued copies are made if needed). */
 madrail_status_t mdr_ctrl_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
                                const void *payload, size_t payload_len);
+/* The same for a message that is part of send req (RTS, RFS_DATA, FIN):
+ * req is not reported complete before the message left or failed. */
+madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, mdr_hdr_t *hdr,
+                                   size_t hdr_len, const void *payload, size_t payload_len);
+/* Some rail can still carry messages to peer. */
+int mdr_peer_reachable(const mdr_peer_t *peer);
 /* Try to send directly; returns the rail used, or -1 when no rail has a
  * credit right now (nothing was sent). */
 int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,

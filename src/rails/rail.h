@@ -106,6 +106,14 @@ typedef struct mdr_rail_ops {
     void (*ep_destroy)(mdr_ep_t *ep);
     /* Bytes accepted by ctrl_send/put but not yet handed to the network. */
     size_t (*ep_backlog)(mdr_ep_t *ep);
+    /* Bytes of accepted control messages still held by this process: queued
+     * until the connection is up, behind a full socket, owned by the
+     * provider until its send completes.  A failure of the ep loses them
+     * unsent.  Reaches 0 through this side's flush/progress alone (never by
+     * waiting for the peer to progress); the core reports a send complete
+     * only once every ep it used is back at 0.  Equal to ep_backlog unless
+     * the driver counts the network's own in-flight bytes there (loop). */
+    size_t (*ep_unsent)(mdr_ep_t *ep);
     /* True once nothing is queued and every completion was reported. */
     int (*ep_idle)(mdr_ep_t *ep);
 

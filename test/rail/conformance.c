@@ -493,7 +493,7 @@ static int chk_attr(const t_spec_t *sp, char *why)
     T_CHECK(strcmp(o->name, sp->drv) == 0, "ops->name \"%s\" for driver \"%s\"", o->name,
             sp->drv);
     T_CHECK(o->open && o->close && o->query && o->addr_pack && o->ep_create && o->ep_destroy &&
-                o->ep_backlog && o->ep_idle && o->ctrl_send && o->mem_reg && o->mem_dereg &&
+                o->ep_backlog && o->ep_unsent && o->ep_idle && o->ctrl_send && o->mem_reg && o->mem_dereg &&
                 o->rkey_pack && o->put && o->progress && o->flush,
             "an operation is NULL (missing ones must point at the mdr_rail_unsup_* stubs)");
     T_CHECK(at->name[0] != '\0' && memchr(at->name, '\0', sizeof(at->name)) != NULL,

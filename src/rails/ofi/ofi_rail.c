@@ -999,6 +999,7 @@ const mdr_rail_ops_t mdr_ofi_ops = {
     .ep_create = mdr_ofi_ep_create,
     .ep_destroy = mdr_ofi_ep_destroy,
     .ep_backlog = mdr_ofi_ep_backlog,
+    .ep_unsent = mdr_ofi_ep_backlog,
     .ep_idle = mdr_ofi_ep_idle,
     .ctrl_send = mdr_ofi_ctrl_send,
     .mem_reg = mdr_ofi_mem_reg,

@@ -624,6 +624,7 @@ const mdr_rail_ops_t mdr_tcp_ops = {
     .ep_create = mdr_tcp_ep_create,
     .ep_destroy = mdr_tcp_ep_destroy,
     .ep_backlog = mdr_tcp_ep_backlog,
+    .ep_unsent = mdr_tcp_ep_backlog,
     .ep_idle = mdr_tcp_ep_idle,
     .ctrl_send = mdr_tcp_ctrl_send,
     .mem_reg = mdr_tcp_mem_reg,

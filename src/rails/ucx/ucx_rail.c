@@ -956,6 +956,7 @@ const mdr_rail_ops_t mdr_ucx_ops = {
     .ep_create = mdr_ucx_ep_create,
     .ep_destroy = mdr_ucx_ep_destroy,
     .ep_backlog = mdr_ucx_ep_backlog,
+    .ep_unsent = mdr_ucx_ep_backlog,
     .ep_idle = mdr_ucx_ep_idle,
     .ctrl_send = mdr_ucx_ctrl_send,
     .mem_reg = mdr_ucx_mem_reg,
