@@ -53,6 +53,8 @@ typedef enum {
     MADRAIL_ERR_PMI = -10,            /**< process manager (PMI) failure */
     MADRAIL_ERR_RAIL_DOWN = -100,     /**< rail failed: re-plan on others */
     MADRAIL_ERR_RAIL_PROTO = -101,    /**< peer sent a malformed message on a rail */
+    MADRAIL_ERR_RAIL_CONNECT = -102,  /**< a rail's connection was never made: nothing
+                                           given to it reached the peer */
     MADRAIL_ERR_PEER_UNREACHABLE = -200, /**< no rail reaches the peer */
     MADRAIL_ERR_PEER_PROTO = -201     /**< peer violated the protocol */
 } madrail_status_t;

@@ -279,9 +279,13 @@ struct madrail_request {
     int rfs_consumed;     /* send: this send consumed a receiver-first CTS */
     int queued;           /* send: in peer->sendq */
     /* send: data handed to drivers that may still be in this process
-     * (request.c); the send completes only once it left or failed */
-    uint8_t unsent_rails; /* rails (bit per rail) whose ep held bytes of it when last seen */
+     * (request.c); the send completes only once it left or failed.  One
+     * bit per rail. */
+    uint8_t unsent_rails; /* eps that held bytes of it when last seen */
+    uint8_t seq_unsent;   /* of those, holding a sequenced message (fragment, RTS, RFS_DATA) */
+    uint8_t seq_rails;    /* rails that ever carried a sequenced message of it */
     uint8_t lost_rails;   /* rails that failed while holding bytes of it */
+    uint8_t never_rails;  /* of those, rails whose connection was never made */
     uint16_t unsent_txq;  /* its messages still in the peer's txq */
     int proto_done;       /* protocol over: complete with success once nothing is unsent */
     int on_unsent;        /* in ctx->unsent by unsent_link */
@@ -379,17 +383,20 @@ void mdr_req_cache_cleanup(mdr_ctx_t *ctx);
 /* Sends and the data they handed to drivers (request.c).  A send is
  * complete only once its data left the process (or was acknowledged);
  * data lost with a failed rail before it left fails the send. */
-/* req's bytes were accepted by the ep of rail (control message). */
-void mdr_send_track(mdr_req_t *req, int rail);
+/* req's bytes were accepted by the ep of rail (a control message;
+ * sequenced: a fragment, RTS or RFS_DATA); rail -1 only notes that req
+ * has messages in the txq. */
+void mdr_send_track(mdr_req_t *req, int rail, int sequenced);
 /* req's protocol is over with success: complete it once nothing is unsent. */
 void mdr_send_done(mdr_req_t *req);
 /* Fail a send now, or once its puts in flight report (their status wins
  * only if it is an error). */
 void mdr_send_fail(mdr_req_t *req, madrail_status_t status);
-/* pr's ep failed or was closed: what it held of any send is lost. */
-void mdr_send_rail_lost(mdr_peer_rail_t *pr);
+/* pr's ep failed or was closed: what it held of any send is lost;
+ * never_connected: none of it reached the peer. */
+void mdr_send_rail_lost(mdr_peer_rail_t *pr, int never_connected);
 /* A txq message of send sreq_id went out on rail, or was dropped with it. */
-void mdr_send_txq_sent(mdr_ctx_t *ctx, uint64_t sreq_id, int rail);
+void mdr_send_txq_sent(mdr_ctx_t *ctx, uint64_t sreq_id, int rail, int sequenced);
 void mdr_send_txq_lost(mdr_ctx_t *ctx, uint64_t sreq_id, int rail);
 /* From progress: settle the sends whose data left or was lost; returns
  * how many completed. */
@@ -422,6 +429,9 @@ void mdr_proto_handle(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
 int mdr_send_progress(mdr_req_t *req);
 /* Start a send (eager/medium/rendezvous, with receiver-first CTS if one is stored). */
 madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req);
+/* Send req's sequenced messages again (none of them reached the peer);
+ * fails when its state does not allow it. */
+madrail_status_t mdr_send_restart(mdr_req_t *req);
 /* Matched RTS/RFS handling on the receiver. */
 void mdr_rndv_recv_start(mdr_req_t *req, mdr_peer_t *peer, uint64_t sreq_id, uint64_t total);
 /* Consider offering a receiver-first CTS for a freshly posted receive. */

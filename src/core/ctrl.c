@@ -198,14 +198,14 @@ madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, m
     used = mdr_ctrl_try_send(peer, rail, hdr, hdr_len, payload, payload_len);
     if (used >= 0) {
         if (req)
-            mdr_send_track(req, used);
+            mdr_send_track(req, used, hdr->type != MDR_MSG_FIN);
         return MADRAIL_OK;
     }
     mdr_stall(peer, rail);
     st = mdr_txq_push(peer, rail, 0, req ? req->id : 0, hdr, hdr_len, payload, payload_len);
     if (st == MADRAIL_OK && req) {
         req->unsent_txq++;
-        mdr_send_track(req, -1);
+        mdr_send_track(req, -1, 0);
     }
     return st;
 }
@@ -272,7 +272,7 @@ int mdr_ctrl_progress_peer(mdr_peer_t *peer)
         }
         mdr_list_del(it);
         if (item->sreq_id)
-            mdr_send_txq_sent(ctx, item->sreq_id, sent);
+            mdr_send_txq_sent(ctx, item->sreq_id, sent, hdr->type != MDR_MSG_FIN);
         free(item);
         n++;
     }
@@ -301,7 +301,7 @@ void mdr_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...)
               ctx->rails[pr->rail].attr.name, pr->peer->index, why);
     pr->down = 1;
     ctx->rails[pr->rail].stats.failovers++;
-    mdr_send_rail_lost(pr);
+    mdr_send_rail_lost(pr, 0);
     if (!mdr_peer_reachable(pr->peer))
         mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_PROTO);
 }
@@ -406,7 +406,7 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
 
     if (pr->down)
         return;
-    if (ctx->finalizing && status == MADRAIL_ERR_RAIL_DOWN)
+    if (ctx->finalizing && (status == MADRAIL_ERR_RAIL_DOWN || status == MADRAIL_ERR_RAIL_CONNECT))
         mdr_debug("rail %s peer %u closed: %s", ctx->rails[pr->rail].attr.name,
                   pr->peer->index, reason ? reason : "");
     else
@@ -414,7 +414,7 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
                  pr->peer->index, reason ? reason : "", madrail_status_str(status));
     pr->down = 1;
     ctx->rails[pr->rail].stats.failovers++;
-    mdr_send_rail_lost(pr);
+    mdr_send_rail_lost(pr, status == MADRAIL_ERR_RAIL_CONNECT);
     if (!mdr_peer_reachable(pr->peer))
         mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_UNREACHABLE);
     else

@@ -97,6 +97,11 @@ static int mdr_send_frags(mdr_peer_t *peer, mdr_req_t *req)
         used = mdr_ctrl_try_send(peer, -1, &e.h, sizeof(e), (uint8_t *)req->buf + req->frag_off,
                                  plen);
         if (used < 0) {
+            if (!mdr_peer_reachable(peer)) { /* no rail left: nothing will come */
+                mdr_sendq_del(req);
+                mdr_send_fail(req, MADRAIL_ERR_PEER_UNREACHABLE);
+                return n;
+            }
             if (n == 0 && !req->queued) {
                 int r;
                 for (r = 0; r < ctx->nrails; r++)
@@ -108,7 +113,7 @@ static int mdr_send_frags(mdr_peer_t *peer, mdr_req_t *req)
             mdr_sendq_add(peer, req);
             return n;
         }
-        mdr_send_track(req, used);
+        mdr_send_track(req, used, 1);
         req->frag_off += plen;
         n++;
     } while (req->frag_off < req->len);
@@ -266,6 +271,14 @@ static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status)
     mdr_put_op_t *op = (mdr_put_op_t *)comp;
     mdr_req_t *req = op->req;
 
+    if (status == MADRAIL_ERR_RAIL_CONNECT && req->info.status == MADRAIL_OK &&
+        mdr_replan_put(req, op)) {
+        /* its rail never connected, nothing of it was sent: progress puts
+         * it on the new rail */
+        op->state = 0;
+        mdr_sendq_add(mdr_peer_get(req->ctx, req->peer), req);
+        return;
+    }
     op->state = 2;
     if (status != MADRAIL_OK) {
         mdr_warn("peer %u rail %d: put of %llu bytes failed: %s", req->peer, op->rail,
@@ -382,6 +395,36 @@ static int mdr_rfs_fits(const mdr_rfs_t *o, const mdr_req_t *req)
            ((o->tag ^ req->tag) & ~o->ignore) == 0;
 }
 
+static madrail_status_t mdr_send_rts(mdr_peer_t *peer, mdr_req_t *req)
+{
+    mdr_rts_hdr_t r;
+    memset(&r, 0, sizeof(r));
+    r.h.type = MDR_MSG_RTS;
+    r.h.flags = (req->flags & MDR_FLAG_INTERNAL) ? MDR_HF_INTERNAL : 0;
+    r.seq = req->seq;
+    r.tag = req->tag;
+    r.total = req->len;
+    r.sreq_id = req->id;
+    req->rndv = 1;
+    return mdr_ctrl_send_req(peer, -1, req, &r.h, sizeof(r), NULL, 0);
+}
+
+madrail_status_t mdr_send_restart(mdr_req_t *req)
+{
+    mdr_peer_t *peer = mdr_peer_get(req->ctx, req->peer);
+
+    if (req->rndv == 0) { /* eager fragments: all again, same sequence number */
+        req->frag_off = 0;
+        req->wait_ack = 0;
+        req->proto_done = 0;
+        mdr_sendq_add(peer, req);
+        return MADRAIL_OK;
+    }
+    if (req->rndv == 1) /* the RTS: no CTS can have come */
+        return mdr_send_rts(peer, req);
+    return MADRAIL_ERR_RAIL_DOWN; /* RFS_DATA went with puts: not repeatable here */
+}
+
 madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req)
 {
     mdr_ctx_t *ctx = peer->ctx;
@@ -435,18 +478,7 @@ madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req)
         mdr_issue_puts(req);
         return MADRAIL_OK;
     }
-    {
-        mdr_rts_hdr_t r;
-        memset(&r, 0, sizeof(r));
-        r.h.type = MDR_MSG_RTS;
-        r.h.flags = (req->flags & MDR_FLAG_INTERNAL) ? MDR_HF_INTERNAL : 0;
-        r.seq = req->seq;
-        r.tag = req->tag;
-        r.total = req->len;
-        r.sreq_id = req->id;
-        req->rndv = 1;
-        return mdr_ctrl_send_req(peer, -1, req, &r.h, sizeof(r), NULL, 0);
-    }
+    return mdr_send_rts(peer, req);
 }
 
 /* ---------------- receive side ---------------- */
@@ -606,6 +638,7 @@ static void mdr_handle_cts(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
     }
     req->peer_req_id = c->rreq_id;
     req->rndv = 2;
+    req->seq_unsent = 0; /* the CTS answers the RTS: it arrived */
     st = mdr_plan_puts(pr, req, (const uint8_t *)(c + 1), len - sizeof(*c), c->nkeys,
                        c->xfer_len);
     if (st != MADRAIL_OK) {

@@ -162,10 +162,16 @@ void mdr_req_complete(mdr_req_t *req, madrail_status_t status)
 
 /* ---------------- sends: data that may not have left ---------------- */
 
-void mdr_send_track(mdr_req_t *req, int rail)
+void mdr_send_track(mdr_req_t *req, int rail, int sequenced)
 {
-    if (rail >= 0)
-        req->unsent_rails |= (uint8_t)(1u << rail);
+    if (rail >= 0) {
+        uint8_t bit = (uint8_t)(1u << rail);
+        req->unsent_rails |= bit;
+        if (sequenced) {
+            req->seq_unsent |= bit;
+            req->seq_rails |= bit;
+        }
+    }
     if (!req->on_unsent && !req->complete) {
         req->on_unsent = 1;
         mdr_list_push_tail(&req->ctx->unsent, &req->unsent_link);
@@ -202,32 +208,83 @@ void mdr_send_fail(mdr_req_t *req, madrail_status_t status)
     mdr_req_complete(req, status);
 }
 
-/* Some of req's data was lost with a rail before it left. */
-static void mdr_send_lost(mdr_req_t *req)
+/* "tcp:eth0, tcp:eth1": the names of the rails in bits. */
+static void mdr_rail_names(const mdr_ctx_t *ctx, unsigned bits, char *buf, size_t len)
 {
-    mdr_ctx_t *ctx = req->ctx;
-    mdr_peer_t *peer = mdr_peer_get(ctx, req->peer);
-    char rails[MDR_MAX_RAILS * 24] = "";
     size_t off = 0;
-    int r, reachable = peer && mdr_peer_reachable(peer);
+    int r;
 
-    for (r = 0; r < ctx->nrails && off < sizeof(rails); r++)
-        if (req->lost_rails & (1u << r)) {
-            int k = snprintf(rails + off, sizeof(rails) - off, "%s%s", off ? ", " : "",
+    buf[0] = '\0';
+    for (r = 0; r < ctx->nrails && off < len; r++)
+        if (bits & (1u << r)) {
+            int k = snprintf(buf + off, len - off, "%s%s", off ? ", " : "",
                              ctx->rails[r].attr.name);
             if (k > 0)
                 off += (size_t)k;
         }
-    mdr_error("peer %u rail %s: send of %zu bytes (tag %#llx) failed: the rail failed before "
-              "the data left this process%s",
-              req->peer, rails, req->len, (unsigned long long)req->tag,
-              reachable ? "" : "; no rail left to the peer");
-    mdr_send_fail(req, reachable ? MADRAIL_ERR_RAIL_DOWN : MADRAIL_ERR_PEER_UNREACHABLE);
 }
 
-/* Look again at what req handed to drivers; returns 1 when req completed
- * or failed. */
-static int mdr_send_check(mdr_req_t *req)
+/* Some of req's data was lost with a rail before it left.  Three cases:
+ *  - no sequenced message of it was lost (a FIN): the send fails;
+ *  - its sequenced messages went only on rails whose connection was never
+ *    made: nothing of it reached the peer, it is sent again on the others;
+ *  - else the peer misses a sequence number for good, and every later
+ *    message to it would wait behind the hole, unmatched, while its
+ *    sender was told success: the peer is given up (all its requests
+ *    fail, later sends to it fail at once). */
+static void mdr_send_lost(mdr_req_t *req)
+{
+    mdr_ctx_t *ctx = req->ctx;
+    mdr_peer_t *peer = mdr_peer_get(ctx, req->peer);
+    char names[MDR_MAX_RAILS * 24];
+    unsigned hole = req->lost_rails & req->seq_unsent;
+    int r;
+
+    mdr_rail_names(ctx, req->lost_rails, names, sizeof(names));
+    if (hole == 0) {
+        int reachable = mdr_peer_reachable(peer);
+        mdr_error("peer %u rail %s: send of %zu bytes (tag %#llx) failed: the rail failed "
+                  "before its data left this process%s",
+                  req->peer, names, req->len, (unsigned long long)req->tag,
+                  reachable ? "" : "; no rail left to the peer");
+        mdr_send_fail(req, reachable ? MADRAIL_ERR_RAIL_DOWN : MADRAIL_ERR_PEER_UNREACHABLE);
+        return;
+    }
+    if ((req->lost_rails & ~req->never_rails) == 0 && (req->seq_rails & ~req->never_rails) == 0 &&
+        mdr_peer_reachable(peer)) {
+        req->unsent_rails = req->seq_unsent = req->seq_rails = 0;
+        req->lost_rails = req->never_rails = 0;
+        if (mdr_send_restart(req) == MADRAIL_OK) {
+            mdr_warn("peer %u rail %s: connection never made; send of %zu bytes (tag %#llx) "
+                     "sent again on the other rails",
+                     req->peer, names, req->len, (unsigned long long)req->tag);
+            return;
+        }
+    }
+    mdr_error("peer %u rail %s: message %llu (%zu bytes, tag %#llx) was lost before it left "
+              "this process; the peer's later messages could never be matched in order: "
+              "failing every request to it",
+              req->peer, names, (unsigned long long)req->seq, req->len,
+              (unsigned long long)req->tag);
+    for (r = 0; r < ctx->nrails; r++)
+        if (!peer->rails[r].down) {
+            peer->rails[r].down = 1;
+            ctx->rails[r].stats.failovers++;
+        }
+    {
+        uint64_t id = req->id;
+        mdr_peer_fail(peer, MADRAIL_ERR_PEER_UNREACHABLE);
+        /* peer_fail leaves a send whose puts are in flight; it may also
+         * have completed (and, with a callback, released) req */
+        if (mdr_req_lookup(ctx, id) == req)
+            mdr_send_fail(req, MADRAIL_ERR_PEER_UNREACHABLE);
+    }
+}
+
+/* Clear the bits of rails whose ep has nothing unsent left; note failed
+ * ones.  Completes req when its protocol is over and nothing is unsent;
+ * leaves losses to the caller.  Returns 1 when req completed. */
+static int mdr_send_settle(mdr_req_t *req)
 {
     mdr_ctx_t *ctx = req->ctx;
     mdr_peer_t *peer = mdr_peer_get(ctx, req->peer);
@@ -236,19 +293,18 @@ static int mdr_send_check(mdr_req_t *req)
 
     for (r = 0; bits != 0; r++, bits >>= 1) {
         mdr_peer_rail_t *pr;
+        uint8_t bit = (uint8_t)(1u << r);
         if (!(bits & 1u))
             continue;
         pr = &peer->rails[r];
-        if (pr->down)
-            req->lost_rails |= (uint8_t)(1u << r);
-        else if (pr->ep == NULL || ctx->rails[r].ops->ep_unsent(pr->ep) == 0)
-            req->unsent_rails &= (uint8_t)~(1u << r);
+        if (pr->down) {
+            req->lost_rails |= bit;
+        } else if (pr->ep == NULL || ctx->rails[r].ops->ep_unsent(pr->ep) == 0) {
+            req->unsent_rails &= (uint8_t)~bit;
+            req->seq_unsent &= (uint8_t)~bit;
+        }
     }
-    if (req->lost_rails) {
-        mdr_send_lost(req);
-        return 1;
-    }
-    if (req->unsent_rails || req->unsent_txq)
+    if (req->lost_rails || req->unsent_rails || req->unsent_txq)
         return 0;
     mdr_unsent_del(req);
     if (!req->proto_done)
@@ -260,10 +316,10 @@ static int mdr_send_check(mdr_req_t *req)
 void mdr_send_done(mdr_req_t *req)
 {
     req->proto_done = 1;
-    mdr_send_check(req);
+    mdr_send_settle(req);
 }
 
-void mdr_send_rail_lost(mdr_peer_rail_t *pr)
+void mdr_send_rail_lost(mdr_peer_rail_t *pr, int never_connected)
 {
     mdr_ctx_t *ctx = pr->peer->ctx;
     uint8_t bit = (uint8_t)(1u << pr->rail);
@@ -271,18 +327,22 @@ void mdr_send_rail_lost(mdr_peer_rail_t *pr)
 
     mdr_list_for_each(it, &ctx->unsent) {
         mdr_req_t *req = mdr_container_of(it, mdr_req_t, unsent_link);
-        if (req->peer == pr->peer->index && (req->unsent_rails & bit))
-            req->lost_rails |= bit;
+        if (req->peer != pr->peer->index || !(req->unsent_rails & bit) ||
+            (req->lost_rails & bit))
+            continue;
+        req->lost_rails |= bit;
+        if (never_connected)
+            req->never_rails |= bit;
     }
 }
 
-void mdr_send_txq_sent(mdr_ctx_t *ctx, uint64_t sreq_id, int rail)
+void mdr_send_txq_sent(mdr_ctx_t *ctx, uint64_t sreq_id, int rail, int sequenced)
 {
     mdr_req_t *req = mdr_req_lookup(ctx, sreq_id);
     if (!req || req->type != MDR_REQ_SEND || req->complete || req->unsent_txq == 0)
         return;
     req->unsent_txq--;
-    mdr_send_track(req, rail);
+    mdr_send_track(req, rail, sequenced);
 }
 
 void mdr_send_txq_lost(mdr_ctx_t *ctx, uint64_t sreq_id, int rail)
@@ -291,8 +351,8 @@ void mdr_send_txq_lost(mdr_ctx_t *ctx, uint64_t sreq_id, int rail)
     if (!req || req->type != MDR_REQ_SEND || req->complete || req->unsent_txq == 0)
         return;
     req->unsent_txq--;
-    req->lost_rails |= (uint8_t)(1u << rail);
-    mdr_send_track(req, -1);
+    req->lost_rails |= (uint8_t)(1u << rail); /* a FIN: never sequenced */
+    mdr_send_track(req, -1, 0);
 }
 
 int mdr_send_check_all(mdr_ctx_t *ctx)
@@ -301,14 +361,20 @@ int mdr_send_check_all(mdr_ctx_t *ctx)
     int n = 0;
 
     /* Work on a detached list: a completion may call back into the user,
-     * who may start, wait for or release other sends. */
+     * who may start, wait for or release other sends, and a lost message
+     * may fail a whole peer. */
     mdr_list_init(&todo);
     while ((it = mdr_list_pop_head(&ctx->unsent)))
         mdr_list_push_tail(&todo, it);
     while ((it = mdr_list_pop_head(&todo))) {
         mdr_req_t *req = mdr_container_of(it, mdr_req_t, unsent_link);
         mdr_list_push_tail(&ctx->unsent, it);
-        n += mdr_send_check(req);
+        if (mdr_send_settle(req)) {
+            n++;
+        } else if (req->lost_rails) {
+            mdr_send_lost(req);
+            n++;
+        }
     }
     return n;
 }
@@ -325,7 +391,7 @@ static void mdr_send_push(mdr_req_t *req)
     for (r = 0; bits != 0; r++, bits >>= 1)
         if (bits & 1u)
             ctx->rails[r].ops->flush(ctx->rails[r].rail);
-    mdr_send_check(req);
+    mdr_send_settle(req);
 }
 
 /* A completed send may sit in a driver's coalescing buffer: push it out

@@ -58,7 +58,11 @@ typedef struct mdr_rail_upcalls {
     void *(*ep_accepted)(void *rail_cookie, uint64_t remote_uuid, mdr_ep_t *new_ep);
     /* The ep failed (connection lost, malformed frame, ...): reason is a
      * human-readable string.  After this the ep delivers nothing more and
-     * its pending put completions are reported with an error status. */
+     * its pending put completions are reported with an error status.
+     * MADRAIL_ERR_RAIL_CONNECT says the connection was never made, so
+     * nothing ctrl_send or put accepted on this ep reached the peer (the
+     * core may send it again elsewhere); a driver that cannot be sure of
+     * that reports MADRAIL_ERR_RAIL_DOWN. */
     void (*ep_failed)(void *ep_cookie, madrail_status_t status, const char *reason);
 } mdr_rail_upcalls_t;
 

@@ -5,10 +5,12 @@
  * from the wrapper:
  *
  *   silent  rank 1 is alive and its listener takes the connection in the
- *           kernel, but it does not call progress for 3 T: no handshake
+ *           kernel, but it does not call progress for 5 T: no handshake
  *           answer.  Rank 0 starts a send, sleeps 2 T without progress (the
  *           connect timeout passes meanwhile), then waits: the wait must
- *           report an error (once: "success, data silently dropped").
+ *           report an error (once: "success, data silently dropped").  The
+ *           send is first tried again on the second rail (the first one
+ *           never carried a byte), whose connection times out at 3 T.
  *   gone    rank 1 has closed its context and left: rank 0's connection is
  *           refused.  Same sequence, same verdict.
  *   dies    rank 1 answers one message, then stops progressing and exits
@@ -71,7 +73,7 @@ static int run_silent(it_env_t *e, double t)
     if (e->rank == 0)
         small_send_after_sleep(e, t);
     else
-        it_sleep_ms((unsigned)(3000 * t)); /* alive, listening, no progress */
+        it_sleep_ms((unsigned)(5000 * t)); /* alive, listening, no progress */
     return it_finish(e);
 }
 
