@@ -387,6 +387,17 @@ void mdr_req_cache_cleanup(mdr_ctx_t *ctx);
  * sequenced: a fragment, RTS or RFS_DATA); rail -1 only notes that req
  * has messages in the txq. */
 void mdr_send_track(mdr_req_t *req, int rail, int sequenced);
+/* The same for an eager fragment, without watching req yet: the caller
+ * calls mdr_send_watch or mdr_send_done before it lets req go. */
+static inline void mdr_send_note(mdr_req_t *req, int rail)
+{
+    uint8_t bit = (uint8_t)(1u << rail);
+    req->unsent_rails |= bit;
+    req->seq_unsent |= bit;
+    req->seq_rails |= bit;
+}
+/* Watch req's unsent data from progress while its protocol goes on. */
+void mdr_send_watch(mdr_req_t *req);
 /* req's protocol is over with success: complete it once nothing is unsent. */
 void mdr_send_done(mdr_req_t *req);
 /* Fail a send now, or once its puts in flight report (their status wins

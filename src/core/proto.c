@@ -111,18 +111,21 @@ static int mdr_send_frags(mdr_peer_t *peer, mdr_req_t *req)
                     }
             }
             mdr_sendq_add(peer, req);
+            mdr_send_watch(req);
             return n;
         }
-        mdr_send_track(req, used, 1);
+        mdr_send_note(req, used);
         req->frag_off += plen;
         n++;
     } while (req->frag_off < req->len);
     req->frag_off = req->len + 1; /* all sent (also for len 0) */
     mdr_sendq_del(req);
-    if (req->flags & MADRAIL_SEND_SYNC && !req->rfs_consumed)
+    if (req->flags & MADRAIL_SEND_SYNC && !req->rfs_consumed) {
         req->wait_ack = 1;
-    else
+        mdr_send_watch(req);
+    } else {
         mdr_send_done(req); /* complete once the fragments left */
+    }
     return n;
 }
 

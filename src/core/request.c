@@ -286,26 +286,31 @@ static void mdr_send_lost(mdr_req_t *req)
  * leaves losses to the caller.  Returns 1 when req completed. */
 static int mdr_send_settle(mdr_req_t *req)
 {
-    mdr_ctx_t *ctx = req->ctx;
-    mdr_peer_t *peer = mdr_peer_get(ctx, req->peer);
     unsigned bits = req->unsent_rails;
-    int r;
 
-    for (r = 0; bits != 0; r++, bits >>= 1) {
-        mdr_peer_rail_t *pr;
-        uint8_t bit = (uint8_t)(1u << r);
-        if (!(bits & 1u))
-            continue;
-        pr = &peer->rails[r];
-        if (pr->down) {
-            req->lost_rails |= bit;
-        } else if (pr->ep == NULL || ctx->rails[r].ops->ep_unsent(pr->ep) == 0) {
-            req->unsent_rails &= (uint8_t)~bit;
-            req->seq_unsent &= (uint8_t)~bit;
-        }
+    if (bits) {
+        mdr_ctx_t *ctx = req->ctx;
+        mdr_peer_t *peer = ctx->peers[req->peer];
+        do {
+            int r = __builtin_ctz(bits);
+            uint8_t bit = (uint8_t)(1u << r);
+            mdr_peer_rail_t *pr = &peer->rails[r];
+            bits &= bits - 1;
+            if (pr->down) {
+                req->lost_rails |= bit;
+            } else if (pr->ep == NULL || ctx->rails[r].ops->ep_unsent(pr->ep) == 0) {
+                req->unsent_rails &= (uint8_t)~bit;
+                req->seq_unsent &= (uint8_t)~bit;
+            }
+        } while (bits);
     }
-    if (req->lost_rails || req->unsent_rails || req->unsent_txq)
+    if (req->lost_rails || req->unsent_rails || req->unsent_txq) {
+        if (!req->on_unsent) { /* watched from progress from now on */
+            req->on_unsent = 1;
+            mdr_list_push_tail(&req->ctx->unsent, &req->unsent_link);
+        }
         return 0;
+    }
     mdr_unsent_del(req);
     if (!req->proto_done)
         return 0;
@@ -317,6 +322,11 @@ void mdr_send_done(mdr_req_t *req)
 {
     req->proto_done = 1;
     mdr_send_settle(req);
+}
+
+void mdr_send_watch(mdr_req_t *req)
+{
+    mdr_send_settle(req); /* completes nothing: the protocol is not over */
 }
 
 void mdr_send_rail_lost(mdr_peer_rail_t *pr, int never_connected)
