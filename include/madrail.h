@@ -107,7 +107,9 @@ madrail_status_t madrail_context_init(const madrail_context_params_t *params,
 
 /**
  * @brief Drain every in-flight operation, print statistics if
- * MADRAIL_STATS is set, close rails and free the context.
+ * MADRAIL_STATS is set, close rails and free the context.  Sends not yet
+ * collected are driven until their data left the process or failed (at
+ * most 30 s; the rails' own timeouts usually end it sooner).
  */
 madrail_status_t madrail_context_finalize(madrail_context_t ctx);
 
@@ -148,6 +150,14 @@ typedef void (*madrail_callback_t)(madrail_request_t req, const madrail_info_t *
 
 /**
  * @brief Non-blocking tagged send.
+ *
+ * The request completes with success once the data has left this process
+ * (handed to the network, not just queued by a rail), with an error when
+ * it cannot: a connection that is never made, a peer that died or closed
+ * first.  Completion needs only this side's progress (madrail_wait and
+ * madrail_test drive it), never the receiver's, except for
+ * ::MADRAIL_SEND_SYNC and rendezvous sizes, which wait for the receiver.
+ * Data lost in the network after it left is not detected here.
  * @param ctx    the context
  * @param peer   destination
  * @param buf    data; must stay untouched until the request completes

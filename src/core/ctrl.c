@@ -406,7 +406,8 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
 
     if (pr->down)
         return;
-    if (ctx->finalizing && (status == MADRAIL_ERR_RAIL_DOWN || status == MADRAIL_ERR_RAIL_CONNECT))
+    if (ctx->finalizing &&
+        (status == MADRAIL_ERR_RAIL_DOWN || status == MADRAIL_ERR_RAIL_CONNECT))
         mdr_debug("rail %s peer %u closed: %s", ctx->rails[pr->rail].attr.name,
                   pr->peer->index, reason ? reason : "");
     else

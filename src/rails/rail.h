@@ -113,10 +113,12 @@ typedef struct mdr_rail_ops {
     /* Bytes of accepted control messages still held by this process: queued
      * until the connection is up, behind a full socket, owned by the
      * provider until its send completes.  A failure of the ep loses them
-     * unsent.  Reaches 0 through this side's flush/progress alone (never by
-     * waiting for the peer to progress); the core reports a send complete
-     * only once every ep it used is back at 0.  Equal to ep_backlog unless
-     * the driver counts the network's own in-flight bytes there (loop). */
+     * unsent.  The core reports a send complete only once every ep it used
+     * is back at 0, so this must fall to 0 through this side's flush and
+     * progress alone while the peer can take the data (flow control, a full
+     * socket or fifo, waits for the peer; so does a provider that completes
+     * a send on the peer's acknowledgement).  Equal to ep_backlog unless the
+     * driver counts the network's own in-flight bytes there (loop). */
     size_t (*ep_unsent)(mdr_ep_t *ep);
     /* True once nothing is queued and every completion was reported. */
     int (*ep_idle)(mdr_ep_t *ep);
