@@ -177,6 +177,7 @@ typedef struct mdr_peer_rail {
     unsigned credit_msgs; /* CREDIT messages we sent (statistics) */
     int down;          /* ep failed */
     int credit_queued; /* a CREDIT message waits in txq */
+    int untracked_sent; /* this ep took a message no send request watches (AM, CTS, ACK...) */
     int have_addr;     /* the peer's address for this rail is known */
     uint8_t addr[256];
     size_t addr_len;
@@ -214,6 +215,7 @@ struct mdr_peer {
     uint32_t pack_next_id;                 /* pack API: next message id to this peer */
     mdr_list_t dead_eps;                   /* failed eps replaced by a reconnection */
     int unreachable_pending;               /* last rail lost outside an upcall: fail at progress */
+    int broken;                            /* given up: a message to it was lost unsent */
 };
 
 /* A failed ep kept until finalize (never destroyed inside a driver upcall). */
@@ -412,6 +414,10 @@ void mdr_send_txq_lost(mdr_ctx_t *ctx, uint64_t sreq_id, int rail);
 /* From progress: settle the sends whose data left or was lost; returns
  * how many completed. */
 int mdr_send_check_all(mdr_ctx_t *ctx);
+/* A message to peer was lost before it left and cannot be sent again: its
+ * sequence (or a reply it waits for) has a hole for good.  Marks every
+ * rail to it down, refuses its reconnections and fails its requests. */
+void mdr_peer_give_up(mdr_peer_t *peer);
 
 /* Peers and control messages (ctrl.c) */
 madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail);

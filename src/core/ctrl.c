@@ -199,6 +199,8 @@ madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, m
     if (used >= 0) {
         if (req)
             mdr_send_track(req, used, hdr->type != MDR_MSG_FIN);
+        else
+            peer->rails[used].untracked_sent = 1;
         return MADRAIL_OK;
     }
     mdr_stall(peer, rail);
@@ -273,6 +275,8 @@ int mdr_ctrl_progress_peer(mdr_peer_t *peer)
         mdr_list_del(it);
         if (item->sreq_id)
             mdr_send_txq_sent(ctx, item->sreq_id, sent, hdr->type != MDR_MSG_FIN);
+        else if (!item->is_credit)
+            peer->rails[sent].untracked_sent = 1;
         free(item);
         n++;
     }
@@ -374,6 +378,11 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
         mdr_info("rail %s: connection from unknown peer %016llx (now peer %u)",
                  rs->attr.name, (unsigned long long)uuid, peer->index);
     }
+    if (peer->broken) {
+        mdr_warn("rail %s peer %u: connection refused: the peer was given up", rs->attr.name,
+                 peer->index);
+        return NULL;
+    }
     pr = &peer->rails[rs->index];
     if (pr->ep && pr->ep != ep) {
         mdr_dead_ep_t *d;
@@ -393,6 +402,7 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
         pr->credits = ctx->cfg.credits;
         pr->ret_pending = 0;
         pr->credit_queued = 0;
+        pr->untracked_sent = 0;
         mdr_info("rail %s peer %u: reconnected", rs->attr.name, peer->index);
     }
     pr->ep = ep;
@@ -416,8 +426,17 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
     pr->down = 1;
     ctx->rails[pr->rail].stats.failovers++;
     mdr_send_rail_lost(pr, status == MADRAIL_ERR_RAIL_CONNECT);
-    if (!mdr_peer_reachable(pr->peer))
+    if (status == MADRAIL_ERR_RAIL_CONNECT && pr->untracked_sent &&
+        mdr_peer_reachable(pr->peer)) {
+        /* an active message or a protocol reply queued on it is lost for
+         * sure and no request can send it again */
+        mdr_error("rail %s peer %u: a message no request can send again was lost with the "
+                  "connection; failing every request to the peer",
+                  ctx->rails[pr->rail].attr.name, pr->peer->index);
+        mdr_peer_give_up(pr->peer);
+    } else if (!mdr_peer_reachable(pr->peer)) {
         mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_UNREACHABLE);
-    else
+    } else {
         mdr_peer_activate(pr->peer);
+    }
 }

@@ -238,7 +238,6 @@ static void mdr_send_lost(mdr_req_t *req)
     mdr_peer_t *peer = mdr_peer_get(ctx, req->peer);
     char names[MDR_MAX_RAILS * 24];
     unsigned hole = req->lost_rails & req->seq_unsent;
-    int r;
 
     mdr_rail_names(ctx, req->lost_rails, names, sizeof(names));
     if (hole == 0) {
@@ -266,19 +265,28 @@ static void mdr_send_lost(mdr_req_t *req)
               "failing every request to it",
               req->peer, names, (unsigned long long)req->seq, req->len,
               (unsigned long long)req->tag);
-    for (r = 0; r < ctx->nrails; r++)
-        if (!peer->rails[r].down) {
-            peer->rails[r].down = 1;
-            ctx->rails[r].stats.failovers++;
-        }
     {
         uint64_t id = req->id;
-        mdr_peer_fail(peer, MADRAIL_ERR_PEER_UNREACHABLE);
+        mdr_peer_give_up(peer);
         /* peer_fail leaves a send whose puts are in flight; it may also
          * have completed (and, with a callback, released) req */
         if (mdr_req_lookup(ctx, id) == req)
             mdr_send_fail(req, MADRAIL_ERR_PEER_UNREACHABLE);
     }
+}
+
+void mdr_peer_give_up(mdr_peer_t *peer)
+{
+    mdr_ctx_t *ctx = peer->ctx;
+    int r;
+
+    peer->broken = 1;
+    for (r = 0; r < ctx->nrails; r++)
+        if (!peer->rails[r].down) {
+            peer->rails[r].down = 1;
+            ctx->rails[r].stats.failovers++;
+        }
+    mdr_peer_fail(peer, MADRAIL_ERR_PEER_UNREACHABLE);
 }
 
 /* Clear the bits of rails whose ep has nothing unsent left; note failed

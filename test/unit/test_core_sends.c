@@ -354,6 +354,42 @@ static void test_sequence_hole(void)
     pair_close(&p);
 }
 
+/* An active message (no request, no copy kept) queued on a rail whose
+ * connection is then refused is lost for good, and b would wait for its
+ * sequence number forever: a gives b up, so a later send fails instead of
+ * reporting success for a message b can never match. */
+static void test_untracked_lost(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=tcp:lo,tcp:lo", NULL};
+    const int bend[MDR_MAX_RAILS] = {BEND_NONE, BEND_PORT};
+    uint8_t first[16] = {1}, am[16] = {2}, later[16] = {3};
+    struct iovec iov = {am, sizeof(am)};
+    madrail_request_t sr;
+    madrail_status_t st;
+    mdr_peer_t *peer;
+    pair_t p;
+
+    if (pair_open(&p, ov, bend) != 0) {
+        check(0, "open a tcp:lo,tcp:lo pair");
+        return;
+    }
+    /* the first message keeps rail 0 busy, so the active message takes rail 1 */
+    st = madrail_isend(p.a, p.a2b, first, sizeof(first), 40, 0, &sr);
+    check(st == MADRAIL_OK, "isend (%s)", madrail_status_str(st));
+    st = madrail_am_send(p.a, p.a2b, 7, &iov, 1);
+    peer = mdr_peer_get(p.a, p.a2b);
+    check(st == MADRAIL_OK && peer->rails[1].ep != NULL, "active message queued on rail 1 (%s)",
+          madrail_status_str(st));
+    pwait(&p, &sr, 1, NULL);
+    st = madrail_isend(p.a, p.a2b, later, sizeof(later), 41, 0, &sr);
+    if (st == MADRAIL_OK)
+        st = pwait(&p, &sr, 1, NULL);
+    check(st == MADRAIL_ERR_PEER_UNREACHABLE,
+          "a send after the lost active message fails (%s), the peer is given up",
+          madrail_status_str(st));
+    pair_close(&p);
+}
+
 /* ep_create refuses rail 1 when a rendezvous chunk is planned on it: the
  * chunk moves to rail 0 (once it failed the send, and the receive waited
  * for bytes that never came). */
@@ -433,6 +469,8 @@ int main(void)
     test_refused_rail();
     printf("-- a message lost with a connection that was up\n");
     test_sequence_hole();
+    printf("-- an active message lost with a connection never made\n");
+    test_untracked_lost();
     printf("-- rendezvous chunk moved off a rail that cannot connect\n");
     test_put_replanned();
     printf("-- no rail reaches the peer\n");
