@@ -382,9 +382,9 @@ typedef struct {
 madrail_status_t madrail_pmi_wireup(madrail_context_t ctx, madrail_job_t *job_p);
 /**
  * @brief PMI barrier over the whole job.  While it waits it keeps driving
- * the context given to madrail_pmi_wireup() (sends that completed locally
- * may still need progress to leave), so that context must stay alive until
- * madrail_pmi_finalize().
+ * the context given to madrail_pmi_wireup() (peers may wait for this
+ * side's replies, credit returns or sends not yet collected), so that
+ * context must stay alive until madrail_pmi_finalize().
  */
 madrail_status_t madrail_pmi_barrier(void);
 /** @brief Leave the PMI job and free job->peers. */

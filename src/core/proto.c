@@ -282,6 +282,8 @@ static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status)
         mdr_sendq_add(mdr_peer_get(req->ctx, req->peer), req);
         return;
     }
+    if (status == MADRAIL_ERR_RAIL_CONNECT)
+        status = MADRAIL_ERR_RAIL_DOWN; /* the rail-level news stays inside */
     op->state = 2;
     if (status != MADRAIL_OK) {
         mdr_warn("peer %u rail %d: put of %llu bytes failed: %s", req->peer, op->rail,
