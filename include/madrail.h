@@ -53,6 +53,8 @@ typedef enum {
     MADRAIL_ERR_PMI = -10,            /**< process manager (PMI) failure */
     MADRAIL_ERR_RAIL_DOWN = -100,     /**< rail failed: re-plan on others */
     MADRAIL_ERR_RAIL_PROTO = -101,    /**< peer sent a malformed message on a rail */
+    MADRAIL_ERR_RAIL_CONNECT = -102,  /**< a rail's connection was never made: nothing
+                                           given to it reached the peer */
     MADRAIL_ERR_PEER_UNREACHABLE = -200, /**< no rail reaches the peer */
     MADRAIL_ERR_PEER_PROTO = -201     /**< peer violated the protocol */
 } madrail_status_t;
@@ -105,7 +107,9 @@ madrail_status_t madrail_context_init(const madrail_context_params_t *params,
 
 /**
  * @brief Drain every in-flight operation, print statistics if
- * MADRAIL_STATS is set, close rails and free the context.
+ * MADRAIL_STATS is set, close rails and free the context.  Sends not yet
+ * collected are driven until their data left the process or failed (at
+ * most 30 s; the rails' own timeouts usually end it sooner).
  */
 madrail_status_t madrail_context_finalize(madrail_context_t ctx);
 
@@ -146,6 +150,14 @@ typedef void (*madrail_callback_t)(madrail_request_t req, const madrail_info_t *
 
 /**
  * @brief Non-blocking tagged send.
+ *
+ * The request completes with success once the data has left this process
+ * (handed to the network, not just queued by a rail), with an error when
+ * it cannot: a connection that is never made, a peer that died or closed
+ * first.  Completion needs only this side's progress (madrail_wait and
+ * madrail_test drive it), never the receiver's, except for
+ * ::MADRAIL_SEND_SYNC and rendezvous sizes, which wait for the receiver.
+ * Data lost in the network after it left is not detected here.
  * @param ctx    the context
  * @param peer   destination
  * @param buf    data; must stay untouched until the request completes
@@ -370,9 +382,9 @@ typedef struct {
 madrail_status_t madrail_pmi_wireup(madrail_context_t ctx, madrail_job_t *job_p);
 /**
  * @brief PMI barrier over the whole job.  While it waits it keeps driving
- * the context given to madrail_pmi_wireup() (sends that completed locally
- * may still need progress to leave), so that context must stay alive until
- * madrail_pmi_finalize().
+ * the context given to madrail_pmi_wireup() (peers may wait for this
+ * side's replies, credit returns or sends not yet collected), so that
+ * context must stay alive until madrail_pmi_finalize().
  */
 madrail_status_t madrail_pmi_barrier(void);
 /** @brief Leave the PMI job and free job->peers. */

@@ -33,9 +33,10 @@
 static const mdr_cfg_entry_t core_entries[] = {
     CFG_ENTRY("MADRAIL_RAILS", MDR_CFG_STRING, "auto", 1, 0, rails,
               "Comma-separated rails, each driver[:spec]: tcp:lo, tcp:eth1, tcp:10.0.0.1, "
-              "loop:fabric;delay=2. Empty spec: the driver's default device. auto (or "
-              "empty): discover the NICs that are up, near the process first, fastest first, "
-              "weighted by link speed (MADRAIL_AUTO_*; madrail_info -r shows the choice)."),
+              "loop:fabric;delay=2, shm. An empty element, a ':' with nothing after it, or a "
+              "device that does not exist is an error. auto (or empty): discover the NICs "
+              "that are up, near the process first, fastest first, weighted by link speed "
+              "(MADRAIL_AUTO_*; madrail_info -r shows the choice)."),
     CFG_ENTRY("MADRAIL_SLOT_SIZE", MDR_CFG_SIZE, "8k", 256, 1024 * 1024, slot_size,
               "Size of one control-message slot; messages up to the slot payload (slot minus "
               "a 48-byte header) go eagerly in one slot."),
@@ -129,7 +130,7 @@ static madrail_status_t mdr_open_rails(mdr_ctx_t *ctx, const char *rails_list,
                                        const double *auto_w, double *weights_p)
 {
     madrail_status_t st = MADRAIL_OK;
-    char *list, *save = NULL, *tok;
+    char *list, *tok, *next;
     mdr_rail_params_t params;
     int ntok = 0;
 
@@ -143,15 +144,26 @@ static madrail_status_t mdr_open_rails(mdr_ctx_t *ctx, const char *rails_list,
     params.slots = ctx->cfg.credits + MDR_RESERVED_SLOTS;
     params.overrides = ctx->overrides;
 
-    for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save), ntok++) {
-        char *spec, *colon;
+    /* Split by hand, not with strtok: it skips empty elements, and
+     * "tcp:lo,,tcp:lo" or a trailing comma is a typing mistake to report,
+     * not a list of fewer rails. */
+    for (tok = list; tok; tok = next, ntok++) {
+        char *spec, *colon, *end;
         const mdr_rail_ops_t *ops;
         mdr_rail_slot_t *rs;
 
-        while (*tok == ' ')
+        next = strchr(tok, ',');
+        if (next)
+            *next++ = '\0';
+        while (*tok == ' ' || *tok == '\t')
             tok++;
+        end = tok + strlen(tok);
+        while (end > tok && (end[-1] == ' ' || end[-1] == '\t'))
+            *--end = '\0';
         if (*tok == '\0') {
-            mdr_error("MADRAIL_RAILS=%s: empty rail entry", ctx->cfg.rails);
+            mdr_error("MADRAIL_RAILS=%s: rail %d of the list is empty (two commas in a row, or "
+                      "a comma at the start or the end)",
+                      ctx->cfg.rails, ntok + 1);
             st = MADRAIL_ERR_CONFIG;
             goto err_close;
         }
@@ -162,6 +174,13 @@ static madrail_status_t mdr_open_rails(mdr_ctx_t *ctx, const char *rails_list,
         }
         colon = strchr(tok, ':');
         spec = colon ? colon + 1 : tok + strlen(tok);
+        if (colon && *spec == '\0') {
+            mdr_error("MADRAIL_RAILS=%s: rail spec %s: nothing after ':' (name the device, "
+                      "e.g. tcp:eth1, or leave the ':' out where the driver has a default)",
+                      ctx->cfg.rails, tok);
+            st = MADRAIL_ERR_CONFIG;
+            goto err_close;
+        }
         if (colon)
             *colon = '\0';
         ops = mdr_rail_find(tok);
@@ -361,6 +380,7 @@ madrail_status_t madrail_context_init(const madrail_context_params_t *params,
     mdr_list_init(&ctx->posted);
     mdr_list_init(&ctx->unexpected);
     mdr_list_init(&ctx->active);
+    mdr_list_init(&ctx->unsent);
     mdr_pool_init(&ctx->pool, 64);
     st = mdr_hash_init(&ctx->peer_by_uuid, 64);
     if (st != MADRAIL_OK)
@@ -703,6 +723,8 @@ int madrail_progress(madrail_context_t ctx)
         mdr_peer_t *peer = mdr_container_of(it, mdr_peer_t, active_link);
         n += mdr_ctrl_progress_peer(peer);
     }
+    if (!mdr_list_empty(&ctx->unsent))
+        n += mdr_send_check_all(ctx);
     ctx->in_progress = 0;
     return n;
 }

@@ -187,6 +187,7 @@ typedef struct mdr_peer_rail {
     unsigned credit_msgs; /* CREDIT messages we sent (statistics) */
     int down;          /* ep failed */
     int credit_queued; /* a CREDIT message waits in txq */
+    int untracked_sent; /* this ep took a message no send request watches (AM, CTS, ACK...) */
     int have_addr;     /* the peer's address for this rail is known */
     uint8_t addr[256];
     size_t addr_len;
@@ -198,6 +199,7 @@ typedef struct mdr_txq_item {
     mdr_list_t link;
     int rail;       /* -1: any rail; else this rail only (FIN) */
     int is_credit;  /* CREDIT: needs no credit */
+    uint64_t sreq_id; /* the send this message is part of (RTS, RFS_DATA, FIN), 0: none */
     size_t len;
     uint8_t data[]; /* header + body */
 } mdr_txq_item_t;
@@ -231,6 +233,8 @@ struct mdr_peer {
     int anonymous;                         /* connected to us before we knew its address */
     uint32_t pack_next_id;                 /* pack API: next message id to this peer */
     mdr_list_t dead_eps;                   /* failed eps replaced by a reconnection */
+    int unreachable_pending;               /* last rail lost outside an upcall: fail at progress */
+    int broken;                            /* given up: a message to it was lost unsent */
 };
 
 /* A failed ep kept until finalize (never destroyed inside a driver upcall). */
@@ -288,6 +292,7 @@ typedef struct mdr_put_op {
     mdr_req_t *req;
     int rail;
     int state; /* enum mdr_put_state */
+    unsigned tried; /* rails (bit per rail) this chunk could not be put on */
     uint64_t offset, len, raddr;
     const uint8_t *rkey;
     size_t rkey_len;
@@ -319,9 +324,23 @@ struct madrail_request {
     int nputs;
     mdr_put_op_t *puts;   /* nputs entries, allocated for rendezvous only */
     uint8_t *cts;         /* copy of CTS/RFS key block (puts point into it) */
+    size_t cts_len;       /* its bytes */
+    uint32_t cts_nkeys;   /* its key descriptors */
     uint64_t peer_req_id; /* rendezvous: the other side's request id */
     int rfs_consumed;     /* send: this send consumed a receiver-first CTS */
     int queued;           /* send: in peer->sendq */
+    /* send: data handed to drivers that may still be in this process
+     * (request.c); the send completes only once it left or failed.  One
+     * bit per rail. */
+    uint8_t unsent_rails; /* eps that held bytes of it when last seen */
+    uint8_t seq_unsent;   /* of those, holding a sequenced message (fragment, RTS, RFS_DATA) */
+    uint8_t seq_rails;    /* rails that ever carried a sequenced message of it */
+    uint8_t lost_rails;   /* rails that failed while holding bytes of it */
+    uint8_t never_rails;  /* of those, rails whose connection was never made */
+    uint16_t unsent_txq;  /* its messages still in the peer's txq */
+    int proto_done;       /* protocol over: complete with success once nothing is unsent */
+    int on_unsent;        /* in ctx->unsent by unsent_link */
+    mdr_list_t unsent_link;
 
     /* receive progress */
     int matched;
@@ -392,6 +411,7 @@ struct madrail_context {
     mdr_list_t active;             /* peers with queued work */
     int rail_order[MDR_MAX_RAILS]; /* rails by profile latency, lowest first */
     uint64_t active_sends;         /* send requests not complete */
+    mdr_list_t unsent;             /* send requests with data perhaps still in a driver */
     mdr_req_t *req_cache;          /* released requests kept for reuse */
     unsigned nreq_cache;
     const char *const *overrides;
@@ -426,12 +446,55 @@ void mdr_req_complete(mdr_req_t *req, madrail_status_t status);
 void mdr_req_release(mdr_req_t *req);
 void mdr_req_cache_cleanup(mdr_ctx_t *ctx);
 
+/* Sends and the data they handed to drivers (request.c).  A send is
+ * complete only once its data left the process (or was acknowledged);
+ * data lost with a failed rail before it left fails the send. */
+/* req's bytes were accepted by the ep of rail (a control message;
+ * sequenced: a fragment, RTS or RFS_DATA); rail -1 only notes that req
+ * has messages in the txq. */
+void mdr_send_track(mdr_req_t *req, int rail, int sequenced);
+/* The same for an eager fragment, without watching req yet: the caller
+ * calls mdr_send_watch or mdr_send_done before it lets req go. */
+static inline void mdr_send_note(mdr_req_t *req, int rail)
+{
+    uint8_t bit = (uint8_t)(1u << rail);
+    req->unsent_rails |= bit;
+    req->seq_unsent |= bit;
+    req->seq_rails |= bit;
+}
+/* Watch req's unsent data from progress while its protocol goes on. */
+void mdr_send_watch(mdr_req_t *req);
+/* req's protocol is over with success: complete it once nothing is unsent. */
+void mdr_send_done(mdr_req_t *req);
+/* Fail a send now, or once its puts in flight report (their status wins
+ * only if it is an error). */
+void mdr_send_fail(mdr_req_t *req, madrail_status_t status);
+/* pr's ep failed or was closed: what it held of any send is lost;
+ * never_connected: none of it reached the peer. */
+void mdr_send_rail_lost(mdr_peer_rail_t *pr, int never_connected);
+/* A txq message of send sreq_id went out on rail, or was dropped with it. */
+void mdr_send_txq_sent(mdr_ctx_t *ctx, uint64_t sreq_id, int rail, int sequenced);
+void mdr_send_txq_lost(mdr_ctx_t *ctx, uint64_t sreq_id, int rail);
+/* From progress: settle the sends whose data left or was lost; returns
+ * how many completed. */
+int mdr_send_check_all(mdr_ctx_t *ctx);
+/* A message to peer was lost before it left and cannot be sent again: its
+ * sequence (or a reply it waits for) has a hole for good.  Marks every
+ * rail to it down, refuses its reconnections and fails its requests. */
+void mdr_peer_give_up(mdr_peer_t *peer);
+
 /* Peers and control messages (ctrl.c) */
 madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail);
 /* Send a control message to peer; rail -1 lets the core choose.  The
  * buffers may be reused on return (queued copies are made if needed). */
 madrail_status_t mdr_ctrl_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
                                const void *payload, size_t payload_len);
+/* The same for a message that is part of send req (RTS, RFS_DATA, FIN):
+ * req is not reported complete before the message left or failed. */
+madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, mdr_hdr_t *hdr,
+                                   size_t hdr_len, const void *payload, size_t payload_len);
+/* Some rail can still carry messages to peer. */
+int mdr_peer_reachable(const mdr_peer_t *peer);
 /* Try to send directly; returns the rail used, or -1 when no rail has a
  * credit right now (nothing was sent). */
 int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
@@ -464,6 +527,9 @@ void mdr_rfs_wait_del(mdr_peer_t *peer, uint64_t rreq_id);
 int mdr_send_progress(mdr_req_t *req);
 /* Start a send (eager/medium/rendezvous, with receiver-first CTS if one is stored). */
 madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req);
+/* Send req's sequenced messages again (none of them reached the peer);
+ * fails when its state does not allow it. */
+madrail_status_t mdr_send_restart(mdr_req_t *req);
 /* Matched RTS/RFS handling on the receiver. */
 void mdr_rndv_recv_start(mdr_req_t *req, mdr_peer_t *peer, uint64_t sreq_id, uint64_t total);
 /* Consider offering a receiver-first CTS for a freshly posted receive. */

@@ -99,9 +99,19 @@ madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail)
     st = ctx->rails[rail].ops->ep_create(ctx->rails[rail].rail, peer->uuid, pr->addr,
                                          pr->addr_len, pr, &pr->ep);
     if (st != MADRAIL_OK) {
-        mdr_warn("rail %s peer %u: connect failed: %s", ctx->rails[rail].attr.name,
-                 peer->index, madrail_status_str(st));
         pr->down = 1;
+        ctx->rails[rail].stats.failovers++;
+        if (mdr_peer_reachable(peer)) {
+            mdr_warn("rail %s peer %u: connect failed: %s; the other rails carry its traffic",
+                     ctx->rails[rail].attr.name, peer->index, madrail_status_str(st));
+        } else {
+            /* no upcall will come: fail the peer's requests from progress
+             * (the caller may be in the middle of one of them) */
+            mdr_error("rail %s peer %u: connect failed: %s; no rail left to the peer",
+                      ctx->rails[rail].attr.name, peer->index, madrail_status_str(st));
+            peer->unreachable_pending = 1;
+            mdr_peer_activate(peer);
+        }
         return st;
     }
     mdr_debug("rail %s peer %u: connecting", ctx->rails[rail].attr.name, peer->index);
@@ -187,7 +197,7 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
     return -1;
 }
 
-static int mdr_peer_reachable(const mdr_peer_t *peer)
+int mdr_peer_reachable(const mdr_peer_t *peer)
 {
     int r;
     for (r = 0; r < peer->ctx->nrails; r++)
@@ -212,14 +222,15 @@ static void mdr_stall(mdr_peer_t *peer, int rail)
 }
 
 static madrail_status_t mdr_txq_push(mdr_peer_t *peer, int rail, int is_credit,
-                                     const mdr_hdr_t *hdr, size_t hdr_len, const void *payload,
-                                     size_t payload_len)
+                                     uint64_t sreq_id, const mdr_hdr_t *hdr, size_t hdr_len,
+                                     const void *payload, size_t payload_len)
 {
     mdr_txq_item_t *it = malloc(sizeof(*it) + hdr_len + payload_len);
     if (!it)
         return MADRAIL_ERR_NOMEM;
     it->rail = rail;
     it->is_credit = is_credit;
+    it->sreq_id = sreq_id;
     it->len = hdr_len + payload_len;
     memcpy(it->data, hdr, hdr_len);
     if (payload_len)
@@ -229,17 +240,37 @@ static madrail_status_t mdr_txq_push(mdr_peer_t *peer, int rail, int is_credit,
     return MADRAIL_OK;
 }
 
-madrail_status_t mdr_ctrl_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
-                               const void *payload, size_t payload_len)
+madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, mdr_hdr_t *hdr,
+                                   size_t hdr_len, const void *payload, size_t payload_len)
 {
+    madrail_status_t st;
+    int used;
+
     if (!mdr_peer_reachable(peer))
         return MADRAIL_ERR_PEER_UNREACHABLE;
     if (rail >= 0 && peer->rails[rail].down)
         return MADRAIL_ERR_RAIL_DOWN;
-    if (mdr_ctrl_try_send(peer, rail, hdr, hdr_len, payload, payload_len) >= 0)
+    used = mdr_ctrl_try_send(peer, rail, hdr, hdr_len, payload, payload_len);
+    if (used >= 0) {
+        if (req)
+            mdr_send_track(req, used, hdr->type != MDR_MSG_FIN);
+        else
+            peer->rails[used].untracked_sent = 1;
         return MADRAIL_OK;
+    }
     mdr_stall(peer, rail);
-    return mdr_txq_push(peer, rail, 0, hdr, hdr_len, payload, payload_len);
+    st = mdr_txq_push(peer, rail, 0, req ? req->id : 0, hdr, hdr_len, payload, payload_len);
+    if (st == MADRAIL_OK && req) {
+        req->unsent_txq++;
+        mdr_send_track(req, -1, 0);
+    }
+    return st;
+}
+
+madrail_status_t mdr_ctrl_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
+                               const void *payload, size_t payload_len)
+{
+    return mdr_ctrl_send_req(peer, rail, NULL, hdr, hdr_len, payload, payload_len);
 }
 
 /* Return credits explicitly if enough are owed on this rail. */
@@ -254,7 +285,7 @@ static void mdr_credit_maybe_return(mdr_peer_rail_t *pr)
         pr->credit_msgs++;
         return;
     }
-    if (mdr_txq_push(pr->peer, pr->rail, 1, &hdr, sizeof(hdr), NULL, 0) == MADRAIL_OK)
+    if (mdr_txq_push(pr->peer, pr->rail, 1, 0, &hdr, sizeof(hdr), NULL, 0) == MADRAIL_OK)
         pr->credit_queued = 1;
 }
 
@@ -264,6 +295,10 @@ int mdr_ctrl_progress_peer(mdr_peer_t *peer)
     mdr_list_t *it, *tmp;
     int n = 0;
 
+    if (peer->unreachable_pending) {
+        peer->unreachable_pending = 0;
+        mdr_peer_fail(peer, MADRAIL_ERR_PEER_UNREACHABLE);
+    }
     mdr_list_for_each_safe(it, tmp, &peer->txq) {
         mdr_txq_item_t *item = mdr_container_of(it, mdr_txq_item_t, link);
         mdr_hdr_t *hdr = (mdr_hdr_t *)item->data;
@@ -272,6 +307,8 @@ int mdr_ctrl_progress_peer(mdr_peer_t *peer)
 
         if (item->rail >= 0 && peer->rails[item->rail].down) {
             mdr_list_del(it);
+            if (item->sreq_id)
+                mdr_send_txq_lost(ctx, item->sreq_id, item->rail);
             free(item);
             continue;
         }
@@ -301,6 +338,10 @@ int mdr_ctrl_progress_peer(mdr_peer_t *peer)
             continue;
         }
         mdr_list_del(it);
+        if (item->sreq_id)
+            mdr_send_txq_sent(ctx, item->sreq_id, sent, hdr->type != MDR_MSG_FIN);
+        else if (!item->is_credit)
+            peer->rails[sent].untracked_sent = 1;
         free(item);
         n++;
     }
@@ -328,6 +369,7 @@ void mdr_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...)
               ctx->rails[pr->rail].attr.name, pr->peer->index, why);
     pr->down = 1;
     ctx->rails[pr->rail].stats.failovers++;
+    mdr_send_rail_lost(pr, 0);
     if (!mdr_peer_reachable(pr->peer))
         mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_PROTO);
 }
@@ -432,6 +474,11 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
         mdr_info("rail %s: connection from unknown peer %016llx (now peer %u)",
                  rs->attr.name, (unsigned long long)uuid, peer->index);
     }
+    if (peer->broken) {
+        mdr_warn("rail %s peer %u: connection refused: the peer was given up", rs->attr.name,
+                 peer->index);
+        return NULL;
+    }
     pr = &peer->rails[rs->index];
     if (pr->ep && pr->ep != ep) {
         mdr_dead_ep_t *d;
@@ -452,6 +499,7 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
         pr->ret_pending = 0;
         pr->credit_queued = 0;
         mdr_match_rail_reset(peer, rs->index);
+        pr->untracked_sent = 0;
         mdr_info("rail %s peer %u: reconnected", rs->attr.name, peer->index);
     }
     pr->ep = ep;
@@ -465,7 +513,8 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
 
     if (pr->down)
         return;
-    if (ctx->finalizing && status == MADRAIL_ERR_RAIL_DOWN)
+    if (ctx->finalizing &&
+        (status == MADRAIL_ERR_RAIL_DOWN || status == MADRAIL_ERR_RAIL_CONNECT))
         mdr_debug("rail %s peer %u closed: %s", ctx->rails[pr->rail].attr.name,
                   pr->peer->index, reason ? reason : "");
     else
@@ -473,8 +522,18 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
                  pr->peer->index, reason ? reason : "", madrail_status_str(status));
     pr->down = 1;
     ctx->rails[pr->rail].stats.failovers++;
-    if (!mdr_peer_reachable(pr->peer))
+    mdr_send_rail_lost(pr, status == MADRAIL_ERR_RAIL_CONNECT);
+    if (status == MADRAIL_ERR_RAIL_CONNECT && pr->untracked_sent &&
+        mdr_peer_reachable(pr->peer)) {
+        /* an active message or a protocol reply queued on it is lost for
+         * sure and no request can send it again */
+        mdr_error("rail %s peer %u: a message no request can send again was lost with the "
+                  "connection; failing every request to the peer",
+                  ctx->rails[pr->rail].attr.name, pr->peer->index);
+        mdr_peer_give_up(pr->peer);
+    } else if (!mdr_peer_reachable(pr->peer)) {
         mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_UNREACHABLE);
-    else
+    } else {
         mdr_peer_activate(pr->peer);
+    }
 }

@@ -90,6 +90,7 @@ static int mdr_send_frags(mdr_peer_t *peer, mdr_req_t *req)
     do {
         mdr_eager_hdr_t e;
         size_t plen = req->len - req->frag_off;
+        int used;
         if (plen > ctx->eager_max)
             plen = ctx->eager_max;
         memset(&e, 0, sizeof(e));
@@ -102,8 +103,14 @@ static int mdr_send_frags(mdr_peer_t *peer, mdr_req_t *req)
         e.total = req->len;
         e.offset = req->frag_off;
         e.id = req->rfs_consumed ? req->peer_req_id : req->id;
-        if (mdr_ctrl_try_send(peer, -1, &e.h, sizeof(e), (uint8_t *)req->buf + req->frag_off,
-                              plen) < 0) {
+        used = mdr_ctrl_try_send(peer, -1, &e.h, sizeof(e), (uint8_t *)req->buf + req->frag_off,
+                                 plen);
+        if (used < 0) {
+            if (!mdr_peer_reachable(peer)) { /* no rail left: nothing will come */
+                mdr_sendq_del(req);
+                mdr_send_fail(req, MADRAIL_ERR_PEER_UNREACHABLE);
+                return n;
+            }
             if (n == 0 && !req->queued) {
                 int r;
                 for (r = 0; r < ctx->nrails; r++)
@@ -113,18 +120,23 @@ static int mdr_send_frags(mdr_peer_t *peer, mdr_req_t *req)
                     }
             }
             mdr_sendq_add(peer, req);
+            mdr_send_watch(req);
             return n;
         }
+        mdr_send_note(req, used);
         req->frag_off += plen;
         n++;
     } while (req->frag_off < req->len);
     req->frag_off = req->len + 1; /* all sent (also for len 0) */
     mdr_sendq_del(req);
     /* A synchronous send completes on its ACK, which the receiver sends when
-     * the first fragment matched: it may have come already. */
-    if (req->wait_ack != MDR_ACK_WAIT) {
+     * the first fragment matched: it may have come already (MDR_ACK_GOT),
+     * and then the send completes once its fragments have left. */
+    if (req->wait_ack == MDR_ACK_WAIT) {
+        mdr_send_watch(req);
+    } else {
         req->wait_ack = MDR_ACK_NONE;
-        mdr_req_complete(req, MADRAIL_OK);
+        mdr_send_done(req); /* complete once the fragments left */
     }
     return n;
 }
@@ -157,6 +169,8 @@ static madrail_status_t mdr_plan_puts(mdr_peer_t *peer, mdr_req_t *req, const ui
     if (!req->cts)
         return MADRAIL_ERR_NOMEM;
     memcpy(req->cts, keys, keys_len);
+    req->cts_len = keys_len;
+    req->cts_nkeys = nkeys;
     for (k = 0; k < nkeys; k++) {
         mdr_key_desc_t d;
         if (keys_len - off < sizeof(d))
@@ -207,16 +221,60 @@ static madrail_status_t mdr_plan_puts(mdr_peer_t *peer, mdr_req_t *req, const ui
     return MADRAIL_OK;
 }
 
+/* The FIN follows its put's data on the same rail; the send is not over
+ * before the FIN left. */
 static void mdr_send_fin(mdr_req_t *req, int rail, uint64_t bytes)
 {
     mdr_peer_t *peer = mdr_peer_get(req->ctx, req->peer);
     mdr_fin_hdr_t f;
+    madrail_status_t st;
     memset(&f, 0, sizeof(f));
     f.h.type = MDR_MSG_FIN;
     f.rreq_id = req->peer_req_id;
     f.bytes = bytes;
-    if (mdr_ctrl_send(peer, rail, &f.h, sizeof(f), NULL, 0) != MADRAIL_OK)
-        mdr_warn("peer %u rail %d: cannot send FIN", req->peer, rail);
+    st = mdr_ctrl_send_req(peer, rail, req, &f.h, sizeof(f), NULL, 0);
+    if (st != MADRAIL_OK) {
+        mdr_error("peer %u rail %s: cannot send the FIN of %llu put bytes: %s", req->peer,
+                  req->ctx->rails[rail].attr.name, (unsigned long long)bytes,
+                  madrail_status_str(st));
+        if (req->info.status == MADRAIL_OK)
+            req->info.status = st;
+    }
+}
+
+/* A chunk could not be put on op->rail (no connection, no registration,
+ * the ep refused it) before anything of it was sent: move it to another
+ * rail of the key block that can take puts.  Returns 1 when it did. */
+static int mdr_replan_put(mdr_req_t *req, mdr_put_op_t *op)
+{
+    mdr_ctx_t *ctx = req->ctx;
+    mdr_peer_t *peer = mdr_peer_get(ctx, req->peer);
+    size_t off = 0;
+    uint32_t k;
+
+    op->tried |= 1u << op->rail;
+    for (k = 0; k < req->cts_nkeys && req->cts_len - off >= sizeof(mdr_key_desc_t); k++) {
+        mdr_key_desc_t d;
+        memcpy(&d, req->cts + off, sizeof(d));
+        off += sizeof(d);
+        if (d.key_len > req->cts_len - off)
+            break;
+        if (d.rail < ctx->nrails && !(op->tried & (1u << d.rail)) &&
+            mdr_rail_can_put(ctx, peer, d.rail)) {
+            mdr_warn("peer %u: %llu bytes planned on rail %s go on rail %s", req->peer,
+                     (unsigned long long)op->len, ctx->rails[op->rail].attr.name,
+                     ctx->rails[d.rail].attr.name);
+            op->rail = d.rail;
+            op->raddr = d.raddr + op->offset;
+            op->rkey = req->cts + off;
+            op->rkey_len = d.key_len;
+            return 1;
+        }
+        off = mdr_pad8(off + d.key_len);
+        if (off > req->cts_len)
+            break;
+    }
+    return 0;
 }
 
 static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status)
@@ -224,6 +282,16 @@ static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status)
     mdr_put_op_t *op = (mdr_put_op_t *)comp;
     mdr_req_t *req = op->req;
 
+    if (status == MADRAIL_ERR_RAIL_CONNECT && req->info.status == MADRAIL_OK &&
+        mdr_replan_put(req, op)) {
+        /* its rail never connected, nothing of it was sent: progress puts
+         * it on the new rail */
+        op->state = MDR_PUT_IDLE;
+        mdr_sendq_add(mdr_peer_get(req->ctx, req->peer), req);
+        return;
+    }
+    if (status == MADRAIL_ERR_RAIL_CONNECT)
+        status = MADRAIL_ERR_RAIL_DOWN; /* the rail-level news stays inside */
     op->state = MDR_PUT_DONE;
     if (status != MADRAIL_OK) {
         mdr_warn("peer %u rail %d: put of %llu bytes failed: %s", req->peer, op->rail,
@@ -233,8 +301,12 @@ static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status)
     } else {
         mdr_send_fin(req, op->rail, op->len);
     }
-    if (--req->puts_left == 0)
-        mdr_req_complete(req, req->info.status);
+    if (--req->puts_left == 0) {
+        if (req->info.status == MADRAIL_OK)
+            mdr_send_done(req); /* complete once the FINs left */
+        else
+            mdr_req_complete(req, req->info.status);
+    }
 }
 
 /* Issue the puts not yet issued; returns how many went out.  Puts that are
@@ -263,15 +335,26 @@ static int mdr_issue_puts(mdr_req_t *req)
             continue;
         }
         if (!pr->ep && mdr_peer_connect_rail(peer, op->rail) != MADRAIL_OK) {
+            if (mdr_replan_put(req, op)) {
+                i--; /* this chunk again, on its new rail */
+                continue;
+            }
             op->state = MDR_PUT_INFLIGHT;
             over[nover] = op;
-            over_st[nover++] = MADRAIL_ERR_RAIL_DOWN;
+            over_st[nover++] = mdr_peer_reachable(peer) ? MADRAIL_ERR_RAIL_DOWN
+                                                        : MADRAIL_ERR_PEER_UNREACHABLE;
             continue;
         }
         if (!(rs->attr.caps & MDR_RAIL_CAP_REG_CHEAP)) {
             if (!req->reg[op->rail] &&
                 mdr_rcache_get(rs->rcache, req->buf, req->len, MDR_MEM_LOCAL,
                                &req->reg[op->rail]) != MADRAIL_OK) {
+                mdr_warn("rail %s: cannot register %zu bytes for a put", rs->attr.name,
+                         req->len);
+                if (mdr_replan_put(req, op)) {
+                    i--;
+                    continue;
+                }
                 op->state = MDR_PUT_INFLIGHT;
                 over[nover] = op;
                 over_st[nover++] = MADRAIL_ERR_RAIL_DOWN;
@@ -283,6 +366,10 @@ static int mdr_issue_puts(mdr_req_t *req)
                           op->rkey, op->rkey_len, &op->comp);
         if (st == MADRAIL_ERR_NORESOURCE) {
             waiting++;
+            continue;
+        }
+        if (st == MADRAIL_ERR_RAIL_DOWN && mdr_replan_put(req, op)) {
+            i--; /* the ep refused it, nothing was sent: another rail */
             continue;
         }
         rs->stats.tx_puts++;
@@ -319,6 +406,37 @@ static int mdr_rfs_fits(const mdr_rfs_t *o, const mdr_req_t *req)
 {
     return !!o->space == !!(req->flags & MDR_FLAG_INTERNAL) &&
            ((o->tag ^ req->tag) & ~o->ignore) == 0;
+}
+
+static madrail_status_t mdr_send_rts(mdr_peer_t *peer, mdr_req_t *req)
+{
+    mdr_rts_hdr_t r;
+    memset(&r, 0, sizeof(r));
+    r.h.type = MDR_MSG_RTS;
+    r.h.flags = (req->flags & MDR_FLAG_INTERNAL) ? MDR_HF_INTERNAL : 0;
+    r.seq = req->seq;
+    r.tag = req->tag;
+    r.total = req->len;
+    r.sreq_id = req->id;
+    req->rndv = MDR_RNDV_RTS_SENT;
+    return mdr_ctrl_send_req(peer, -1, req, &r.h, sizeof(r), NULL, 0);
+}
+
+madrail_status_t mdr_send_restart(mdr_req_t *req)
+{
+    mdr_peer_t *peer = mdr_peer_get(req->ctx, req->peer);
+
+    if (req->rndv == MDR_RNDV_NONE) { /* eager fragments: all again, same sequence number */
+        req->frag_off = 0;
+        req->wait_ack = ((req->flags & MADRAIL_SEND_SYNC) && !req->rfs_consumed) ? MDR_ACK_WAIT
+                                                                                 : MDR_ACK_NONE;
+        req->proto_done = 0;
+        mdr_sendq_add(peer, req);
+        return MADRAIL_OK;
+    }
+    if (req->rndv == MDR_RNDV_RTS_SENT) /* the RTS: no CTS can have come */
+        return mdr_send_rts(peer, req);
+    return MADRAIL_ERR_RAIL_DOWN; /* RFS_DATA went with puts: not repeatable here */
 }
 
 madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req)
@@ -365,29 +483,18 @@ madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req)
         free(offer);
         if (st != MADRAIL_OK)
             return st;
-        st = mdr_ctrl_send(peer, -1, &d.h, sizeof(d), NULL, 0);
+        st = mdr_ctrl_send_req(peer, -1, req, &d.h, sizeof(d), NULL, 0);
         if (st != MADRAIL_OK)
             return st;
         req->rndv = MDR_RNDV_PUTTING;
         if (req->nputs == 0) {
-            mdr_req_complete(req, MADRAIL_OK);
+            mdr_send_done(req);
             return MADRAIL_OK;
         }
         mdr_issue_puts(req);
         return MADRAIL_OK;
     }
-    {
-        mdr_rts_hdr_t r;
-        memset(&r, 0, sizeof(r));
-        r.h.type = MDR_MSG_RTS;
-        r.h.flags = (req->flags & MDR_FLAG_INTERNAL) ? MDR_HF_INTERNAL : 0;
-        r.seq = req->seq;
-        r.tag = req->tag;
-        r.total = req->len;
-        r.sreq_id = req->id;
-        req->rndv = MDR_RNDV_RTS_SENT;
-        return mdr_ctrl_send(peer, -1, &r.h, sizeof(r), NULL, 0);
-    }
+    return mdr_send_rts(peer, req);
 }
 
 /* ---------------- receive side ---------------- */
@@ -730,6 +837,7 @@ static void mdr_handle_cts(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
         return;
     req->peer_req_id = c->rreq_id;
     req->rndv = MDR_RNDV_PUTTING;
+    req->seq_unsent = 0; /* the CTS answers the RTS: it arrived */
     st = mdr_plan_puts(pr->peer, req, (const uint8_t *)(c + 1), len - sizeof(*c), c->nkeys,
                        c->xfer_len);
     if (st != MADRAIL_OK) {
@@ -737,7 +845,7 @@ static void mdr_handle_cts(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
         return;
     }
     if (req->nputs == 0) {
-        mdr_req_complete(req, MADRAIL_OK);
+        mdr_send_done(req);
         return;
     }
     mdr_issue_puts(req);

@@ -4,6 +4,18 @@
  * forged id from the wire is detected by a table lookup, never followed.
  * Completion either calls the user's callback (and frees the request) or
  * waits for test/wait to collect it.
+ *
+ * A send is not complete when a driver accepted its data, only when the
+ * data left this process: a driver may hold it (coalescing, a connection
+ * still being made, a full socket) and a failure of that connection loses
+ * it unsent, which must reach the user as an error, never as a success.
+ * So a send remembers the rails that took its bytes (a bit per rail, no
+ * allocation) and sits on ctx->unsent until each of those eps reports
+ * nothing unsent (ep_unsent, FIFO per ep) or fails.  The common case stays
+ * cheap: an ep that wrote at once completes the send inside isend, and
+ * wait first flushes the rails the send used and looks again before it
+ * pays for a full progress.  Data that left and is then lost in the
+ * network is beyond what a sender can see without acknowledgements.
  */
 #include "mdr_config.h"
 
@@ -66,6 +78,7 @@ mdr_req_t *mdr_req_alloc(mdr_ctx_t *ctx, int type)
     req->ctx = ctx;
     req->type = type;
     mdr_list_init(&req->link);
+    mdr_list_init(&req->unsent_link);
     if (type == MDR_REQ_SEND)
         ctx->active_sends++;
     return req;
@@ -79,10 +92,19 @@ mdr_req_t *mdr_req_lookup(mdr_ctx_t *ctx, uint64_t id)
     return ctx->reqtab[idx];
 }
 
+static void mdr_unsent_del(mdr_req_t *req)
+{
+    if (req->on_unsent) {
+        req->on_unsent = 0;
+        mdr_list_del(&req->unsent_link);
+    }
+}
+
 void mdr_req_release(mdr_req_t *req)
 {
     mdr_ctx_t *ctx = req->ctx;
     uint32_t idx = (uint32_t)req->id;
+    mdr_unsent_del(req); /* a send released without completing (isend error) */
     ctx->reqtab[idx] = NULL;
     ctx->reqgen[idx]++;
     if (ctx->reqgen[idx] == 0)
@@ -116,6 +138,7 @@ void mdr_req_complete(mdr_req_t *req, madrail_status_t status)
         return;
     req->complete = 1;
     req->info.status = status;
+    mdr_unsent_del(req);
     /* Registrations go back to the cache as soon as the transfer is over,
      * whatever its outcome: a send's local registrations (taken for its
      * puts), a receive's remote-write ones on paths that fail it without
@@ -135,6 +158,258 @@ void mdr_req_complete(mdr_req_t *req, madrail_status_t status)
     } else if (req->freed_by_user) {
         mdr_req_release(req);
     }
+}
+
+/* ---------------- sends: data that may not have left ---------------- */
+
+void mdr_send_track(mdr_req_t *req, int rail, int sequenced)
+{
+    if (rail >= 0) {
+        uint8_t bit = (uint8_t)(1u << rail);
+        req->unsent_rails |= bit;
+        if (sequenced) {
+            req->seq_unsent |= bit;
+            req->seq_rails |= bit;
+        }
+    }
+    if (!req->on_unsent && !req->complete) {
+        req->on_unsent = 1;
+        mdr_list_push_tail(&req->ctx->unsent, &req->unsent_link);
+    }
+}
+
+void mdr_send_fail(mdr_req_t *req, madrail_status_t status)
+{
+    int j, busy = 0;
+
+    if (req->complete)
+        return;
+    mdr_unsent_del(req);
+    if (req->queued) {
+        req->queued = 0;
+        mdr_list_del(&req->link);
+    }
+    /* puts not issued never will be; those in flight are still the
+     * driver's and their completion finishes the send (with this status) */
+    for (j = 0; j < req->nputs; j++) {
+        if (req->puts[j].state == MDR_PUT_IDLE) {
+            req->puts[j].state = MDR_PUT_DONE;
+            req->puts_left--;
+        } else if (req->puts[j].state == MDR_PUT_INFLIGHT) {
+            busy = 1;
+        }
+    }
+    if (busy) {
+        if (req->info.status == MADRAIL_OK)
+            req->info.status = status;
+        req->proto_done = 0;
+        return;
+    }
+    mdr_req_complete(req, status);
+}
+
+/* "tcp:eth0, tcp:eth1": the names of the rails in bits. */
+static void mdr_rail_names(const mdr_ctx_t *ctx, unsigned bits, char *buf, size_t len)
+{
+    size_t off = 0;
+    int r;
+
+    buf[0] = '\0';
+    for (r = 0; r < ctx->nrails && off < len; r++)
+        if (bits & (1u << r)) {
+            int k = snprintf(buf + off, len - off, "%s%s", off ? ", " : "",
+                             ctx->rails[r].attr.name);
+            if (k > 0)
+                off += (size_t)k;
+        }
+}
+
+/* Some of req's data was lost with a rail before it left.  Three cases:
+ *  - no sequenced message of it was lost (a FIN): the send fails;
+ *  - its sequenced messages went only on rails whose connection was never
+ *    made: nothing of it reached the peer, it is sent again on the others;
+ *  - else the peer misses a sequence number for good, and every later
+ *    message to it would wait behind the hole, unmatched, while its
+ *    sender was told success: the peer is given up (all its requests
+ *    fail, later sends to it fail at once). */
+static void mdr_send_lost(mdr_req_t *req)
+{
+    mdr_ctx_t *ctx = req->ctx;
+    mdr_peer_t *peer = mdr_peer_get(ctx, req->peer);
+    char names[MDR_MAX_RAILS * 24];
+    unsigned hole = req->lost_rails & req->seq_unsent;
+
+    mdr_rail_names(ctx, req->lost_rails, names, sizeof(names));
+    if (hole == 0) {
+        int reachable = mdr_peer_reachable(peer);
+        mdr_error("peer %u rail %s: send of %zu bytes (tag %#llx) failed: the rail failed "
+                  "before its data left this process%s",
+                  req->peer, names, req->len, (unsigned long long)req->tag,
+                  reachable ? "" : "; no rail left to the peer");
+        mdr_send_fail(req, reachable ? MADRAIL_ERR_RAIL_DOWN : MADRAIL_ERR_PEER_UNREACHABLE);
+        return;
+    }
+    if ((req->lost_rails & ~req->never_rails) == 0 && (req->seq_rails & ~req->never_rails) == 0 &&
+        mdr_peer_reachable(peer)) {
+        req->unsent_rails = req->seq_unsent = req->seq_rails = 0;
+        req->lost_rails = req->never_rails = 0;
+        if (mdr_send_restart(req) == MADRAIL_OK) {
+            mdr_warn("peer %u rail %s: connection never made; send of %zu bytes (tag %#llx) "
+                     "sent again on the other rails",
+                     req->peer, names, req->len, (unsigned long long)req->tag);
+            return;
+        }
+    }
+    mdr_error("peer %u rail %s: message %llu (%zu bytes, tag %#llx) was lost before it left "
+              "this process; the peer's later messages could never be matched in order: "
+              "failing every request to it",
+              req->peer, names, (unsigned long long)req->seq, req->len,
+              (unsigned long long)req->tag);
+    {
+        uint64_t id = req->id;
+        mdr_peer_give_up(peer);
+        /* peer_fail leaves a send whose puts are in flight; it may also
+         * have completed (and, with a callback, released) req */
+        if (mdr_req_lookup(ctx, id) == req)
+            mdr_send_fail(req, MADRAIL_ERR_PEER_UNREACHABLE);
+    }
+}
+
+void mdr_peer_give_up(mdr_peer_t *peer)
+{
+    mdr_ctx_t *ctx = peer->ctx;
+    int r;
+
+    peer->broken = 1;
+    for (r = 0; r < ctx->nrails; r++)
+        if (!peer->rails[r].down) {
+            peer->rails[r].down = 1;
+            ctx->rails[r].stats.failovers++;
+        }
+    mdr_peer_fail(peer, MADRAIL_ERR_PEER_UNREACHABLE);
+}
+
+/* Clear the bits of rails whose ep has nothing unsent left; note failed
+ * ones.  Completes req when its protocol is over and nothing is unsent;
+ * leaves losses to the caller.  Returns 1 when req completed. */
+static int mdr_send_settle(mdr_req_t *req)
+{
+    unsigned bits = req->unsent_rails;
+
+    if (bits) {
+        mdr_ctx_t *ctx = req->ctx;
+        mdr_peer_t *peer = ctx->peers[req->peer];
+        do {
+            int r = __builtin_ctz(bits);
+            uint8_t bit = (uint8_t)(1u << r);
+            mdr_peer_rail_t *pr = &peer->rails[r];
+            bits &= bits - 1;
+            if (pr->down) {
+                req->lost_rails |= bit;
+            } else if (pr->ep == NULL || ctx->rails[r].ops->ep_unsent(pr->ep) == 0) {
+                req->unsent_rails &= (uint8_t)~bit;
+                req->seq_unsent &= (uint8_t)~bit;
+            }
+        } while (bits);
+    }
+    if (req->lost_rails || req->unsent_rails || req->unsent_txq) {
+        if (!req->on_unsent) { /* watched from progress from now on */
+            req->on_unsent = 1;
+            mdr_list_push_tail(&req->ctx->unsent, &req->unsent_link);
+        }
+        return 0;
+    }
+    mdr_unsent_del(req);
+    if (!req->proto_done)
+        return 0;
+    mdr_req_complete(req, MADRAIL_OK);
+    return 1;
+}
+
+void mdr_send_done(mdr_req_t *req)
+{
+    req->proto_done = 1;
+    mdr_send_settle(req);
+}
+
+void mdr_send_watch(mdr_req_t *req)
+{
+    mdr_send_settle(req); /* completes nothing: the protocol is not over */
+}
+
+void mdr_send_rail_lost(mdr_peer_rail_t *pr, int never_connected)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    uint8_t bit = (uint8_t)(1u << pr->rail);
+    mdr_list_t *it;
+
+    mdr_list_for_each(it, &ctx->unsent) {
+        mdr_req_t *req = mdr_container_of(it, mdr_req_t, unsent_link);
+        if (req->peer != pr->peer->index || !(req->unsent_rails & bit) ||
+            (req->lost_rails & bit))
+            continue;
+        req->lost_rails |= bit;
+        if (never_connected)
+            req->never_rails |= bit;
+    }
+}
+
+void mdr_send_txq_sent(mdr_ctx_t *ctx, uint64_t sreq_id, int rail, int sequenced)
+{
+    mdr_req_t *req = mdr_req_lookup(ctx, sreq_id);
+    if (!req || req->type != MDR_REQ_SEND || req->complete || req->unsent_txq == 0)
+        return;
+    req->unsent_txq--;
+    mdr_send_track(req, rail, sequenced);
+}
+
+void mdr_send_txq_lost(mdr_ctx_t *ctx, uint64_t sreq_id, int rail)
+{
+    mdr_req_t *req = mdr_req_lookup(ctx, sreq_id);
+    if (!req || req->type != MDR_REQ_SEND || req->complete || req->unsent_txq == 0)
+        return;
+    req->unsent_txq--;
+    req->lost_rails |= (uint8_t)(1u << rail); /* a FIN: never sequenced */
+    mdr_send_track(req, -1, 0);
+}
+
+int mdr_send_check_all(mdr_ctx_t *ctx)
+{
+    mdr_list_t todo, *it;
+    int n = 0;
+
+    /* Work on a detached list: a completion may call back into the user,
+     * who may start, wait for or release other sends, and a lost message
+     * may fail a whole peer. */
+    mdr_list_init(&todo);
+    while ((it = mdr_list_pop_head(&ctx->unsent)))
+        mdr_list_push_tail(&todo, it);
+    while ((it = mdr_list_pop_head(&todo))) {
+        mdr_req_t *req = mdr_container_of(it, mdr_req_t, unsent_link);
+        mdr_list_push_tail(&ctx->unsent, it);
+        if (mdr_send_settle(req)) {
+            n++;
+        } else if (req->lost_rails) {
+            mdr_send_lost(req);
+            n++;
+        }
+    }
+    return n;
+}
+
+/* A send whose protocol is over may only wait for a driver's coalescing
+ * queue: hand that to the network and look again, before paying for a
+ * whole progress (which also polls every rail for input). */
+static void mdr_send_push(mdr_req_t *req)
+{
+    mdr_ctx_t *ctx = req->ctx;
+    unsigned bits = req->unsent_rails;
+    int r;
+
+    for (r = 0; bits != 0; r++, bits >>= 1)
+        if (bits & 1u)
+            ctx->rails[r].ops->flush(ctx->rails[r].rail);
+    mdr_send_settle(req);
 }
 
 /* A completed send may sit in a driver's coalescing buffer: push it out
@@ -157,6 +432,8 @@ madrail_status_t madrail_test(madrail_request_t *req_p, int *flag_p, madrail_inf
     if (!req_p || !*req_p || !flag_p)
         return MADRAIL_ERR_INVALID;
     req = *req_p;
+    if (!req->complete && req->proto_done)
+        mdr_send_push(req);
     if (!req->complete) {
         madrail_progress(req->ctx);
         if (!req->complete) {
@@ -184,6 +461,11 @@ madrail_status_t madrail_wait(madrail_request_t *req_p, madrail_info_t *info_p)
         return MADRAIL_ERR_INVALID;
     req = *req_p;
     while (!req->complete) {
+        if (req->proto_done) {
+            mdr_send_push(req);
+            if (req->complete)
+                break;
+        }
         /* Spin, but give the core away after a run of idle polls: with more
          * processes than cores (tests, shared nodes) the peer we wait for
          * may need this core to make progress. */

@@ -58,7 +58,11 @@ typedef struct mdr_rail_upcalls {
     void *(*ep_accepted)(void *rail_cookie, uint64_t remote_uuid, mdr_ep_t *new_ep);
     /* The ep failed (connection lost, malformed frame, ...): reason is a
      * human-readable string.  After this the ep delivers nothing more and
-     * its pending put completions are reported with an error status. */
+     * its pending put completions are reported with an error status.
+     * MADRAIL_ERR_RAIL_CONNECT says the connection was never made, so
+     * nothing ctrl_send or put accepted on this ep reached the peer (the
+     * core may send it again elsewhere); a driver that cannot be sure of
+     * that reports MADRAIL_ERR_RAIL_DOWN. */
     void (*ep_failed)(void *ep_cookie, madrail_status_t status, const char *reason);
 } mdr_rail_upcalls_t;
 
@@ -106,6 +110,16 @@ typedef struct mdr_rail_ops {
     void (*ep_destroy)(mdr_ep_t *ep);
     /* Bytes accepted by ctrl_send/put but not yet handed to the network. */
     size_t (*ep_backlog)(mdr_ep_t *ep);
+    /* Bytes of accepted control messages still held by this process: queued
+     * until the connection is up, behind a full socket, owned by the
+     * provider until its send completes.  A failure of the ep loses them
+     * unsent.  The core reports a send complete only once every ep it used
+     * is back at 0, so this must fall to 0 through this side's flush and
+     * progress alone while the peer can take the data (flow control, a full
+     * socket or fifo, waits for the peer; so does a provider that completes
+     * a send on the peer's acknowledgement).  Equal to ep_backlog unless the
+     * driver counts the network's own in-flight bytes there (loop). */
+    size_t (*ep_unsent)(mdr_ep_t *ep);
     /* True once nothing is queued and every completion was reported. */
     int (*ep_idle)(mdr_ep_t *ep);
 

@@ -38,6 +38,8 @@ const char *madrail_status_str(madrail_status_t status)
         return "rail down";
     case MADRAIL_ERR_RAIL_PROTO:
         return "malformed message on a rail";
+    case MADRAIL_ERR_RAIL_CONNECT:
+        return "rail connection could not be made";
     case MADRAIL_ERR_PEER_UNREACHABLE:
         return "peer unreachable (no rail reaches it)";
     case MADRAIL_ERR_PEER_PROTO:

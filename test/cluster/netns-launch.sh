@@ -33,7 +33,11 @@ host=${1#*@}
 shift
 
 ns=
-for f in "$STATE_ROOT"/*/nodes; do
+# The copy that cluster.sh up puts in a cluster's state directory looks in
+# that cluster first: two clusters up at once (two trees' tests) use the
+# same management addresses.
+own=$(dirname "$0")/nodes
+for f in "$own" "$STATE_ROOT"/*/nodes; do
     [ -f "$f" ] || continue
     # lines: <namespace> <management address>
     ns=$(awk -v h="$host" '$1 == h || $2 == h { print $1; exit }' "$f")

@@ -221,6 +221,33 @@ static void mdr_ofi_explain(const char *spec, const char *prov, const char *dev,
               spec, prov, fi_strerror(-err));
 }
 
+/* The domains libfabric lists for prov, ", "-separated into buf; returns
+ * how many (0 when it lists none, or on an error). */
+static int mdr_ofi_prov_domains(const char *prov, char *buf, size_t size)
+{
+    struct fi_info *hints, *list = NULL, *i;
+    int n = 0;
+
+    buf[0] = '\0';
+    hints = fi_allocinfo();
+    if (hints == NULL)
+        return 0;
+    hints->fabric_attr->prov_name = strdup(prov);
+    hints->ep_attr->type = FI_EP_RDM;
+    if (hints->fabric_attr->prov_name != NULL &&
+        fi_getinfo(MDR_OFI_API, NULL, NULL, 0, hints, &list) == 0) {
+        for (i = list; i != NULL; i = i->next)
+            if (i->domain_attr->name != NULL &&
+                !mdr_ofi_list_has(buf, i->domain_attr->name)) {
+                mdr_ofi_list_add(buf, size, i->domain_attr->name);
+                n++;
+            }
+        fi_freeinfo(list);
+    }
+    fi_freeinfo(hints);
+    return n;
+}
+
 /* Choose the provider entry: *info_p, whether writes need
  * FI_DELIVERY_COMPLETE, and whether FI_MULTI_RECV was granted. */
 static madrail_status_t mdr_ofi_select(mdr_rail_t *rail, const char *spec, const char *prov,
@@ -524,6 +551,23 @@ static madrail_status_t mdr_ofi_open(const char *spec, const mdr_rail_params_t *
     snprintf(dev, sizeof(dev), "%s", colon ? colon + 1 : "");
     if (strcmp(prov, "auto") == 0)
         prov[0] = '\0';
+    /* Name a device wherever there is a choice: libfabric's first domain
+     * is its enumeration order, not the user's network. */
+    if (prov[0] == '\0' && dev[0] == '\0') {
+        mdr_error("rail spec ofi:%s: names neither a provider nor a device (expected "
+                  "ofi:<provider>[:<device>] or ofi::<device>, e.g. ofi:tcp;ofi_rxm:lo)",
+                  spec);
+        return MADRAIL_ERR_CONFIG;
+    }
+    if (dev[0] == '\0') {
+        char doms[256];
+        if (mdr_ofi_prov_domains(prov, doms, sizeof(doms)) > 1) {
+            mdr_error("rail spec ofi:%s: provider '%s' has several domains (%s): name one, "
+                      "e.g. ofi:%s:%.*s",
+                      spec, prov, doms, prov, (int)strcspn(doms, ","), doms);
+            return MADRAIL_ERR_CONFIG;
+        }
+    }
 
     rail = calloc(1, sizeof(*rail));
     if (rail == NULL)
@@ -955,6 +999,7 @@ const mdr_rail_ops_t mdr_ofi_ops = {
     .ep_create = mdr_ofi_ep_create,
     .ep_destroy = mdr_ofi_ep_destroy,
     .ep_backlog = mdr_ofi_ep_backlog,
+    .ep_unsent = mdr_ofi_ep_backlog,
     .ep_idle = mdr_ofi_ep_idle,
     .ctrl_send = mdr_ofi_ctrl_send,
     .mem_reg = mdr_ofi_mem_reg,

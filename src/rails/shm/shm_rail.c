@@ -966,6 +966,7 @@ const mdr_rail_ops_t mdr_shm_ops = {
     .ep_create = mdr_shm_ep_create,
     .ep_destroy = mdr_shm_ep_destroy,
     .ep_backlog = mdr_shm_ep_backlog,
+    .ep_unsent = mdr_shm_ep_backlog,
     .ep_idle = mdr_shm_ep_idle,
     .ctrl_send = mdr_shm_ctrl_send,
     .mem_reg = mdr_shm_mem_reg,

@@ -183,6 +183,7 @@ struct mdr_ep {
     void *cookie;
     uint64_t uuid;
     mdr_tcp_ep_state_t state;
+    int was_open;         /* reached OPEN: data frames may have been written */
     int mapped;           /* rail->eps[uuid] == this */
     int destroyed;        /* ep_destroy called; freed at the end of progress */
     mdr_tcp_conn_t *conn; /* active (or handshaking outgoing) connection */

@@ -318,6 +318,10 @@ void mdr_tcp_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...
 
     if (ep->destroyed || ep->state == MDR_TCP_EP_FAILED)
         return;
+    /* Data frames are written only once the handshake opened the ep: an ep
+     * that never got there sent nothing but the handshake. */
+    if (status == MADRAIL_ERR_RAIL_DOWN && !ep->was_open)
+        status = MADRAIL_ERR_RAIL_CONNECT;
     va_start(ap, fmt);
     vsnprintf(ep->fail_reason, sizeof(ep->fail_reason), fmt, ap);
     va_end(ap);
@@ -606,6 +610,7 @@ int mdr_tcp_report_done(mdr_rail_t *rail)
 void mdr_tcp_ep_open(mdr_ep_t *ep)
 {
     ep->state = MDR_TCP_EP_OPEN;
+    ep->was_open = 1;
     ep->conn->state = MDR_TCP_CONN_OPEN;
     mdr_tcp_ep_hs_list(ep, 0);
     mdr_tcp_ep_flush(ep);

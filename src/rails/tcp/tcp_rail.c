@@ -93,57 +93,47 @@ static madrail_status_t mdr_tcp_opt(const char *key, const char *val, void *arg)
     return MADRAIL_ERR_CONFIG;
 }
 
-/* Resolve "" / interface name / IPv4 address to an interface and address. */
+/* Resolve an interface name or IPv4 address to an interface and address.
+ * There is no default: "the first interface that is up" depends on the
+ * kernel's enumeration order, so two nodes could pick different networks;
+ * MADRAIL_RAILS=auto is the way to let madrail choose. */
 static madrail_status_t mdr_tcp_resolve(const char *spec, const char *what, char *ifname,
                                         struct in_addr *addr_p, int *loopback_p)
 {
-    struct ifaddrs *ifa_list, *ifa, *found = NULL, *lo = NULL;
+    struct ifaddrs *ifa_list, *ifa, *found = NULL;
     struct in_addr want;
     int is_ip, name_seen = 0;
 
-    is_ip = what[0] != '\0' && inet_pton(AF_INET, what, &want) == 1;
+    if (what[0] == '\0') {
+        mdr_error("rail spec tcp:%s: no interface or IPv4 address (expected e.g. tcp:eth1, "
+                  "tcp:lo or tcp:10.0.0.1; MADRAIL_RAILS=auto chooses the interfaces)",
+                  spec);
+        return MADRAIL_ERR_CONFIG;
+    }
+    is_ip = inet_pton(AF_INET, what, &want) == 1;
     if (getifaddrs(&ifa_list) != 0) {
         mdr_error("rail spec tcp:%s: getifaddrs: %m", spec);
         return MADRAIL_ERR_CONFIG;
     }
     for (ifa = ifa_list; ifa != NULL; ifa = ifa->ifa_next) {
         const struct sockaddr_in *sin = (const struct sockaddr_in *)ifa->ifa_addr;
-        if (what[0] != '\0' && !is_ip && strcmp(ifa->ifa_name, what) == 0)
+        if (!is_ip && strcmp(ifa->ifa_name, what) == 0)
             name_seen = 1;
         if (sin == NULL || sin->sin_family != AF_INET)
             continue;
-        if (is_ip) {
-            if (sin->sin_addr.s_addr == want.s_addr) {
-                found = ifa;
-                break;
-            }
-        } else if (what[0] != '\0') {
-            if (strcmp(ifa->ifa_name, what) == 0) {
-                found = ifa;
-                break;
-            }
-        } else if (ifa->ifa_flags & IFF_UP) {
-            if (ifa->ifa_flags & IFF_LOOPBACK) {
-                if (lo == NULL)
-                    lo = ifa;
-            } else {
-                found = ifa;
-                break;
-            }
+        if (is_ip ? sin->sin_addr.s_addr == want.s_addr : strcmp(ifa->ifa_name, what) == 0) {
+            found = ifa;
+            break;
         }
     }
-    if (found == NULL && what[0] == '\0')
-        found = lo;
     if (found == NULL) {
         if (is_ip)
             mdr_error("rail spec tcp:%s: address %s is not assigned to any local interface",
                       spec, what);
         else if (name_seen)
             mdr_error("rail spec tcp:%s: interface %s has no IPv4 address", spec, what);
-        else if (what[0] != '\0')
-            mdr_error("rail spec tcp:%s: no interface or IPv4 address '%s'", spec, what);
         else
-            mdr_error("rail spec tcp:%s: no interface with an IPv4 address is up", spec);
+            mdr_error("rail spec tcp:%s: no interface or IPv4 address '%s'", spec, what);
         freeifaddrs(ifa_list);
         return MADRAIL_ERR_CONFIG;
     }
@@ -634,6 +624,7 @@ const mdr_rail_ops_t mdr_tcp_ops = {
     .ep_create = mdr_tcp_ep_create,
     .ep_destroy = mdr_tcp_ep_destroy,
     .ep_backlog = mdr_tcp_ep_backlog,
+    .ep_unsent = mdr_tcp_ep_backlog,
     .ep_idle = mdr_tcp_ep_idle,
     .ctrl_send = mdr_tcp_ctrl_send,
     .mem_reg = mdr_tcp_mem_reg,

@@ -161,14 +161,25 @@ static int mdr_ucx_is_shm_tl(const char *name)
  */
 static madrail_status_t mdr_ucx_spec_split(char *first, mdr_ucx_spec_t *s)
 {
-    char *part[3] = {NULL, NULL, NULL}, *save = NULL, *tok, *p;
+    char *part[3] = {NULL, NULL, NULL}, *next, *tok, *p;
     const char *tls = NULL, *dev = NULL, *port = NULL;
     int n = 0;
 
-    for (tok = strtok_r(first, ":", &save); tok != NULL; tok = strtok_r(NULL, ":", &save)) {
+    /* split by hand: strtok would read "tcp::lo" or "lo:" as if the
+     * empty part were not there */
+    for (tok = first; first[0] != '\0' && tok != NULL; tok = next) {
+        next = strchr(tok, ':');
+        if (next != NULL)
+            *next++ = '\0';
         if (n == 3) {
             mdr_error("rail spec ucx:%s: too many ':' (expected ucx:<device>[:<port>] or "
                       "ucx:<transports>:<device>[:<port>])",
+                      s->spec);
+            return MADRAIL_ERR_CONFIG;
+        }
+        if (tok[0] == '\0') {
+            mdr_error("rail spec ucx:%s: empty part between ':' (expected ucx:<device>[:<port>] "
+                      "or ucx:<transports>:<device>[:<port>])",
                       s->spec);
             return MADRAIL_ERR_CONFIG;
         }
@@ -945,6 +956,7 @@ const mdr_rail_ops_t mdr_ucx_ops = {
     .ep_create = mdr_ucx_ep_create,
     .ep_destroy = mdr_ucx_ep_destroy,
     .ep_backlog = mdr_ucx_ep_backlog,
+    .ep_unsent = mdr_ucx_ep_backlog,
     .ep_idle = mdr_ucx_ep_idle,
     .ctrl_send = mdr_ucx_ctrl_send,
     .mem_reg = mdr_ucx_mem_reg,

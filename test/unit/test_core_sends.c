@@ -1,0 +1,480 @@
+/*
+ * Sends report success only for data that left the process (issue 9):
+ * two contexts in this process over tcp:lo rails, progressed from this
+ * thread.  The loop driver cannot show it: what it accepts is already in
+ * its in-process "network", so nothing is ever left behind in a sender.
+ * tcp keeps data in the sender while a connection is being made, and a
+ * peer address can be bent to make a connection fail at once (a bad
+ * address: ep_create refuses it) or later (a port nobody listens on).
+ */
+#include "mdr_config.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "unit_check.h"
+
+typedef struct {
+    madrail_context_t a, b;
+    madrail_peer_t a2b, b2a; /* a's handle of b, b's handle of a */
+} pair_t;
+
+enum { BEND_NONE, BEND_MARK, BEND_PORT };
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+/* A local TCP port nobody listens on (bound, then closed). */
+static uint16_t closed_port(void)
+{
+    struct sockaddr_in sin;
+    socklen_t len = sizeof(sin);
+    uint16_t port = 0;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sin, &len) == 0)
+        port = sin.sin_port;
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+/* Change rail `rail` of a packed context address (see context.c): BEND_MARK
+ * breaks the tcp address mark (ep_create refuses it), BEND_PORT points it
+ * at a closed port (the connection is refused later). */
+static void bend_addr(uint8_t *addr, size_t len, int rail, int how)
+{
+    size_t off = 17;
+    int r, nr = addr[16];
+
+    for (r = 0; r < nr && off + 10 <= len; r++) {
+        uint16_t alen;
+        memcpy(&alen, addr + off + 8, 2);
+        if (r == rail) {
+            uint8_t *a = addr + off + 10;
+            if (how == BEND_MARK) {
+                a[0] ^= 0xff;
+            } else if (how == BEND_PORT) {
+                uint16_t port = closed_port();
+                memcpy(a + 8, &port, 2);
+            }
+        }
+        off += 10 + alen;
+    }
+}
+
+/* bend[r]: how a's copy of b's rail r address is bent. */
+static int pair_open(pair_t *p, const char *const *ov, const int *bend)
+{
+    madrail_context_params_t prm = {ov};
+    uint8_t addr[MADRAIL_ADDR_MAX];
+    size_t len;
+    int r;
+
+    memset(p, 0, sizeof(*p));
+    if (madrail_context_init(&prm, &p->a) != MADRAIL_OK)
+        return -1;
+    if (madrail_context_init(&prm, &p->b) != MADRAIL_OK)
+        return -1;
+    len = sizeof(addr);
+    if (madrail_context_address(p->b, addr, &len) != MADRAIL_OK)
+        return -1;
+    for (r = 0; bend && r < MDR_MAX_RAILS; r++)
+        if (bend[r] != BEND_NONE)
+            bend_addr(addr, len, r, bend[r]);
+    if (madrail_peer_add(p->a, addr, len, &p->a2b) != MADRAIL_OK)
+        return -1;
+    len = sizeof(addr);
+    if (madrail_context_address(p->a, addr, &len) != MADRAIL_OK)
+        return -1;
+    if (madrail_peer_add(p->b, addr, len, &p->b2a) != MADRAIL_OK)
+        return -1;
+    return 0;
+}
+
+static void pair_close(pair_t *p)
+{
+    int i;
+    for (i = 0; i < 200; i++) {
+        madrail_progress(p->a);
+        madrail_progress(p->b);
+    }
+    madrail_context_finalize(p->a);
+    madrail_context_finalize(p->b);
+}
+
+/* Test a request until it completes, progressing both contexts when both
+ * (else only the request's own, through madrail_test); bounded: returns
+ * MADRAIL_INPROGRESS when it did not complete. */
+static madrail_status_t pwait(pair_t *p, madrail_request_t *req, int both, madrail_info_t *info)
+{
+    long i;
+    int flag = 0;
+    madrail_status_t st;
+
+    for (i = 0; i < 2000000 && *req; i++) {
+        if (both) {
+            madrail_progress(p->a);
+            madrail_progress(p->b);
+        }
+        st = madrail_test(req, &flag, info);
+        if (flag)
+            return st;
+        if (i % 1000 == 999)
+            sleep_ms(1);
+    }
+    return MADRAIL_INPROGRESS;
+}
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        b[i] = (uint8_t)(i * 131u + seed * 7u + (i >> 8));
+}
+
+static int verify(const uint8_t *b, size_t n, unsigned seed)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (b[i] != (uint8_t)(i * 131u + seed * 7u + (i >> 8)))
+            return 0;
+    return 1;
+}
+
+/* On a connected rail a send completes through the sender's own progress:
+ * the receiver need not run (MPI's eager sends rely on that). */
+static void test_completes_without_receiver(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=tcp:lo", NULL};
+    uint8_t buf[64] = {1}, rb[64];
+    madrail_request_t sr, rr;
+    madrail_status_t st;
+    pair_t p;
+    int i, done = 0;
+
+    if (pair_open(&p, ov, NULL) != 0) {
+        check(0, "open a tcp:lo pair");
+        return;
+    }
+    /* connect: one message with both sides running */
+    madrail_irecv(p.b, p.b2a, rb, sizeof(rb), 1, 0, &rr);
+    madrail_isend(p.a, p.a2b, buf, sizeof(buf), 1, 0, &sr);
+    st = pwait(&p, &sr, 1, NULL);
+    check(st == MADRAIL_OK && pwait(&p, &rr, 1, NULL) == MADRAIL_OK, "first message (%s)",
+          madrail_status_str(st));
+    for (i = 0; i < 20; i++) {
+        st = madrail_isend(p.a, p.a2b, buf, sizeof(buf), 2, 0, &sr);
+        if (st != MADRAIL_OK || pwait(&p, &sr, 0, NULL) != MADRAIL_OK)
+            break;
+        done++;
+    }
+    check(done == 20, "%d of 20 sends completed with only the sender progressing", done);
+    for (i = 0; i < 20; i++) {
+        madrail_irecv(p.b, p.b2a, rb, sizeof(rb), 2, 0, &rr);
+        pwait(&p, &rr, 1, NULL);
+    }
+    pair_close(&p);
+}
+
+/* The defect of issue 9: a sender that does not progress past the connect
+ * timeout got success and its data was dropped. */
+static void test_connect_timeout(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=tcp:lo", "MADRAIL_TCP_CONNECT_TIMEOUT=200ms", NULL};
+    uint8_t buf[64], rb[8];
+    madrail_request_t sr, rr;
+    madrail_status_t st, rst;
+    pair_t p;
+
+    if (pair_open(&p, ov, NULL) != 0) {
+        check(0, "open a tcp:lo pair");
+        return;
+    }
+    fill(buf, sizeof(buf), 1);
+    madrail_irecv(p.a, p.a2b, rb, sizeof(rb), 9, 0, &rr); /* to fail with the peer */
+    st = madrail_isend(p.a, p.a2b, buf, sizeof(buf), 3, 0, &sr);
+    check(st == MADRAIL_OK, "isend accepted (%s)", madrail_status_str(st));
+    sleep_ms(400); /* no progress anywhere: b never answers the connection */
+    st = madrail_wait(&sr, NULL);
+    check(st == MADRAIL_ERR_PEER_UNREACHABLE,
+          "send past the connect timeout: peer unreachable, not success (%s)",
+          madrail_status_str(st));
+    rst = pwait(&p, &rr, 0, NULL);
+    check(rst == MADRAIL_ERR_PEER_UNREACHABLE, "receive posted from that peer fails too (%s)",
+          madrail_status_str(rst));
+    pair_close(&p);
+}
+
+/* Rail 1's connection is refused after sends were queued on it: it never
+ * carried a byte, so they go again on rail 0; every send succeeds and
+ * every success was received (once: success, never delivered, and the
+ * sequence hole kept every later message from being matched). */
+static void test_refused_rail(void)
+{
+    enum { N = 64 };
+    const char *ov[] = {"MADRAIL_RAILS=tcp:lo,tcp:lo", NULL};
+    const int bend[MDR_MAX_RAILS] = {BEND_NONE, BEND_PORT};
+    static uint8_t sb[N][256], rb[N][256];
+    madrail_request_t sr[N], rr[N];
+    madrail_status_t sst[N], rst[N];
+    int i, nok = 0, bad = 0, lost_ok = 0, sdone;
+    madrail_rail_stats_t s1;
+    long spins;
+    pair_t p;
+
+    if (pair_open(&p, ov, bend) != 0) {
+        check(0, "open a tcp:lo,tcp:lo pair");
+        return;
+    }
+    for (i = 0; i < N; i++) {
+        fill(sb[i], sizeof(sb[i]), (unsigned)i);
+        madrail_irecv(p.b, p.b2a, rb[i], sizeof(rb[i]), 100 + (uint64_t)i, 0, &rr[i]);
+        rst[i] = MADRAIL_INPROGRESS;
+    }
+    for (i = 0; i < N; i++) {
+        sst[i] = madrail_isend(p.a, p.a2b, sb[i], sizeof(sb[i]), 100 + (uint64_t)i, 0, &sr[i]);
+        if (sst[i] != MADRAIL_OK)
+            sr[i] = NULL;
+        else
+            sst[i] = MADRAIL_INPROGRESS;
+    }
+    for (spins = 0, sdone = 0; spins < 2000000 && sdone < N; spins++) {
+        madrail_progress(p.b);
+        for (i = 0, sdone = 0; i < N; i++) {
+            int flag = 0;
+            if (sr[i])
+                sst[i] = madrail_test(&sr[i], &flag, NULL);
+            sdone += sr[i] == NULL;
+        }
+    }
+    /* let b take everything that left a (receives of failed sends stay) */
+    for (spins = 0; spins < 200000; spins++) {
+        int pending = 0;
+        madrail_progress(p.a);
+        for (i = 0; i < N; i++) {
+            int flag = 0;
+            if (rr[i])
+                rst[i] = madrail_test(&rr[i], &flag, NULL);
+            pending += rr[i] != NULL && sst[i] == MADRAIL_OK;
+        }
+        if (pending == 0)
+            break;
+    }
+    for (i = 0; i < N; i++) {
+        if (sst[i] == MADRAIL_OK) {
+            nok++;
+            if (rst[i] != MADRAIL_OK || !verify(rb[i], sizeof(rb[i]), (unsigned)i))
+                lost_ok++;
+        } else {
+            bad++;
+        }
+    }
+    madrail_rail_stats(p.a, 1, &s1);
+    check(sdone == N, "all %d sends completed (%d)", N, sdone);
+    check(bad == 0 && nok == N, "%d of %d sends succeeded, %d failed", nok, N, bad);
+    check(s1.tx_msgs > 0 && s1.failovers == 1,
+          "%llu messages had been queued on the refused rail (none would prove nothing), "
+          "%llu failover",
+          (unsigned long long)s1.tx_msgs, (unsigned long long)s1.failovers);
+    check(lost_ok == 0, "%d of %d successes never arrived (success for dropped data)", lost_ok,
+          nok);
+    {
+        madrail_request_t r2, s2;
+        uint8_t x = 7, y = 0;
+        madrail_status_t st;
+        madrail_irecv(p.b, p.b2a, &y, 1, 999, 0, &r2);
+        madrail_isend(p.a, p.a2b, &x, 1, 999, 0, &s2);
+        st = pwait(&p, &s2, 1, NULL);
+        check(st == MADRAIL_OK && pwait(&p, &r2, 1, NULL) == MADRAIL_OK && y == 7,
+              "the surviving rail carries the next send (%s)", madrail_status_str(st));
+    }
+    for (i = 0; i < N; i++)
+        if (rr[i])
+            madrail_cancel(p.b, rr[i]);
+    pair_close(&p);
+}
+
+/* A connection that was up fails (as the driver reports it: rail down)
+ * while it holds a message: the peer would miss that sequence number for
+ * good and match nothing after it, so the peer is given up: its sends
+ * fail, later ones too, rather than report success for data that never
+ * arrives.  Driven through the core's upcall, with b silent so that the
+ * messages are still in a's eps. */
+static void test_sequence_hole(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=tcp:lo,tcp:lo", NULL};
+    uint8_t buf[4][100];
+    madrail_request_t sr[4], s2;
+    madrail_status_t st[4], st2;
+    mdr_peer_t *peer;
+    pair_t p;
+    int i, nunreach = 0;
+
+    if (pair_open(&p, ov, NULL) != 0) {
+        check(0, "open a tcp:lo,tcp:lo pair");
+        return;
+    }
+    for (i = 0; i < 4; i++) {
+        fill(buf[i], sizeof(buf[i]), (unsigned)i);
+        st[i] = madrail_isend(p.a, p.a2b, buf[i], sizeof(buf[i]), 20 + (uint64_t)i, 0, &sr[i]);
+    }
+    peer = mdr_peer_get(p.a, p.a2b);
+    check(peer->rails[1].ep != NULL && p.a->rails[1].ops->ep_backlog(peer->rails[1].ep) > 0,
+          "rail 1 holds messages while b is silent");
+    mdr_ep_failed_upcall(&peer->rails[1], MADRAIL_ERR_RAIL_DOWN, "test: connection lost");
+    for (i = 0; i < 4; i++) {
+        if (st[i] == MADRAIL_OK)
+            st[i] = pwait(&p, &sr[i], 0, NULL);
+        nunreach += st[i] == MADRAIL_ERR_PEER_UNREACHABLE;
+    }
+    check(nunreach == 4, "%d of 4 sends fail with peer unreachable (%s %s %s %s)", nunreach,
+          madrail_status_str(st[0]), madrail_status_str(st[1]), madrail_status_str(st[2]),
+          madrail_status_str(st[3]));
+    st2 = madrail_isend(p.a, p.a2b, buf[0], 10, 30, 0, &s2);
+    if (st2 == MADRAIL_OK)
+        st2 = pwait(&p, &s2, 0, NULL);
+    check(st2 == MADRAIL_ERR_PEER_UNREACHABLE, "a later send fails too (%s)",
+          madrail_status_str(st2));
+    pair_close(&p);
+}
+
+/* An active message (no request, no copy kept) queued on a rail whose
+ * connection is then refused is lost for good, and b would wait for its
+ * sequence number forever: a gives b up, so a later send fails instead of
+ * reporting success for a message b can never match. */
+static void test_untracked_lost(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=tcp:lo,tcp:lo", NULL};
+    const int bend[MDR_MAX_RAILS] = {BEND_NONE, BEND_PORT};
+    uint8_t first[16] = {1}, am[16] = {2}, later[16] = {3};
+    struct iovec iov = {am, sizeof(am)};
+    madrail_request_t sr;
+    madrail_status_t st;
+    mdr_peer_t *peer;
+    pair_t p;
+
+    if (pair_open(&p, ov, bend) != 0) {
+        check(0, "open a tcp:lo,tcp:lo pair");
+        return;
+    }
+    /* the first message keeps rail 0 busy, so the active message takes rail 1 */
+    st = madrail_isend(p.a, p.a2b, first, sizeof(first), 40, 0, &sr);
+    check(st == MADRAIL_OK, "isend (%s)", madrail_status_str(st));
+    st = madrail_am_send(p.a, p.a2b, 7, &iov, 1);
+    peer = mdr_peer_get(p.a, p.a2b);
+    check(st == MADRAIL_OK && peer->rails[1].ep != NULL, "active message queued on rail 1 (%s)",
+          madrail_status_str(st));
+    pwait(&p, &sr, 1, NULL);
+    st = madrail_isend(p.a, p.a2b, later, sizeof(later), 41, 0, &sr);
+    if (st == MADRAIL_OK)
+        st = pwait(&p, &sr, 1, NULL);
+    check(st == MADRAIL_ERR_PEER_UNREACHABLE,
+          "a send after the lost active message fails (%s), the peer is given up",
+          madrail_status_str(st));
+    pair_close(&p);
+}
+
+/* ep_create refuses rail 1 when a rendezvous chunk is planned on it: the
+ * chunk moves to rail 0 (once it failed the send, and the receive waited
+ * for bytes that never came). */
+static void test_put_replanned(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_RNDV_THRESH=16k",
+                        "MADRAIL_STRIPE_MIN_CHUNK=16k", "MADRAIL_RNDV_RECV_FIRST=0", NULL};
+    const int bend[MDR_MAX_RAILS] = {BEND_NONE, BEND_MARK};
+    size_t n = 1 << 20;
+    uint8_t *sb = malloc(n), *rb = calloc(1, n);
+    madrail_request_t sr, rr;
+    madrail_status_t st, rs;
+    madrail_rail_stats_t s0, s1;
+    pair_t p;
+
+    if (!sb || !rb || pair_open(&p, ov, bend) != 0) {
+        check(0, "open a tcp:lo,tcp:lo pair");
+        free(sb);
+        free(rb);
+        return;
+    }
+    fill(sb, n, 5);
+    madrail_irecv(p.b, p.b2a, rb, n, 11, 0, &rr);
+    madrail_isend(p.a, p.a2b, sb, n, 11, 0, &sr);
+    st = pwait(&p, &sr, 1, NULL);
+    rs = pwait(&p, &rr, 1, NULL);
+    madrail_rail_stats(p.a, 0, &s0);
+    madrail_rail_stats(p.a, 1, &s1);
+    check(st == MADRAIL_OK, "1 MiB send with rail 1 unconnectable: %s", madrail_status_str(st));
+    check(rs == MADRAIL_OK && verify(rb, n, 5), "the receive completes with every byte (%s)",
+          madrail_status_str(rs));
+    check(s0.tx_put_bytes == n && s1.tx_put_bytes == 0,
+          "all %zu bytes put on rail 0 (rail 0 %llu, rail 1 %llu)", n,
+          (unsigned long long)s0.tx_put_bytes, (unsigned long long)s1.tx_put_bytes);
+    if (rr)
+        madrail_cancel(p.b, rr);
+    pair_close(&p);
+    free(sb);
+    free(rb);
+}
+
+/* Every rail of the peer refused by ep_create: no upcall will ever come,
+ * yet the send and a receive posted from that peer fail (they hung). */
+static void test_unreachable(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=tcp:lo,tcp:lo", NULL};
+    const int bend[MDR_MAX_RAILS] = {BEND_MARK, BEND_MARK};
+    uint8_t x = 1, y;
+    madrail_request_t sr, rr;
+    madrail_status_t st, rs;
+    pair_t p;
+
+    if (pair_open(&p, ov, bend) != 0) {
+        check(0, "open a tcp:lo,tcp:lo pair");
+        return;
+    }
+    madrail_irecv(p.a, p.a2b, &y, 1, 5, 0, &rr);
+    st = madrail_isend(p.a, p.a2b, &x, 1, 4, 0, &sr);
+    if (st == MADRAIL_OK)
+        st = pwait(&p, &sr, 0, NULL);
+    check(st == MADRAIL_ERR_PEER_UNREACHABLE, "send to a peer no rail can reach fails (%s)",
+          madrail_status_str(st));
+    rs = pwait(&p, &rr, 0, NULL);
+    check(rs == MADRAIL_ERR_PEER_UNREACHABLE, "receive posted from it fails too (%s)",
+          madrail_status_str(rs));
+    pair_close(&p);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    printf("-- completion through the sender's progress alone\n");
+    test_completes_without_receiver();
+    printf("-- connect timeout passed without progress\n");
+    test_connect_timeout();
+    printf("-- a rail refused after sends were queued on it\n");
+    test_refused_rail();
+    printf("-- a message lost with a connection that was up\n");
+    test_sequence_hole();
+    printf("-- an active message lost with a connection never made\n");
+    test_untracked_lost();
+    printf("-- rendezvous chunk moved off a rail that cannot connect\n");
+    test_put_replanned();
+    printf("-- no rail reaches the peer\n");
+    test_unreachable();
+    printf("%d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}
