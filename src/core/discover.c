@@ -16,12 +16,22 @@
  *      interfaces (veth, bridges: containers, namespaces), else loopback,
  *      so a docker0 bridge never becomes a rail on a cluster node and a
  *      laptop still gets tcp:lo;
- *   4. at most max_rails are kept, those near the process binding first,
+ *   4. locality (MADRAIL_AUTO_LOCALITY=near, the default): when some of
+ *      those devices sit near the process binding (or have no known
+ *      locality), the ones away from it are left out, so ranks bound to
+ *      different sockets of one node each use the NICs of their own
+ *      socket and none crosses the inter-socket link; a process near none
+ *      of them (or not bound: near all) keeps them all;
+ *   5. at most max_rails are kept, those near the process binding first,
  *      then the fastest;
- *   5. the kept rails are listed fastest first, then by name, never by
- *      locality or enumeration order, so processes on identical nodes get
- *      identical lists (rails pair by index between peers) whatever core
- *      they are bound to; each rail's weight is its link speed in Mb/s.
+ *   6. the kept rails are listed fastest first, then by name, never by
+ *      locality or enumeration order, so processes bound alike on
+ *      identical nodes get identical lists (rails pair by index between
+ *      peers); each rail's weight is its link speed in Mb/s.
+ * Two ranks bound to different sockets may thus hold different devices
+ * at one index: rail i of one connects to rail i of the other by address,
+ * which a routed or single-fabric network carries (each side leaves and
+ * enters through its own NIC).
  * The probe (util/topo.c) is separate and does not decide anything.
  */
 #include "mdr_config.h"
@@ -30,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/discover.h"
 #include "rails/rail.h"
@@ -202,7 +213,7 @@ int mdr_discover_choose(const mdr_netdev_t *devs, int ndev, const mdr_disc_opts_
 {
     mdr_disc_opts_t o = *opts;
     char spec[MDR_DISC_SPEC_MAX], other[MDR_DISC_SPEC_MAX], label[48], drivers[48];
-    int i, j, best_tier = MDR_DISC_TIER_LOOPBACK + 1, kept = 0;
+    int i, j, best_tier = MDR_DISC_TIER_LOOPBACK + 1, kept = 0, all_far = 0;
     int order[MDR_DISC_MAX_RAILS];
 
     memset(res, 0, sizeof(*res));
@@ -300,7 +311,31 @@ int mdr_discover_choose(const mdr_netdev_t *devs, int ndev, const mdr_disc_opts_
                            "qualifies");
     }
 
-    /* 4. keep at most max_rails: near first, then fast */
+    /* 4. locality: the devices near the binding, when there are any */
+    if (o.near_only) {
+        int near = 0, far = 0;
+        for (i = 0; i < ndev; i++)
+            if (verdict[i].rail == MDR_DISC_CANDIDATE) {
+                near += devs[i].near != MDR_NETDEV_FAR;
+                far += devs[i].near == MDR_NETDEV_FAR;
+            }
+        for (i = 0; i < ndev && near > 0 && far > 0; i++) {
+            if (verdict[i].rail != MDR_DISC_CANDIDATE || devs[i].near != MDR_NETDEV_FAR)
+                continue;
+            verdict[i].rail = MDR_DISC_REJECTED;
+            if (devs[i].numa >= 0)
+                snprintf(other, sizeof(other), "NUMA node %d", devs[i].numa);
+            else
+                snprintf(other, sizeof(other), "PU(s) %s", devs[i].cpus[0] ? devs[i].cpus : "?");
+            mdr_disc_why(&verdict[i],
+                         "rejected: on %s, away from the binding (%s); this process uses the "
+                         "%d device(s) near it (MADRAIL_AUTO_LOCALITY=all to add this one)",
+                         other, o.binding ? o.binding : "?", near);
+        }
+        all_far = near == 0 && far > 0;
+    }
+
+    /* 5. keep at most max_rails: near first, then fast */
     while ((unsigned)kept < o.max_rails) {
         int best = -1;
         for (i = 0; i < ndev; i++)
@@ -320,7 +355,7 @@ int mdr_discover_choose(const mdr_netdev_t *devs, int ndev, const mdr_disc_opts_
                          o.max_rails);
         }
 
-    /* 5. rail order: fastest first, then by name */
+    /* 6. rail order: fastest first, then by name */
     for (i = 1; i < kept; i++) {
         int x = order[i];
         for (j = i; j > 0 && mdr_disc_cmp_order(&devs[x], &devs[order[j - 1]], &o) < 0; j--)
@@ -352,12 +387,13 @@ int mdr_discover_choose(const mdr_netdev_t *devs, int ndev, const mdr_disc_opts_
                      (d->addr & MDR_NETDEV_IPV4) && (d->addr & MDR_NETDEV_IPV6) ? "IPv4+IPv6"
                      : (d->addr & MDR_NETDEV_IPV4)                              ? "IPv4"
                                                                                 : "IPv6");
-        mdr_disc_why(&verdict[order[i]], "chosen: rail %d %s, weight %ld: %s, %ld Mb/s%s, %s%s", i,
-                     r->spec, r->speed_mbps, addr, r->speed_mbps,
+        mdr_disc_why(&verdict[order[i]], "chosen: rail %d %s, weight %ld: %s, %ld Mb/s%s, %s%s%s",
+                     i, r->spec, r->speed_mbps, addr, r->speed_mbps,
                      d->speed_mbps > 0 ? "" : " (default)", where,
                      best_tier == MDR_DISC_TIER_LOOPBACK  ? "; loopback: nothing else qualifies"
                      : best_tier == MDR_DISC_TIER_VIRTUAL ? "; no PCI-backed device qualifies"
-                                                          : "");
+                                                          : "",
+                     all_far ? "; no usable device is near the binding" : "");
     }
     res->nrails = kept;
 
@@ -403,19 +439,36 @@ int mdr_discover_choose(const mdr_netdev_t *devs, int ndev, const mdr_disc_opts_
 
 /* ---------------- on this machine ---------------- */
 
-madrail_status_t mdr_discover_run(const char *const *overrides, mdr_discover_t *disc)
+/* Parse MADRAIL_AUTO_*, probe (this machine or a topology file), choose. */
+static madrail_status_t mdr_discover_do(const char *const *overrides, int synthetic,
+                                        mdr_discover_t *disc)
 {
     madrail_status_t st;
     mdr_disc_opts_t opts;
     char binding[128];
+    int near_only;
 
     if (!disc)
         return MADRAIL_ERR_INVALID;
     memset(disc, 0, sizeof(*disc));
+    disc->synthetic = synthetic;
     st = mdr_cfg_parse(&mdr_discover_cfg_table, overrides, &disc->cfg);
     if (st != MADRAIL_OK)
         goto err_cfg;
-    st = mdr_topo_netdevs(&disc->devs, &disc->ndev, &disc->bind);
+    if (disc->cfg.locality && strcasecmp(disc->cfg.locality, "near") == 0) {
+        near_only = 1;
+    } else if (disc->cfg.locality && strcasecmp(disc->cfg.locality, "all") == 0) {
+        near_only = 0;
+    } else {
+        mdr_error("MADRAIL_AUTO_LOCALITY=%s: not a locality policy (expected near or all)",
+                  disc->cfg.locality ? disc->cfg.locality : "");
+        st = MADRAIL_ERR_CONFIG;
+        goto err_cfg;
+    }
+    if (synthetic)
+        st = mdr_topo_synthetic_netdevs(&disc->devs, &disc->ndev, &disc->bind);
+    else
+        st = mdr_topo_netdevs(&disc->devs, &disc->ndev, &disc->bind);
     if (st != MADRAIL_OK)
         goto err_cfg;
     disc->verdict = calloc(disc->ndev ? (size_t)disc->ndev : 1, sizeof(*disc->verdict));
@@ -432,6 +485,7 @@ madrail_status_t mdr_discover_run(const char *const *overrides, mdr_discover_t *
     opts.max_rails = disc->cfg.max_rails;
     opts.default_speed_mbps = (long)disc->cfg.default_speed;
     opts.binding = binding;
+    opts.near_only = near_only;
     mdr_discover_choose(disc->devs, disc->ndev, &opts, disc->verdict, &disc->res);
     return MADRAIL_OK;
 
@@ -441,6 +495,16 @@ err_devs:
 err_cfg:
     mdr_cfg_release(&mdr_discover_cfg_table, &disc->cfg);
     return st;
+}
+
+madrail_status_t mdr_discover_run(const char *const *overrides, mdr_discover_t *disc)
+{
+    return mdr_discover_do(overrides, 0, disc);
+}
+
+madrail_status_t mdr_discover_run_synthetic(const char *const *overrides, mdr_discover_t *disc)
+{
+    return mdr_discover_do(overrides, 1, disc);
 }
 
 void mdr_discover_release(mdr_discover_t *disc)
@@ -476,7 +540,13 @@ void mdr_discover_report(const mdr_discover_t *disc, FILE *out)
     char label[48], speed[24], numa[12];
     int i;
 
-    fprintf(out, "network devices (%d)\n", disc->ndev);
+    if (disc->synthetic)
+        fprintf(out,
+                "network devices of the synthetic topology (%d; not this machine's: taken as "
+                "up with an IPv4 address, never opened)\n",
+                disc->ndev);
+    else
+        fprintf(out, "network devices (%d)\n", disc->ndev);
     fprintf(out, "  %-16s %-6s %-13s %-5s %-10s %-8s %11s %-5s %s\n", "DEVICE", "KIND", "PCI",
             "NUMA", "NEAR-PUS", "LOCALITY", "SPEED(Mb/s)", "STATE", "ADDRESS");
     for (i = 0; i < disc->ndev; i++) {
@@ -512,9 +582,12 @@ void mdr_discover_report(const mdr_discover_t *disc, FILE *out)
                                                                              : "none");
     }
     fprintf(out,
-            "auto-discovery (MADRAIL_RAILS=auto, MADRAIL_AUTO_MAX_RAILS=%u, unknown "
-            "speed = %u Mb/s): %d rail(s)",
-            disc->cfg.max_rails, disc->cfg.default_speed, disc->res.nrails);
+            "%sauto-discovery (MADRAIL_RAILS=auto, MADRAIL_AUTO_MAX_RAILS=%u, "
+            "MADRAIL_AUTO_LOCALITY=%s, unknown speed = %u Mb/s, binding %s%s): %d rail(s)",
+            disc->synthetic ? "synthetic " : "", disc->cfg.max_rails,
+            disc->cfg.locality ? disc->cfg.locality : "?", disc->cfg.default_speed,
+            disc->bind.known ? "PU(s) " : "unknown", disc->bind.known ? disc->bind.cpus : "",
+            disc->res.nrails);
     for (i = 0; i < disc->res.nrails; i++)
         fprintf(out, "%s%s", i ? "," : " ", disc->res.rails[i].spec);
     fprintf(out, "\n");
@@ -528,7 +601,7 @@ void mdr_discover_report(const mdr_discover_t *disc, FILE *out)
     }
     for (i = 0; i < disc->res.nwarn; i++)
         fprintf(out, "  warning: %s\n", disc->res.warn[i].text);
-    if (disc->res.nrails == 0)
+    if (disc->res.nrails == 0 && !disc->synthetic)
         fprintf(out, "  no usable device: set MADRAIL_RAILS (e.g. tcp:lo)\n");
 }
 
@@ -544,6 +617,18 @@ void madrail_topology_print(FILE *out)
     st = mdr_discover_run(NULL, &disc);
     if (st != MADRAIL_OK) {
         fprintf(out, "rail discovery failed: %s\n", madrail_status_str(st));
+        return;
+    }
+    mdr_discover_report(&disc, out);
+    mdr_discover_release(&disc);
+    /* An hwloc topology file of another machine: what a process bound as
+     * this one would choose there (the section above is this machine's). */
+    st = mdr_discover_run_synthetic(NULL, &disc);
+    if (st == MADRAIL_ERR_UNSUPPORTED)
+        return;
+    if (st != MADRAIL_OK) {
+        fprintf(out, "rail discovery on the synthetic topology failed: %s\n",
+                madrail_status_str(st));
         return;
     }
     mdr_discover_report(&disc, out);

@@ -20,6 +20,12 @@ static const mdr_cfg_entry_t mdr_discover_cfg_entries[] = {
                  "MADRAIL_RAILS=auto: link speed in Mb/s assumed for a device that reports "
                  "none (virtio, veth, loopback); discovered rails are ordered and weighted by "
                  "speed."),
+    MDR_DISC_CFG("MADRAIL_AUTO_LOCALITY", MDR_CFG_STRING, "near", 0, 0, locality,
+                 "MADRAIL_RAILS=auto: near (the default): a process bound near some usable "
+                 "devices (hwloc: its binding overlaps the cores the device hangs off) uses only those, so ranks bound "
+                 "to different sockets each use their own NICs; a process bound away from all "
+                 "of them, or not bound, uses them all. all: every usable device, nearest "
+                 "first when MADRAIL_AUTO_MAX_RAILS cuts."),
 };
 
 const mdr_cfg_table_t mdr_discover_cfg_table = MDR_CFG_TABLE("discover", mdr_discover_cfg_entries);
