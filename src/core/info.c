@@ -50,11 +50,6 @@ const char *madrail_version(void)
     return PACKAGE_VERSION;
 }
 
-#ifdef HAVE_HWLOC
-#define MDR_INFO_HWLOC "yes"
-#else
-#define MDR_INFO_HWLOC "no"
-#endif
 #ifdef __SANITIZE_ADDRESS__
 #define MDR_INFO_ASAN "address"
 #else
@@ -65,7 +60,7 @@ const char *madrail_build_config(void)
 {
     return "version: " PACKAGE_VERSION "\n"
            "configure arguments: " MDR_CONFIGURE_ARGS "\n"
-           "hwloc (locality of rails): " MDR_INFO_HWLOC ", " MDR_BUILD_HWLOC_DETAIL "\n"
+           "hwloc (locality of rails): " MDR_BUILD_HWLOC_DETAIL "\n"
            "sanitizers: " MDR_INFO_ASAN "\n"
            "compiler: " __VERSION__ "\n";
 }
