@@ -16,12 +16,16 @@
  *      interfaces (veth, bridges: containers, namespaces), else loopback,
  *      so a docker0 bridge never becomes a rail on a cluster node and a
  *      laptop still gets tcp:lo;
- *   4. locality (MADRAIL_AUTO_LOCALITY=near, the default): when some of
- *      those devices sit near the process binding (or have no known
- *      locality), the ones away from it are left out, so ranks bound to
- *      different sockets of one node each use the NICs of their own
- *      socket and none crosses the inter-socket link; a process near none
- *      of them (or not bound: near all) keeps them all;
+ *   4. locality (MADRAIL_AUTO_LOCALITY=near, the default): a device away
+ *      from the process binding is left out when an interchangeable one
+ *      (same driver, same speed) is near it (or of unknown locality), so
+ *      ranks bound to different sockets of a node with one NIC per
+ *      socket each use their own socket's NIC and none crosses the
+ *      inter-socket link.  Only interchangeable devices are traded: a
+ *      node with an HCA on one socket and an Ethernet NIC on the other
+ *      gives every rank both, in the same order, since rails pair by
+ *      index and an ucx rail cannot pair with a tcp one; a process not
+ *      bound is near everything;
  *   5. at most max_rails are kept, those near the process binding first,
  *      then the fastest;
  *   6. the kept rails are listed fastest first, then by name, never by
@@ -213,7 +217,7 @@ int mdr_discover_choose(const mdr_netdev_t *devs, int ndev, const mdr_disc_opts_
 {
     mdr_disc_opts_t o = *opts;
     char spec[MDR_DISC_SPEC_MAX], other[MDR_DISC_SPEC_MAX], label[48], drivers[48];
-    int i, j, best_tier = MDR_DISC_TIER_LOOPBACK + 1, kept = 0, all_far = 0;
+    int i, j, best_tier = MDR_DISC_TIER_LOOPBACK + 1, kept = 0;
     int order[MDR_DISC_MAX_RAILS];
 
     memset(res, 0, sizeof(*res));
@@ -311,28 +315,35 @@ int mdr_discover_choose(const mdr_netdev_t *devs, int ndev, const mdr_disc_opts_
                            "qualifies");
     }
 
-    /* 4. locality: the devices near the binding, when there are any */
+    /* 4. locality: among interchangeable devices, the near ones */
     if (o.near_only) {
-        int near = 0, far = 0;
-        for (i = 0; i < ndev; i++)
-            if (verdict[i].rail == MDR_DISC_CANDIDATE) {
-                near += devs[i].near != MDR_NETDEV_FAR;
-                far += devs[i].near == MDR_NETDEV_FAR;
-            }
-        for (i = 0; i < ndev && near > 0 && far > 0; i++) {
+        for (i = 0; i < ndev; i++) {
+            const mdr_disc_map_t *mi;
+            int twin = -1;
+
             if (verdict[i].rail != MDR_DISC_CANDIDATE || devs[i].near != MDR_NETDEV_FAR)
                 continue;
+            mi = mdr_disc_map_for(&devs[i], &o);
+            for (j = 0; j < ndev && twin < 0; j++)
+                if (j != i && verdict[j].rail == MDR_DISC_CANDIDATE &&
+                    devs[j].near != MDR_NETDEV_FAR && mdr_disc_map_for(&devs[j], &o) == mi &&
+                    mdr_disc_speed(&devs[j], &o) == mdr_disc_speed(&devs[i], &o))
+                    twin = j;
+            if (twin < 0)
+                continue; /* nothing like it near: kept (and warned about) */
+            /* a twin is never FAR, so rejecting here changes no other
+             * device's outcome */
             verdict[i].rail = MDR_DISC_REJECTED;
+            mdr_disc_label(&devs[twin], label, sizeof(label));
             if (devs[i].numa >= 0)
                 snprintf(other, sizeof(other), "NUMA node %d", devs[i].numa);
             else
                 snprintf(other, sizeof(other), "PU(s) %s", devs[i].cpus[0] ? devs[i].cpus : "?");
             mdr_disc_why(&verdict[i],
-                         "rejected: on %s, away from the binding (%s); this process uses the "
-                         "%d device(s) near it (MADRAIL_AUTO_LOCALITY=all to add this one)",
-                         other, o.binding ? o.binding : "?", near);
+                         "rejected: on %s, away from the binding (%s); %s, of the same driver "
+                         "and speed, is near it (MADRAIL_AUTO_LOCALITY=all to use both)",
+                         other, o.binding ? o.binding : "?", label);
         }
-        all_far = near == 0 && far > 0;
     }
 
     /* 5. keep at most max_rails: near first, then fast */
@@ -393,7 +404,9 @@ int mdr_discover_choose(const mdr_netdev_t *devs, int ndev, const mdr_disc_opts_
                      best_tier == MDR_DISC_TIER_LOOPBACK  ? "; loopback: nothing else qualifies"
                      : best_tier == MDR_DISC_TIER_VIRTUAL ? "; no PCI-backed device qualifies"
                                                           : "",
-                     all_far ? "; no usable device is near the binding" : "");
+                     o.near_only && d->near == MDR_NETDEV_FAR
+                         ? "; none of its driver and speed is near the binding"
+                         : "");
     }
     res->nrails = kept;
 

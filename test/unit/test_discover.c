@@ -507,8 +507,10 @@ static void test_driver_specs(void)
     }
 }
 
-/* MADRAIL_AUTO_LOCALITY=near: a process uses the devices near its binding
- * when there are any, whatever the cap; one near none uses them all. */
+/* MADRAIL_AUTO_LOCALITY=near: among interchangeable devices (same driver,
+ * same speed) a process uses those near its binding; devices with no
+ * near counterpart are all kept, so every rank holds the same drivers in
+ * the same order (rails pair by index). */
 static void test_locality(void)
 {
     machine_t m = {0};
@@ -525,54 +527,85 @@ static void test_locality(void)
           o.r.nwarn);
     check(rail_of(&m, &o, "eth1", 0) == -1 &&
               why_has(&m, &o, "eth1", 0, "on NUMA node 1, away from the binding") &&
+              why_has(&m, &o, "eth1", 0, "eth0, of the same driver and speed, is near it") &&
               why_has(&m, &o, "eth1", 0, "MADRAIL_AUTO_LOCALITY=all"),
-          "near: the far NIC's verdict says why and how to add it (%s)", o.v[2].why);
+          "near: the far NIC's verdict names its near twin and the way back (%s)", o.v[2].why);
     m.d[1].near = MDR_NETDEV_FAR;
     m.d[2].near = MDR_NETDEV_NEAR;
     run(&m, 4, 10000, only_tcp, &o);
     check(o.n == 1 && strcmp(o.list, "tcp:eth1") == 0,
           "near: bound to socket 1, the socket-1 NIC only (%s)", o.list);
-    /* a faster far NIC does not displace the near one */
-    m.d[1].speed_mbps = 100000;
-    run(&m, 4, 10000, only_tcp, &o);
-    check(o.n == 1 && strcmp(o.list, "tcp:eth1") == 0,
-          "near: a faster NIC on the other socket stays out (%s)", o.list);
     /* bound across both sockets (or not bound): near both */
     m.d[1].near = m.d[2].near = MDR_NETDEV_NEAR;
     run(&m, 4, 10000, only_tcp, &o);
     check(o.n == 2 && strcmp(o.list, "tcp:eth0,tcp:eth1") == 0,
-          "near: bound to both sockets, both NICs, fastest first (%s)", o.list);
-    /* bound to a socket with no NIC: all of them, each warned about */
+          "near: bound to both sockets, both NICs (%s)", o.list);
+    /* bound to a socket with no NIC: both, each warned about */
     m.d[1].near = m.d[2].near = MDR_NETDEV_FAR;
     run(&m, 4, 10000, only_tcp, &o);
     check(o.n == 2 && count_warn(&o, MDR_DISC_WARN_FAR_NUMA) == 2 &&
-              why_has(&m, &o, "eth0", 0, "no usable device is near the binding"),
+              why_has(&m, &o, "eth0", 0, "none of its driver and speed is near the binding"),
           "near: nothing near, every NIC used with a warning each (%s, %d warnings)", o.list,
           o.r.nwarn);
     /* locality unknown (no hwloc, virtual devices) counts as near */
     m.d[1].near = MDR_NETDEV_NEAR_UNKNOWN;
     run(&m, 4, 10000, only_tcp, &o);
     check(o.n == 1 && strcmp(o.list, "tcp:eth0") == 0,
-          "near: unknown locality is kept before a known far device (%s)", o.list);
+          "near: unknown locality is kept before a known far twin (%s)", o.list);
     m.d[1].near = m.d[2].near = MDR_NETDEV_NEAR_UNKNOWN;
     run(&m, 4, 10000, only_tcp, &o);
     check(o.n == 2 && o.r.nwarn == 0, "near: locality unknown everywhere: both (%s)", o.list);
+    /* not interchangeable (another speed): the far NIC stays, for every
+     * rank alike, whatever their binding */
+    m.d[1].near = MDR_NETDEV_FAR;
+    m.d[1].speed_mbps = 100000;
+    m.d[2].near = MDR_NETDEV_NEAR;
+    run(&m, 4, 10000, only_tcp, &o);
+    check(o.n == 2 && strcmp(o.list, "tcp:eth0,tcp:eth1") == 0 &&
+              count_warn(&o, MDR_DISC_WARN_FAR_NUMA) == 1,
+          "near: a faster NIC on the other socket is no twin: kept, warned (%s)", o.list);
+    m.d[1].near = MDR_NETDEV_NEAR;
+    m.d[2].near = MDR_NETDEV_FAR;
+    run(&m, 4, 10000, only_tcp, &o);
+    check(o.n == 2 && strcmp(o.list, "tcp:eth0,tcp:eth1") == 0,
+          "near: ... and the rank on the other socket gets the same list (%s)", o.list);
 
-    /* two NICs on socket 0, one on socket 1: four ranks bound two per
-     * socket would get 2 and 1 rails; the cap applies among near ones */
+    /* an HCA on socket 0, an Ethernet NIC on socket 1 (ucx and tcp built):
+     * ranks on either socket hold both, HCA first, so their rails pair */
+    memset(&m, 0, sizeof(m));
+    add_lo(&m);
+    add_hca(&m, "mlx5_0", 1, "0000:17:00.0", 0, MDR_NETDEV_NEAR, 100000, 1);
+    add(&m, "eno1", "0000:b1:00.0", 1, MDR_NETDEV_FAR, 1000, 1);
+    run(&m, 4, 10000, tcp_ucx, &o);
+    check(o.n == 2 && strcmp(o.list, "ucx:mlx5_0:1,tcp:eno1") == 0,
+          "near: HCA here, NIC there, bound to socket 0: both (%s)", o.list);
+    m.d[1].near = MDR_NETDEV_FAR;
+    m.d[2].near = MDR_NETDEV_NEAR;
+    run(&m, 4, 10000, tcp_ucx, &o);
+    check(o.n == 2 && strcmp(o.list, "ucx:mlx5_0:1,tcp:eno1") == 0,
+          "near: ... bound to socket 1: the same list (%s)", o.list);
+
+    /* two NICs on socket 0, one like them on socket 1: a rank on socket 0
+     * takes its two, a rank on socket 1 its one; the cap applies among
+     * near ones */
     memset(&m, 0, sizeof(m));
     add_lo(&m);
     add(&m, "eth0", "0000:17:00.0", 0, MDR_NETDEV_NEAR, 25000, 1);
     add(&m, "eth1", "0000:18:00.0", 0, MDR_NETDEV_NEAR, 25000, 1);
-    add(&m, "eth2", "0000:b1:00.0", 1, MDR_NETDEV_FAR, 100000, 1);
+    add(&m, "eth2", "0000:b1:00.0", 1, MDR_NETDEV_FAR, 25000, 1);
     run(&m, 4, 10000, only_tcp, &o);
     check(o.n == 2 && strcmp(o.list, "tcp:eth0,tcp:eth1") == 0,
-          "near: two NICs on this socket, the faster far one left out (%s)", o.list);
+          "near: two NICs on this socket, the third on the other left out (%s)", o.list);
     run(&m, 1, 10000, only_tcp, &o);
     check(o.n == 1 && strcmp(o.list, "tcp:eth0") == 0 &&
               why_has(&m, &o, "eth1", 0, "MADRAIL_AUTO_MAX_RAILS=1") &&
               why_has(&m, &o, "eth2", 0, "away from the binding"),
           "near, cap 1: one near NIC; verdicts name the cap and the locality (%s)", o.list);
+    m.d[1].near = m.d[2].near = MDR_NETDEV_FAR;
+    m.d[3].near = MDR_NETDEV_NEAR;
+    run(&m, 4, 10000, only_tcp, &o);
+    check(o.n == 1 && strcmp(o.list, "tcp:eth2") == 0,
+          "near: the rank on the other socket takes its one NIC (%s)", o.list);
     /* the locality step comes after the tiers: a far PCI NIC beats a
      * virtual bridge of unknown locality */
     memset(&m, 0, sizeof(m));
