@@ -12,6 +12,14 @@
  * Without hwloc the PCI id and NUMA node still come from sysfs and the
  * locality is reported unknown.  Nothing here decides anything: the rail
  * choice is core/discover.c's pure function over these records.
+ *
+ * An hwloc topology file (HWLOC_XMLFILE) only ever adds locality to the
+ * kernel's devices, matched by name, so a rail is never opened on a device
+ * this machine lacks.  When the file describes another machine, hwloc
+ * cannot read bindings, so the kernel's affinity mask stands for the
+ * binding (PUs matched by OS index), and the file's own devices can be
+ * listed apart (mdr_topo_synthetic_netdevs) for madrail_info to show what
+ * a process bound like this one would choose there.
  */
 #include "mdr_config.h"
 
