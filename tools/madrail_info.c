@@ -223,7 +223,8 @@ static int print_vars(const char *grep)
 {
     madrail_config_var_t v;
     const char *module = NULL, *nearest;
-    char name[128];
+    char name[128], *text;
+    size_t hl;
     int i, n = madrail_config_count(), shown = 0, set = 0, bad = 0;
 
     for (i = 0; i < n; i++)
@@ -252,19 +253,13 @@ static int print_vars(const char *grep)
             bad++;
         }
         printf("\n");
-        {
-            char head[160];
-            snprintf(head, sizeof(head), "%s%s%s.", v.type, v.range[0] ? ", " : "", v.range);
-            /* "type, range. help", wrapped under the name */
-            {
-                size_t hl = strlen(head) + 1 + strlen(v.help) + 1;
-                char *text = malloc(hl);
-                if (text) {
-                    snprintf(text, hl, "%s %s", head, v.help);
-                    print_wrapped(text, 6);
-                    free(text);
-                }
-            }
+        /* "type, range. help", wrapped under the name */
+        hl = strlen(v.type) + strlen(v.range) + strlen(v.help) + 8;
+        text = malloc(hl);
+        if (text) {
+            snprintf(text, hl, "%s%s%s. %s", v.type, v.range[0] ? ", " : "", v.range, v.help);
+            print_wrapped(text, 6);
+            free(text);
         }
         shown++;
     }
@@ -290,7 +285,7 @@ static int print_vars(const char *grep)
 static const char *mpi_cvar_env(const mdr_mpi_cvar_t *c, char *which, size_t len)
 {
     static const char *const ns[] = {"MPICH_", "MPIR_PARAM_", "MPIR_CVAR_"};
-    const char *found = NULL, *names = c->alt_env, *p;
+    const char *found = NULL, *names = c->alt_env, *p, *b, *v;
     char base[128], env[160];
     size_t k, n;
     int pass;
@@ -307,15 +302,12 @@ static const char *mpi_cvar_env(const mdr_mpi_cvar_t *c, char *which, size_t len
                     p++;
                 if (n == 0)
                     continue;
-                {
-                    const char *b = strncmp(base, "MPIR_CVAR_", 10) == 0 ? base + 10 : base;
-                    const char *v;
-                    snprintf(env, sizeof(env), "%s%s", ns[k], b);
-                    v = getenv(env);
-                    if (v) {
-                        found = v;
-                        snprintf(which, len, "%s", env);
-                    }
+                b = strncmp(base, "MPIR_CVAR_", 10) == 0 ? base + 10 : base;
+                snprintf(env, sizeof(env), "%s%s", ns[k], b);
+                v = getenv(env);
+                if (v) {
+                    found = v;
+                    snprintf(which, len, "%s", env);
                 }
                 if (pass == 1)
                     break; /* the CVAR's own name: one */
