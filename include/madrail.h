@@ -399,6 +399,59 @@ madrail_status_t madrail_pmi_finalize(madrail_job_t *job);
 /** @brief Print every MADRAIL_* variable with its type, default and help. */
 void madrail_config_print(FILE *out);
 
+/** Where the value of a MADRAIL_* variable comes from. */
+typedef enum {
+    MADRAIL_CONFIG_DEFAULT = 0, /**< not set: the built-in default */
+    MADRAIL_CONFIG_ENV = 1      /**< set in the environment */
+} madrail_config_source_t;
+
+/** One MADRAIL_* variable as a context created now would read it
+ * (madrail_config_var()).  The strings belong to the library (value to
+ * the environment): do not free them, and do not keep them across a
+ * change of the environment. */
+typedef struct {
+    const char *name;   /**< "MADRAIL_SLOT_SIZE" */
+    const char *module; /**< its table: "core", "tcp", "discover", ... */
+    const char *type;   /**< "size (bytes)", "unsigned", "bool", "number", "time (s)", "string" */
+    const char *defval; /**< the default, as text ("" when empty) */
+    const char *value;  /**< the value in effect, as text: the environment's, else the default */
+    madrail_config_source_t source;
+    const char *error;  /**< NULL when value is valid; else why a context would refuse it */
+    char range[64];     /**< bounds of a numeric variable ("256..1m"), "" when none */
+    const char *help;   /**< what it does */
+} madrail_config_var_t;
+
+/** @return the number of MADRAIL_* variables the library has. */
+int madrail_config_count(void);
+/** @brief Describe variable @p index (0 .. madrail_config_count() - 1). */
+madrail_status_t madrail_config_var(int index, madrail_config_var_t *var_p);
+/**
+ * @brief The @p index-th name in the environment that starts with MADRAIL_
+ * but is no variable of the library (a misspelling), copied into @p name
+ * (@p len bytes), and the nearest known name in *@p nearest_p (NULL when
+ * none).  ::MADRAIL_ERR_INVALID past the last one.
+ */
+madrail_status_t madrail_config_unknown(int index, char *name, size_t len,
+                                        const char **nearest_p);
+
+/** A network driver madrail has, built into this library or not. */
+typedef struct {
+    const char *name;   /**< as in rail specs: "tcp", "shm", "ofi", "ucx", "loop" */
+    int built;          /**< 1 when this library has it (rail specs may name it) */
+    const char *detail; /**< how configure found what it needs, or why it was not built */
+} madrail_driver_info_t;
+
+/** @return the number of drivers madrail has, built or not. */
+int madrail_driver_count(void);
+/** @brief Describe driver @p index (0 .. madrail_driver_count() - 1). */
+madrail_status_t madrail_driver_info(int index, madrail_driver_info_t *info_p);
+
+/** @return the library's version, "MAJOR.MINOR.PATCH". */
+const char *madrail_version(void);
+/** @return how this library was built: lines "key: value" (configure
+ * arguments, hwloc, symbol versioning, sanitizers). */
+const char *madrail_build_config(void);
+
 /**
  * @brief Print the machine as madrail sees it: NUMA nodes, cores, this
  * process's binding (hwloc), each network device (interface or OpenFabrics

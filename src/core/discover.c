@@ -16,12 +16,26 @@
  *      interfaces (veth, bridges: containers, namespaces), else loopback,
  *      so a docker0 bridge never becomes a rail on a cluster node and a
  *      laptop still gets tcp:lo;
- *   4. at most max_rails are kept, those near the process binding first,
+ *   4. locality (MADRAIL_AUTO_LOCALITY=near, the default): a device away
+ *      from the process binding is left out when an interchangeable one
+ *      (same driver, same speed) is near it (or of unknown locality), so
+ *      ranks bound to different sockets of a node with one NIC per
+ *      socket each use their own socket's NIC and none crosses the
+ *      inter-socket link.  Only interchangeable devices are traded: a
+ *      node with an HCA on one socket and an Ethernet NIC on the other
+ *      gives every rank both, in the same order, since rails pair by
+ *      index and an ucx rail cannot pair with a tcp one; a process not
+ *      bound is near everything;
+ *   5. at most max_rails are kept, those near the process binding first,
  *      then the fastest;
- *   5. the kept rails are listed fastest first, then by name, never by
- *      locality or enumeration order, so processes on identical nodes get
- *      identical lists (rails pair by index between peers) whatever core
- *      they are bound to; each rail's weight is its link speed in Mb/s.
+ *   6. the kept rails are listed fastest first, then by name, never by
+ *      locality or enumeration order, so processes bound alike on
+ *      identical nodes get identical lists (rails pair by index between
+ *      peers); each rail's weight is its link speed in Mb/s.
+ * Two ranks bound to different sockets may thus hold different devices
+ * at one index: rail i of one connects to rail i of the other by address,
+ * which a routed or single-fabric network carries (each side leaves and
+ * enters through its own NIC).
  * The probe (util/topo.c) is separate and does not decide anything.
  */
 #include "mdr_config.h"
@@ -30,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/discover.h"
 #include "rails/rail.h"
@@ -300,7 +315,38 @@ int mdr_discover_choose(const mdr_netdev_t *devs, int ndev, const mdr_disc_opts_
                            "qualifies");
     }
 
-    /* 4. keep at most max_rails: near first, then fast */
+    /* 4. locality: among interchangeable devices, the near ones */
+    if (o.near_only) {
+        for (i = 0; i < ndev; i++) {
+            const mdr_disc_map_t *mi;
+            int twin = -1;
+
+            if (verdict[i].rail != MDR_DISC_CANDIDATE || devs[i].near != MDR_NETDEV_FAR)
+                continue;
+            mi = mdr_disc_map_for(&devs[i], &o);
+            for (j = 0; j < ndev && twin < 0; j++)
+                if (j != i && verdict[j].rail == MDR_DISC_CANDIDATE &&
+                    devs[j].near != MDR_NETDEV_FAR && mdr_disc_map_for(&devs[j], &o) == mi &&
+                    mdr_disc_speed(&devs[j], &o) == mdr_disc_speed(&devs[i], &o))
+                    twin = j;
+            if (twin < 0)
+                continue; /* nothing like it near: kept (and warned about) */
+            /* a twin is never FAR, so rejecting here changes no other
+             * device's outcome */
+            verdict[i].rail = MDR_DISC_REJECTED;
+            mdr_disc_label(&devs[twin], label, sizeof(label));
+            if (devs[i].numa >= 0)
+                snprintf(other, sizeof(other), "NUMA node %d", devs[i].numa);
+            else
+                snprintf(other, sizeof(other), "PU(s) %s", devs[i].cpus[0] ? devs[i].cpus : "?");
+            mdr_disc_why(&verdict[i],
+                         "rejected: on %s, away from the binding (%s); %s, of the same driver "
+                         "and speed, is near it (MADRAIL_AUTO_LOCALITY=all to use both)",
+                         other, o.binding ? o.binding : "?", label);
+        }
+    }
+
+    /* 5. keep at most max_rails: near first, then fast */
     while ((unsigned)kept < o.max_rails) {
         int best = -1;
         for (i = 0; i < ndev; i++)
@@ -320,7 +366,7 @@ int mdr_discover_choose(const mdr_netdev_t *devs, int ndev, const mdr_disc_opts_
                          o.max_rails);
         }
 
-    /* 5. rail order: fastest first, then by name */
+    /* 6. rail order: fastest first, then by name */
     for (i = 1; i < kept; i++) {
         int x = order[i];
         for (j = i; j > 0 && mdr_disc_cmp_order(&devs[x], &devs[order[j - 1]], &o) < 0; j--)
@@ -352,12 +398,15 @@ int mdr_discover_choose(const mdr_netdev_t *devs, int ndev, const mdr_disc_opts_
                      (d->addr & MDR_NETDEV_IPV4) && (d->addr & MDR_NETDEV_IPV6) ? "IPv4+IPv6"
                      : (d->addr & MDR_NETDEV_IPV4)                              ? "IPv4"
                                                                                 : "IPv6");
-        mdr_disc_why(&verdict[order[i]], "chosen: rail %d %s, weight %ld: %s, %ld Mb/s%s, %s%s", i,
-                     r->spec, r->speed_mbps, addr, r->speed_mbps,
+        mdr_disc_why(&verdict[order[i]], "chosen: rail %d %s, weight %ld: %s, %ld Mb/s%s, %s%s%s",
+                     i, r->spec, r->speed_mbps, addr, r->speed_mbps,
                      d->speed_mbps > 0 ? "" : " (default)", where,
                      best_tier == MDR_DISC_TIER_LOOPBACK  ? "; loopback: nothing else qualifies"
                      : best_tier == MDR_DISC_TIER_VIRTUAL ? "; no PCI-backed device qualifies"
-                                                          : "");
+                                                          : "",
+                     o.near_only && d->near == MDR_NETDEV_FAR
+                         ? "; none of its driver and speed is near the binding"
+                         : "");
     }
     res->nrails = kept;
 
@@ -403,19 +452,36 @@ int mdr_discover_choose(const mdr_netdev_t *devs, int ndev, const mdr_disc_opts_
 
 /* ---------------- on this machine ---------------- */
 
-madrail_status_t mdr_discover_run(const char *const *overrides, mdr_discover_t *disc)
+/* Parse MADRAIL_AUTO_*, probe (this machine or a topology file), choose. */
+static madrail_status_t mdr_discover_do(const char *const *overrides, int synthetic,
+                                        mdr_discover_t *disc)
 {
     madrail_status_t st;
     mdr_disc_opts_t opts;
     char binding[128];
+    int near_only;
 
     if (!disc)
         return MADRAIL_ERR_INVALID;
     memset(disc, 0, sizeof(*disc));
+    disc->synthetic = synthetic;
     st = mdr_cfg_parse(&mdr_discover_cfg_table, overrides, &disc->cfg);
     if (st != MADRAIL_OK)
         goto err_cfg;
-    st = mdr_topo_netdevs(&disc->devs, &disc->ndev, &disc->bind);
+    if (disc->cfg.locality && strcasecmp(disc->cfg.locality, "near") == 0) {
+        near_only = 1;
+    } else if (disc->cfg.locality && strcasecmp(disc->cfg.locality, "all") == 0) {
+        near_only = 0;
+    } else {
+        mdr_error("MADRAIL_AUTO_LOCALITY=%s: not a locality policy (expected near or all)",
+                  disc->cfg.locality ? disc->cfg.locality : "");
+        st = MADRAIL_ERR_CONFIG;
+        goto err_cfg;
+    }
+    if (synthetic)
+        st = mdr_topo_synthetic_netdevs(&disc->devs, &disc->ndev, &disc->bind);
+    else
+        st = mdr_topo_netdevs(&disc->devs, &disc->ndev, &disc->bind);
     if (st != MADRAIL_OK)
         goto err_cfg;
     disc->verdict = calloc(disc->ndev ? (size_t)disc->ndev : 1, sizeof(*disc->verdict));
@@ -432,6 +498,7 @@ madrail_status_t mdr_discover_run(const char *const *overrides, mdr_discover_t *
     opts.max_rails = disc->cfg.max_rails;
     opts.default_speed_mbps = (long)disc->cfg.default_speed;
     opts.binding = binding;
+    opts.near_only = near_only;
     mdr_discover_choose(disc->devs, disc->ndev, &opts, disc->verdict, &disc->res);
     return MADRAIL_OK;
 
@@ -441,6 +508,16 @@ err_devs:
 err_cfg:
     mdr_cfg_release(&mdr_discover_cfg_table, &disc->cfg);
     return st;
+}
+
+madrail_status_t mdr_discover_run(const char *const *overrides, mdr_discover_t *disc)
+{
+    return mdr_discover_do(overrides, 0, disc);
+}
+
+madrail_status_t mdr_discover_run_synthetic(const char *const *overrides, mdr_discover_t *disc)
+{
+    return mdr_discover_do(overrides, 1, disc);
 }
 
 void mdr_discover_release(mdr_discover_t *disc)
@@ -476,7 +553,13 @@ void mdr_discover_report(const mdr_discover_t *disc, FILE *out)
     char label[48], speed[24], numa[12];
     int i;
 
-    fprintf(out, "network devices (%d)\n", disc->ndev);
+    if (disc->synthetic)
+        fprintf(out,
+                "network devices of the synthetic topology (%d; not this machine's: taken as "
+                "up with an IPv4 address, never opened)\n",
+                disc->ndev);
+    else
+        fprintf(out, "network devices (%d)\n", disc->ndev);
     fprintf(out, "  %-16s %-6s %-13s %-5s %-10s %-8s %11s %-5s %s\n", "DEVICE", "KIND", "PCI",
             "NUMA", "NEAR-PUS", "LOCALITY", "SPEED(Mb/s)", "STATE", "ADDRESS");
     for (i = 0; i < disc->ndev; i++) {
@@ -512,9 +595,12 @@ void mdr_discover_report(const mdr_discover_t *disc, FILE *out)
                                                                              : "none");
     }
     fprintf(out,
-            "auto-discovery (MADRAIL_RAILS=auto, MADRAIL_AUTO_MAX_RAILS=%u, unknown "
-            "speed = %u Mb/s): %d rail(s)",
-            disc->cfg.max_rails, disc->cfg.default_speed, disc->res.nrails);
+            "%sauto-discovery (MADRAIL_RAILS=auto, MADRAIL_AUTO_MAX_RAILS=%u, "
+            "MADRAIL_AUTO_LOCALITY=%s, unknown speed = %u Mb/s, binding %s%s): %d rail(s)",
+            disc->synthetic ? "synthetic " : "", disc->cfg.max_rails,
+            disc->cfg.locality ? disc->cfg.locality : "?", disc->cfg.default_speed,
+            disc->bind.known ? "PU(s) " : "unknown", disc->bind.known ? disc->bind.cpus : "",
+            disc->res.nrails);
     for (i = 0; i < disc->res.nrails; i++)
         fprintf(out, "%s%s", i ? "," : " ", disc->res.rails[i].spec);
     fprintf(out, "\n");
@@ -528,7 +614,7 @@ void mdr_discover_report(const mdr_discover_t *disc, FILE *out)
     }
     for (i = 0; i < disc->res.nwarn; i++)
         fprintf(out, "  warning: %s\n", disc->res.warn[i].text);
-    if (disc->res.nrails == 0)
+    if (disc->res.nrails == 0 && !disc->synthetic)
         fprintf(out, "  no usable device: set MADRAIL_RAILS (e.g. tcp:lo)\n");
 }
 
@@ -544,6 +630,18 @@ void madrail_topology_print(FILE *out)
     st = mdr_discover_run(NULL, &disc);
     if (st != MADRAIL_OK) {
         fprintf(out, "rail discovery failed: %s\n", madrail_status_str(st));
+        return;
+    }
+    mdr_discover_report(&disc, out);
+    mdr_discover_release(&disc);
+    /* An hwloc topology file of another machine: what a process bound as
+     * this one would choose there (the section above is this machine's). */
+    st = mdr_discover_run_synthetic(NULL, &disc);
+    if (st == MADRAIL_ERR_UNSUPPORTED)
+        return;
+    if (st != MADRAIL_OK) {
+        fprintf(out, "rail discovery on the synthetic topology failed: %s\n",
+                madrail_status_str(st));
         return;
     }
     mdr_discover_report(&disc, out);

@@ -22,6 +22,7 @@
 typedef struct mdr_discover_config {
     unsigned max_rails;     /* MADRAIL_AUTO_MAX_RAILS */
     unsigned default_speed; /* MADRAIL_AUTO_DEFAULT_SPEED, Mb/s */
+    char *locality;         /* MADRAIL_AUTO_LOCALITY: "near" or "all" */
 } mdr_discover_config_t;
 
 /* the table, mdr_discover_cfg_table, is declared in util/cfg.h */
@@ -35,6 +36,10 @@ typedef struct mdr_disc_opts {
     int (*have_driver)(const char *name, void *arg);
     void *arg;
     const char *binding; /* "PU(s) 0-3 (NUMA 0)" for messages, may be NULL */
+    /* 1: when some usable devices are near the binding (or of unknown
+     * locality), leave out those away from it (MADRAIL_AUTO_LOCALITY=near);
+     * 0: keep them, nearest first under the cap (=all). */
+    int near_only;
 } mdr_disc_opts_t;
 
 typedef struct mdr_disc_rail {
@@ -80,6 +85,7 @@ int mdr_discover_choose(const mdr_netdev_t *devs, int ndev, const mdr_disc_opts_
 /* ---------------- on this machine ---------------- */
 
 typedef struct mdr_discover {
+    int synthetic; /* devices of a topology file, not this machine's */
     mdr_discover_config_t cfg;
     mdr_netdev_t *devs;
     int ndev;
@@ -92,6 +98,12 @@ typedef struct mdr_discover {
  * NULL) and the environment.  Logs nothing but errors; release after. */
 madrail_status_t mdr_discover_run(const char *const *overrides, mdr_discover_t *disc);
 void mdr_discover_release(mdr_discover_t *disc);
+
+/* The same choice on the devices of an hwloc topology that describes
+ * another machine (util/topo.h: mdr_topo_synthetic_netdevs), for
+ * madrail_info: never used to open rails.  MADRAIL_ERR_UNSUPPORTED when
+ * the topology is this machine's. */
+madrail_status_t mdr_discover_run_synthetic(const char *const *overrides, mdr_discover_t *disc);
 
 /* The comma-separated rail list of the choice, for MADRAIL_RAILS. */
 madrail_status_t mdr_discover_rails_string(const mdr_discover_t *disc, char **list_p);

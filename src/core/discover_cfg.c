@@ -20,6 +20,13 @@ static const mdr_cfg_entry_t mdr_discover_cfg_entries[] = {
                  "MADRAIL_RAILS=auto: link speed in Mb/s assumed for a device that reports "
                  "none (virtio, veth, loopback); discovered rails are ordered and weighted by "
                  "speed."),
+    MDR_DISC_CFG("MADRAIL_AUTO_LOCALITY", MDR_CFG_STRING, "near", 0, 0, locality,
+                 "MADRAIL_RAILS=auto: near (the default): a device away from the process "
+                 "binding is left out when one of the same driver and speed is near it (hwloc: "
+                 "the binding overlaps the cores the device hangs off), so ranks bound to "
+                 "different sockets each use their own socket's NICs; devices with no such "
+                 "twin near, and every device of a process not bound, are kept. all: every "
+                 "usable device, the near ones first when MADRAIL_AUTO_MAX_RAILS cuts."),
 };
 
 const mdr_cfg_table_t mdr_discover_cfg_table = MDR_CFG_TABLE("discover", mdr_discover_cfg_entries);

@@ -796,6 +796,112 @@ void madrail_config_print(FILE *out)
 }
 
 /* ------------------------------------------------------------------ */
+/* introspection (madrail_info -v): what a context created now would read */
+
+int madrail_config_count(void)
+{
+    size_t t, n = 0;
+
+    for (t = 0; t < MDR_CFG_NTABLES; t++)
+        n += mdr_cfg_tables[t]->count;
+    return (int)n;
+}
+
+/* Would parse accept text for e?  NULL if so, else why not (static). */
+static const char *mdr_cfg_refusal(const mdr_cfg_entry_t *e, const char *text)
+{
+    union {
+        size_t sz;
+        unsigned u;
+        int b;
+        double d;
+        char *s;
+    } val;
+    const char *why = NULL;
+
+    memset(&val, 0, sizeof(val));
+    if (mdr_cfg_parse_value(e->type, text, &val, &why) != MADRAIL_OK)
+        return why ? why : "invalid value";
+    if (e->type == MDR_CFG_STRING)
+        free(val.s);
+    if (mdr_cfg_has_bounds(e)) {
+        double v = mdr_cfg_as_double(e->type, &val);
+        if (v < e->min || v > e->max)
+            return "out of range";
+    }
+    return NULL;
+}
+
+madrail_status_t madrail_config_var(int index, madrail_config_var_t *var_p)
+{
+    const mdr_cfg_entry_t *e = NULL;
+    const char *env;
+    size_t t, i = (size_t)index;
+
+    if (index < 0 || var_p == NULL)
+        return MADRAIL_ERR_INVALID;
+    for (t = 0; t < MDR_CFG_NTABLES && e == NULL; t++) {
+        if (i < mdr_cfg_tables[t]->count)
+            e = &mdr_cfg_tables[t]->entries[i];
+        else
+            i -= mdr_cfg_tables[t]->count;
+    }
+    if (e == NULL)
+        return MADRAIL_ERR_INVALID;
+    memset(var_p, 0, sizeof(*var_p));
+    var_p->name = e->name;
+    var_p->module = mdr_cfg_tables[t - 1]->module;
+    var_p->type = mdr_cfg_type_name(e->type);
+    var_p->defval = e->defval ? e->defval : "";
+    var_p->help = e->help ? e->help : "";
+    mdr_cfg_fmt_range(e, var_p->range, sizeof(var_p->range));
+    env = getenv(e->name);
+    if (env != NULL) {
+        var_p->value = env;
+        var_p->source = MADRAIL_CONFIG_ENV;
+    } else {
+        var_p->value = var_p->defval;
+        var_p->source = MADRAIL_CONFIG_DEFAULT;
+    }
+    if (env != NULL || e->defval != NULL)
+        var_p->error = mdr_cfg_refusal(e, var_p->value);
+    return MADRAIL_OK;
+}
+
+madrail_status_t madrail_config_unknown(int index, char *name, size_t len,
+                                        const char **nearest_p)
+{
+    const char *eq;
+    size_t i, j, n;
+    int seen = 0;
+
+    if (index < 0 || name == NULL || len == 0 || environ == NULL)
+        return MADRAIL_ERR_INVALID;
+    for (i = 0; environ[i] != NULL; i++) {
+        const char *a = environ[i];
+        int dup = 0;
+        if (strncmp(a, MDR_CFG_PREFIX, strlen(MDR_CFG_PREFIX)) != 0)
+            continue;
+        eq = strchr(a, '=');
+        n = eq ? (size_t)(eq - a) : strlen(a);
+        if (mdr_cfg_known(a, n))
+            continue;
+        for (j = 0; j < i && !dup; j++) /* the same name twice in environ: once */
+            dup = strncmp(environ[j], a, n) == 0 && (environ[j][n] == '=' || environ[j][n] == '\0');
+        if (dup || seen++ < index)
+            continue;
+        if (n >= len)
+            n = len - 1;
+        memcpy(name, a, n);
+        name[n] = '\0';
+        if (nearest_p != NULL)
+            *nearest_p = mdr_cfg_nearest(name);
+        return MADRAIL_OK;
+    }
+    return MADRAIL_ERR_INVALID;
+}
+
+/* ------------------------------------------------------------------ */
 /* driver specs */
 
 static char *mdr_cfg_trim(char *s)

@@ -12,6 +12,14 @@
  * Without hwloc the PCI id and NUMA node still come from sysfs and the
  * locality is reported unknown.  Nothing here decides anything: the rail
  * choice is core/discover.c's pure function over these records.
+ *
+ * An hwloc topology file (HWLOC_XMLFILE) only ever adds locality to the
+ * kernel's devices, matched by name, so a rail is never opened on a device
+ * this machine lacks.  When the file describes another machine, hwloc
+ * cannot read bindings, so the kernel's affinity mask stands for the
+ * binding (PUs matched by OS index), and the file's own devices can be
+ * listed apart (mdr_topo_synthetic_netdevs) for madrail_info to show what
+ * a process bound like this one would choose there.
  */
 #include "mdr_config.h"
 
@@ -22,6 +30,7 @@
 #include <limits.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,20 +270,117 @@ static hwloc_topology_t mdr_topo_load(void)
     return topo;
 }
 
-/* The process binding, restricted to the machine; 0 when known. */
+/* The CPUs this process may run on, from the kernel (sched_getaffinity of
+ * the calling thread, i.e. the binding mpiexec or Slurm gave the process
+ * before it started), as OS indexes; 0 on success.  The mask grows until
+ * the kernel accepts its size (machines with more than CPU_SETSIZE CPUs). */
+static int mdr_topo_affinity(hwloc_bitmap_t set)
+{
+    int ncpu = CPU_SETSIZE, cpu;
+
+    for (;;) {
+        cpu_set_t *mask = CPU_ALLOC((size_t)ncpu);
+        size_t size = CPU_ALLOC_SIZE((size_t)ncpu);
+        if (!mask)
+            return -1;
+        CPU_ZERO_S(size, mask);
+        if (sched_getaffinity(0, size, mask) == 0) {
+            hwloc_bitmap_zero(set);
+            for (cpu = 0; cpu < ncpu; cpu++)
+                if (CPU_ISSET_S((size_t)cpu, size, mask))
+                    hwloc_bitmap_set(set, (unsigned)cpu);
+            CPU_FREE(mask);
+            return 0;
+        }
+        CPU_FREE(mask);
+        if (errno != EINVAL || ncpu >= (1 << 20))
+            return -1;
+        ncpu *= 2;
+    }
+}
+
+/*
+ * The process binding, restricted to the machine; 0 when known.  On a
+ * topology of this system hwloc reads it (every thread's, OR'ed: what the
+ * process as a whole may use).  On a topology that describes another
+ * machine (an XML file without HWLOC_THISSYSTEM=1) hwloc refuses binding
+ * queries, so the kernel's affinity mask is read instead and matched to
+ * the file's PUs by OS index: a process bound with taskset or mpiexec
+ * then sees the described machine as if it ran there.
+ */
 static int mdr_topo_get_binding(hwloc_topology_t topo, hwloc_bitmap_t set)
 {
-    if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) != 0 &&
-        hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_THREAD) != 0)
+    if (hwloc_topology_is_thissystem(topo)) {
+        if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) != 0 &&
+            hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_THREAD) != 0)
+            return -1;
+    } else if (mdr_topo_affinity(set) != 0) {
         return -1;
+    }
     hwloc_bitmap_and(set, set, hwloc_topology_get_topology_cpuset(topo));
     return hwloc_bitmap_iszero(set) ? -1 : 0;
+}
+
+/* Where the process runs: *bind filled, *set the binding; 1 when known. */
+static int mdr_topo_binding(hwloc_topology_t topo, hwloc_bitmap_t set, mdr_topo_binding_t *bind)
+{
+    hwloc_bitmap_t nodes;
+
+    if (mdr_topo_get_binding(topo, set) != 0)
+        return 0;
+    if (bind) {
+        bind->known = 1;
+        hwloc_bitmap_list_snprintf(bind->cpus, sizeof(bind->cpus), set);
+        nodes = hwloc_bitmap_alloc();
+        if (nodes) {
+            hwloc_cpuset_to_nodeset(topo, set, nodes);
+            hwloc_bitmap_list_snprintf(bind->numa, sizeof(bind->numa), nodes);
+            hwloc_bitmap_free(nodes);
+        }
+    }
+    return 1;
+}
+
+/* An OS device's PCI id, nearby PUs, NUMA node and nearness to the
+ * binding (set, when bound) into d. */
+static void mdr_topo_osdev_locality(hwloc_topology_t topo, hwloc_obj_t dev, int bound,
+                                    hwloc_const_bitmap_t set, mdr_netdev_t *d)
+{
+    hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(topo, dev), pci;
+
+    for (pci = dev->parent; pci && pci->type != HWLOC_OBJ_PCI_DEVICE; pci = pci->parent)
+        ;
+    if (pci) { /* hwloc knows its PCI device: not a virtual interface */
+        snprintf(d->pci, sizeof(d->pci), "%04x:%02x:%02x.%01x", pci->attr->pcidev.domain,
+                 pci->attr->pcidev.bus, pci->attr->pcidev.dev, pci->attr->pcidev.func);
+        d->virt = 0;
+    }
+    if (anc && anc->cpuset) {
+        hwloc_bitmap_list_snprintf(d->cpus, sizeof(d->cpus), anc->cpuset);
+        if (bound)
+            d->near = hwloc_bitmap_intersects(set, anc->cpuset) ? MDR_NETDEV_NEAR : MDR_NETDEV_FAR;
+    }
+    if (anc && anc->nodeset && hwloc_bitmap_weight(anc->nodeset) == 1)
+        d->numa = hwloc_bitmap_first(anc->nodeset);
+}
+
+static int mdr_topo_osdev_kind(hwloc_obj_t dev, mdr_netdev_kind_t *kind_p)
+{
+    if (!dev->name)
+        return -1;
+    if (dev->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK)
+        *kind_p = MDR_NETDEV_IFACE;
+    else if (dev->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS)
+        *kind_p = MDR_NETDEV_HCA;
+    else
+        return -1;
+    return 0;
 }
 
 static void mdr_topo_locality(mdr_topo_list_t *l, mdr_topo_binding_t *bind)
 {
     hwloc_topology_t topo = mdr_topo_load();
-    hwloc_bitmap_t set = NULL, nodes = NULL;
+    hwloc_bitmap_t set = NULL;
     hwloc_obj_t dev = NULL;
     int bound = 0, i;
 
@@ -283,52 +389,20 @@ static void mdr_topo_locality(mdr_topo_list_t *l, mdr_topo_binding_t *bind)
         return;
     }
     set = hwloc_bitmap_alloc();
-    nodes = hwloc_bitmap_alloc();
-    if (set && nodes && mdr_topo_get_binding(topo, set) == 0) {
-        bound = 1;
-        if (bind) {
-            bind->known = 1;
-            hwloc_bitmap_list_snprintf(bind->cpus, sizeof(bind->cpus), set);
-            hwloc_cpuset_to_nodeset(topo, set, nodes);
-            hwloc_bitmap_list_snprintf(bind->numa, sizeof(bind->numa), nodes);
-        }
-    }
+    if (set)
+        bound = mdr_topo_binding(topo, set, bind);
+    /* The kernel's list decides which devices exist; hwloc only adds
+     * where they sit (a device named in an XML topology but absent here
+     * is never a rail). */
     while ((dev = hwloc_get_next_osdev(topo, dev)) != NULL) {
-        hwloc_obj_osdev_type_t t = dev->attr->osdev.type;
         mdr_netdev_kind_t kind;
-        hwloc_obj_t anc, pci;
 
-        if (t == HWLOC_OBJ_OSDEV_NETWORK)
-            kind = MDR_NETDEV_IFACE;
-        else if (t == HWLOC_OBJ_OSDEV_OPENFABRICS)
-            kind = MDR_NETDEV_HCA;
-        else
+        if (mdr_topo_osdev_kind(dev, &kind) != 0)
             continue;
-        if (!dev->name)
-            continue;
-        anc = hwloc_get_non_io_ancestor_obj(topo, dev);
-        for (pci = dev->parent; pci && pci->type != HWLOC_OBJ_PCI_DEVICE; pci = pci->parent)
-            ;
-        for (i = 0; i < l->n; i++) {
-            mdr_netdev_t *d = &l->v[i];
-            if (d->kind != kind || strcmp(d->name, dev->name) != 0)
-                continue;
-            if (pci) { /* hwloc knows its PCI device: not a virtual interface */
-                snprintf(d->pci, sizeof(d->pci), "%04x:%02x:%02x.%01x", pci->attr->pcidev.domain,
-                         pci->attr->pcidev.bus, pci->attr->pcidev.dev, pci->attr->pcidev.func);
-                d->virt = 0;
-            }
-            if (anc && anc->cpuset) {
-                hwloc_bitmap_list_snprintf(d->cpus, sizeof(d->cpus), anc->cpuset);
-                if (bound)
-                    d->near = hwloc_bitmap_intersects(set, anc->cpuset) ? MDR_NETDEV_NEAR
-                                                                        : MDR_NETDEV_FAR;
-            }
-            if (anc && anc->nodeset && hwloc_bitmap_weight(anc->nodeset) == 1)
-                d->numa = hwloc_bitmap_first(anc->nodeset);
-        }
+        for (i = 0; i < l->n; i++)
+            if (l->v[i].kind == kind && strcmp(l->v[i].name, dev->name) == 0)
+                mdr_topo_osdev_locality(topo, dev, bound, set, &l->v[i]);
     }
-    hwloc_bitmap_free(nodes);
     hwloc_bitmap_free(set);
     hwloc_topology_destroy(topo);
 }
@@ -376,41 +450,147 @@ err_free:
 }
 
 #ifdef HAVE_HWLOC
+/* One record per port of a synthetic HCA: the ports hwloc's Linux backend
+ * recorded ("Port1State" = "4" is ACTIVE), or port 1, up, when the file
+ * names none. */
+static madrail_status_t mdr_topo_synthetic_hca(mdr_topo_list_t *l, hwloc_topology_t topo,
+                                               hwloc_obj_t dev, int bound,
+                                               hwloc_const_bitmap_t set)
+{
+    unsigned i, port, nports = 0;
+    mdr_netdev_t *d;
+
+    for (i = 0; i < dev->infos_count; i++) {
+        const char *n = dev->infos[i].name, *v = dev->infos[i].value, *q;
+        if (!n || !v || strncmp(n, "Port", 4) != 0)
+            continue;
+        for (q = n + 4, port = 0; *q >= '0' && *q <= '9' && port <= 255; q++)
+            port = port * 10 + (unsigned)(*q - '0');
+        if (q == n + 4 || strcmp(q, "State") != 0 || port == 0 || port > 255)
+            continue;
+        d = mdr_topo_add(l);
+        if (!d)
+            return MADRAIL_ERR_NOMEM;
+        snprintf(d->name, sizeof(d->name), "%s", dev->name);
+        d->kind = MDR_NETDEV_HCA;
+        d->port = port;
+        d->up = strcmp(v, "4") == 0;
+        mdr_topo_osdev_locality(topo, dev, bound, set, d);
+        nports++;
+    }
+    if (nports)
+        return MADRAIL_OK;
+    d = mdr_topo_add(l);
+    if (!d)
+        return MADRAIL_ERR_NOMEM;
+    snprintf(d->name, sizeof(d->name), "%s", dev->name);
+    d->kind = MDR_NETDEV_HCA;
+    d->port = 1;
+    d->up = 1;
+    mdr_topo_osdev_locality(topo, dev, bound, set, d);
+    return MADRAIL_OK;
+}
+
+madrail_status_t mdr_topo_synthetic_netdevs(mdr_netdev_t **devs_p, int *n_p,
+                                            mdr_topo_binding_t *bind_p)
+{
+    mdr_topo_list_t l = {NULL, 0, 0};
+    hwloc_topology_t topo;
+    hwloc_bitmap_t set;
+    hwloc_obj_t dev = NULL;
+    madrail_status_t st = MADRAIL_OK;
+    int bound = 0;
+
+    if (!devs_p || !n_p)
+        return MADRAIL_ERR_INVALID;
+    if (bind_p)
+        memset(bind_p, 0, sizeof(*bind_p));
+    topo = mdr_topo_load();
+    if (!topo)
+        return MADRAIL_ERR_UNSUPPORTED;
+    if (hwloc_topology_is_thissystem(topo)) {
+        hwloc_topology_destroy(topo);
+        return MADRAIL_ERR_UNSUPPORTED;
+    }
+    set = hwloc_bitmap_alloc();
+    if (!set) {
+        hwloc_topology_destroy(topo);
+        return MADRAIL_ERR_NOMEM;
+    }
+    bound = mdr_topo_binding(topo, set, bind_p);
+    while (st == MADRAIL_OK && (dev = hwloc_get_next_osdev(topo, dev)) != NULL) {
+        mdr_netdev_kind_t kind;
+        mdr_netdev_t *d;
+
+        if (mdr_topo_osdev_kind(dev, &kind) != 0)
+            continue;
+        if (kind == MDR_NETDEV_HCA) {
+            st = mdr_topo_synthetic_hca(&l, topo, dev, bound, set);
+            continue;
+        }
+        d = mdr_topo_add(&l);
+        if (!d) {
+            st = MADRAIL_ERR_NOMEM;
+            break;
+        }
+        snprintf(d->name, sizeof(d->name), "%s", dev->name);
+        d->kind = MDR_NETDEV_IFACE;
+        d->up = 1;
+        d->addr = MDR_NETDEV_IPV4;
+        d->virt = 1; /* until its PCI device is found */
+        mdr_topo_osdev_locality(topo, dev, bound, set, d);
+    }
+    hwloc_bitmap_free(set);
+    hwloc_topology_destroy(topo);
+    if (st != MADRAIL_OK) {
+        free(l.v);
+        return st;
+    }
+    if (l.n > 1)
+        qsort(l.v, (size_t)l.n, sizeof(l.v[0]), mdr_topo_cmp);
+    *devs_p = l.v;
+    *n_p = l.n;
+    return MADRAIL_OK;
+}
+
 void mdr_topo_print_machine(FILE *out)
 {
     hwloc_topology_t topo = mdr_topo_load();
     hwloc_bitmap_t set;
-    char buf[256];
+    mdr_topo_binding_t bind;
 
     if (!topo) {
         fprintf(out, "topology: hwloc could not load the topology\n");
         return;
     }
-    fprintf(out, "topology (hwloc %s): %d NUMA node(s), %d core(s), %d PU(s)\n", HWLOC_VERSION,
+    fprintf(out, "topology (hwloc %s%s): %d NUMA node(s), %d core(s), %d PU(s)\n", HWLOC_VERSION,
+            hwloc_topology_is_thissystem(topo)
+                ? ""
+                : "; synthetic: not this system (HWLOC_XMLFILE without HWLOC_THISSYSTEM=1)",
             hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE),
             hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE),
             hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU));
+    memset(&bind, 0, sizeof(bind));
     set = hwloc_bitmap_alloc();
-    if (set && mdr_topo_get_binding(topo, set) == 0) {
-        hwloc_bitmap_list_snprintf(buf, sizeof(buf), set);
-        fprintf(out, "  this process is bound to PU(s) %s", buf);
-        {
-            hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
-            if (nodes) {
-                hwloc_cpuset_to_nodeset(topo, set, nodes);
-                hwloc_bitmap_list_snprintf(buf, sizeof(buf), nodes);
-                fprintf(out, " (NUMA node(s) %s)", buf);
-                hwloc_bitmap_free(nodes);
-            }
-        }
-        fprintf(out, "\n");
-    } else {
+    if (set && mdr_topo_binding(topo, set, &bind))
+        fprintf(out, "  this process is bound to PU(s) %s (NUMA node(s) %s)%s\n", bind.cpus,
+                bind.numa,
+                hwloc_topology_is_thissystem(topo) ? "" : ", from its CPU affinity by OS index");
+    else
         fprintf(out, "  the process binding could not be read\n");
-    }
     hwloc_bitmap_free(set);
     hwloc_topology_destroy(topo);
 }
 #else
+madrail_status_t mdr_topo_synthetic_netdevs(mdr_netdev_t **devs_p, int *n_p,
+                                            mdr_topo_binding_t *bind_p)
+{
+    (void)devs_p;
+    (void)n_p;
+    (void)bind_p;
+    return MADRAIL_ERR_UNSUPPORTED;
+}
+
 void mdr_topo_print_machine(FILE *out)
 {
     fprintf(out, "topology: no hwloc in this build (locality unknown; devices from sysfs)\n");

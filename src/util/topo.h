@@ -61,6 +61,20 @@ typedef struct mdr_topo_binding {
  */
 madrail_status_t mdr_topo_netdevs(mdr_netdev_t **devs_p, int *n_p, mdr_topo_binding_t *bind_p);
 
+/*
+ * The devices of an hwloc topology that describes another machine (an XML
+ * file loaded without HWLOC_THISSYSTEM=1), located against this process's
+ * CPU affinity matched to the file's PUs by OS index.  The file says where
+ * each device sits, not its state: interfaces are taken as up with an IPv4
+ * address, HCA ports by their "Port<N>State" info (ACTIVE) or as port 1
+ * up.  For madrail_info's "what would a process bound like this choose
+ * there" only: these devices need not exist here and are never opened.
+ * MADRAIL_ERR_UNSUPPORTED when the topology is this machine's (or there
+ * is no hwloc).
+ */
+madrail_status_t mdr_topo_synthetic_netdevs(mdr_netdev_t **devs_p, int *n_p,
+                                            mdr_topo_binding_t *bind_p);
+
 /* An HCA port's rate file ("100 Gb/sec (4X EDR)") in Mb/s, 0 when it
  * does not parse. */
 long mdr_topo_ib_rate(const char *text);

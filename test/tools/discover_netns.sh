@@ -6,8 +6,11 @@
 # each with its reason), and two processes started there (when mpiexec
 # exists) must stripe a validated transfer over both; with both rails down
 # it must fall back to tcp:lo; MADRAIL_AUTO_MAX_RAILS=1 must keep one rail;
-# seen through an hwloc XML two-socket topology, the far rail is warned
-# about and the cap keeps the near one.  Needs root and `ip netns`:
+# seen through an hwloc XML two-socket topology, a process bound to one
+# socket opens only that socket's rail (MADRAIL_AUTO_LOCALITY=near), two
+# ranks bound to the two sockets each open their own and exchange data,
+# and with MADRAIL_AUTO_LOCALITY=all the far rail is warned about and the
+# cap keeps the near one.  Needs root and `ip netns`:
 # skips (77) otherwise.  The namespaces are removed on any exit.
 set -u
 info="${MDR_BUILDDIR:-.}/tools/madrail_info"
@@ -143,23 +146,63 @@ if [ "$(nproc 2>/dev/null || echo 1)" -ge 2 ] && command -v taskset >/dev/null 2
         nic 14 0000:b1:00.0 b1 dr0
         echo '</object></object></topology>'
     } >"$xml"
+    # MADRAIL_AUTO_LOCALITY=near (the default): bound to socket 0, only
+    # socket 0's NIC; the other is rejected with its reason.
     out=$(run_info env -u MADRAIL_RAILS HWLOC_XMLFILE="$xml" HWLOC_THISSYSTEM=1 taskset -c 0); rc=$?
     got=$(rails_of "$out")
     printf '%s\n' "$out" | sed -n '/^topology/,$p'
-    [ $rc -eq 0 ] && [ "$got" = "tcp:dr0 tcp:dr1 " ] && ok "two sockets: both rails ($got)" ||
-        bad "two sockets: rails '$got' (exit $rc)"
+    [ $rc -eq 0 ] && [ "$got" = "tcp:dr1 " ] && ok "two sockets, bound to PU 0: the near tcp:dr1 only" ||
+        bad "two sockets, bound to PU 0: rails '$got' (exit $rc)"
     printf '%s\n' "$out" | grep -Eq '^  dr0 +iface +0000:b1:00.0 +1 +1 +far ' &&
         printf '%s\n' "$out" | grep -Eq '^  dr1 +iface +0000:17:00.0 +0 +0 +near ' &&
         ok "two sockets: dr0 far on NUMA 1, dr1 near on NUMA 0" || bad "two sockets: locality rows wrong"
-    printf '%s\n' "$out" | grep -q 'warning: rail 0 (tcp:dr0) sits on NUMA node 1' &&
-        ok "two sockets: warning for the far rail" || bad "two sockets: no far-NUMA warning"
+    printf '%s\n' "$out" | grep -Eq '^  dr0 +rejected: on NUMA node 1, away from the binding' &&
+        ok "two sockets: dr0 rejected as away from the binding" || bad "two sockets: no far verdict for dr0"
+    out=$(run_info env -u MADRAIL_RAILS HWLOC_XMLFILE="$xml" HWLOC_THISSYSTEM=1 taskset -c 1); rc=$?
+    got=$(rails_of "$out")
+    [ $rc -eq 0 ] && [ "$got" = "tcp:dr0 " ] && ok "two sockets, bound to PU 1: the near tcp:dr0 only" ||
+        bad "two sockets, bound to PU 1: rails '$got' (exit $rc)"
+    # =all: both, and the far one is warned about
     out=$(run_info env -u MADRAIL_RAILS HWLOC_XMLFILE="$xml" HWLOC_THISSYSTEM=1 \
-              MADRAIL_AUTO_MAX_RAILS=1 taskset -c 0); rc=$?
+              MADRAIL_AUTO_LOCALITY=all taskset -c 0); rc=$?
+    got=$(rails_of "$out")
+    [ $rc -eq 0 ] && [ "$got" = "tcp:dr0 tcp:dr1 " ] && ok "MADRAIL_AUTO_LOCALITY=all: both rails ($got)" ||
+        bad "MADRAIL_AUTO_LOCALITY=all: rails '$got' (exit $rc)"
+    printf '%s\n' "$out" | grep -q 'warning: rail 0 (tcp:dr0) sits on NUMA node 1' &&
+        ok "MADRAIL_AUTO_LOCALITY=all: warning for the far rail" || bad "=all: no far-NUMA warning"
+    # Two ranks on this node, bound to different sockets (hydra's MPMD
+    # form, each under taskset): each opens the NIC of its own socket and
+    # a validated transfer runs between them.
+    if [ -n "$mpiexec" ] && [ -x "$bw" ]; then
+        out=$(ip netns exec "$ns_a" env -u MADRAIL_RAILS MADRAIL_STATS=1 HWLOC_XMLFILE="$xml" \
+                  HWLOC_THISSYSTEM=1 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+                  timeout 120 "$mpiexec" \
+                  -n 1 sh -c 'echo "bound-pid $$ pu 0"; exec taskset -c 0 "$@"' sh "$bw" \
+                  --validate --min 1m --max 1m --iters 2 : \
+                  -n 1 sh -c 'echo "bound-pid $$ pu 1"; exec taskset -c 1 "$@"' sh "$bw" \
+                  --validate --min 1m --max 1m --iters 2 2>&1)
+        rc=$?
+        # "bound-pid <pid> pu <n>" from each wrapper, then the process's
+        # stats rows "[host:pid] madrail stats: <i> <name> ...": PU -> rails
+        got=$(printf '%s\n' "$out" | awk '
+            $1 == "bound-pid" { pu[$2] = $4 }
+            /madrail stats: [0-9]/ { p = $1; sub(/^.*:/, "", p); sub(/\]$/, "", p); r[p] = r[p] " " $5 }
+            END { for (p in pu) print "PU" pu[p] ":" r[p] }' | sort | tr '\n' ';')
+        if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -q "validation: 0 bad bytes" &&
+            [ "$got" = "PU0: tcp:dr1;PU1: tcp:dr0;" ]; then
+            ok "two ranks bound to two sockets: each uses its socket's NIC ($got), 0 bad bytes"
+        else
+            echo "$out"
+            bad "two ranks bound to two sockets (exit $rc, rails per binding: '$got')"
+        fi
+    fi
+    out=$(run_info env -u MADRAIL_RAILS HWLOC_XMLFILE="$xml" HWLOC_THISSYSTEM=1 \
+              MADRAIL_AUTO_LOCALITY=all MADRAIL_AUTO_MAX_RAILS=1 taskset -c 0); rc=$?
     got=$(rails_of "$out")
     [ $rc -eq 0 ] && [ "$got" = "tcp:dr1 " ] && ok "two sockets, one rail: the near tcp:dr1" ||
         bad "two sockets, one rail: '$got' (exit $rc)"
     out=$(run_info env -u MADRAIL_RAILS HWLOC_XMLFILE="$xml" HWLOC_THISSYSTEM=1 \
-              MADRAIL_AUTO_MAX_RAILS=1 taskset -c 1); rc=$?
+              MADRAIL_AUTO_LOCALITY=all MADRAIL_AUTO_MAX_RAILS=1 taskset -c 1); rc=$?
     got=$(rails_of "$out")
     [ $rc -eq 0 ] && [ "$got" = "tcp:dr0 " ] && ok "bound to PU 1, one rail: the near tcp:dr0" ||
         bad "bound to PU 1, one rail: '$got' (exit $rc)"

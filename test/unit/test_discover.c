@@ -85,6 +85,10 @@ typedef struct {
     int n;
 } outcome_t;
 
+/* MADRAIL_AUTO_LOCALITY for run(): 0 = all (the pure function's zeroed
+ * default, what the older cases check), 1 = near. */
+static int near_only;
+
 static void run(const machine_t *m, unsigned max, long defspeed, const char *const *built,
                 outcome_t *o)
 {
@@ -98,6 +102,7 @@ static void run(const machine_t *m, unsigned max, long defspeed, const char *con
     opts.have_driver = have;
     opts.arg = (void *)built;
     opts.binding = "PU(s) 0-7, NUMA node(s) 0";
+    opts.near_only = near_only;
     memset(o, 0, sizeof(*o));
     o->n = mdr_discover_choose(m->d, m->n, &opts, o->v, &o->r);
     for (i = 0; i < o->r.nrails; i++)
@@ -502,6 +507,117 @@ static void test_driver_specs(void)
     }
 }
 
+/* MADRAIL_AUTO_LOCALITY=near: among interchangeable devices (same driver,
+ * same speed) a process uses those near its binding; devices with no
+ * near counterpart are all kept, so every rank holds the same drivers in
+ * the same order (rails pair by index). */
+static void test_locality(void)
+{
+    machine_t m = {0};
+    outcome_t o;
+
+    near_only = 1;
+    /* one NIC per socket, bound to socket 0 (then to socket 1) */
+    add_lo(&m);
+    add(&m, "eth0", "0000:17:00.0", 0, MDR_NETDEV_NEAR, 25000, 1);
+    add(&m, "eth1", "0000:b1:00.0", 1, MDR_NETDEV_FAR, 25000, 1);
+    run(&m, 4, 10000, only_tcp, &o);
+    check(o.n == 1 && strcmp(o.list, "tcp:eth0") == 0 && o.r.nwarn == 0,
+          "near: bound to socket 0, the socket-0 NIC only, no warning (%s, %d)", o.list,
+          o.r.nwarn);
+    check(rail_of(&m, &o, "eth1", 0) == -1 &&
+              why_has(&m, &o, "eth1", 0, "on NUMA node 1, away from the binding") &&
+              why_has(&m, &o, "eth1", 0, "eth0, of the same driver and speed, is near it") &&
+              why_has(&m, &o, "eth1", 0, "MADRAIL_AUTO_LOCALITY=all"),
+          "near: the far NIC's verdict names its near twin and the way back (%s)", o.v[2].why);
+    m.d[1].near = MDR_NETDEV_FAR;
+    m.d[2].near = MDR_NETDEV_NEAR;
+    run(&m, 4, 10000, only_tcp, &o);
+    check(o.n == 1 && strcmp(o.list, "tcp:eth1") == 0,
+          "near: bound to socket 1, the socket-1 NIC only (%s)", o.list);
+    /* bound across both sockets (or not bound): near both */
+    m.d[1].near = m.d[2].near = MDR_NETDEV_NEAR;
+    run(&m, 4, 10000, only_tcp, &o);
+    check(o.n == 2 && strcmp(o.list, "tcp:eth0,tcp:eth1") == 0,
+          "near: bound to both sockets, both NICs (%s)", o.list);
+    /* bound to a socket with no NIC: both, each warned about */
+    m.d[1].near = m.d[2].near = MDR_NETDEV_FAR;
+    run(&m, 4, 10000, only_tcp, &o);
+    check(o.n == 2 && count_warn(&o, MDR_DISC_WARN_FAR_NUMA) == 2 &&
+              why_has(&m, &o, "eth0", 0, "none of its driver and speed is near the binding"),
+          "near: nothing near, every NIC used with a warning each (%s, %d warnings)", o.list,
+          o.r.nwarn);
+    /* locality unknown (no hwloc, virtual devices) counts as near */
+    m.d[1].near = MDR_NETDEV_NEAR_UNKNOWN;
+    run(&m, 4, 10000, only_tcp, &o);
+    check(o.n == 1 && strcmp(o.list, "tcp:eth0") == 0,
+          "near: unknown locality is kept before a known far twin (%s)", o.list);
+    m.d[1].near = m.d[2].near = MDR_NETDEV_NEAR_UNKNOWN;
+    run(&m, 4, 10000, only_tcp, &o);
+    check(o.n == 2 && o.r.nwarn == 0, "near: locality unknown everywhere: both (%s)", o.list);
+    /* not interchangeable (another speed): the far NIC stays, for every
+     * rank alike, whatever their binding */
+    m.d[1].near = MDR_NETDEV_FAR;
+    m.d[1].speed_mbps = 100000;
+    m.d[2].near = MDR_NETDEV_NEAR;
+    run(&m, 4, 10000, only_tcp, &o);
+    check(o.n == 2 && strcmp(o.list, "tcp:eth0,tcp:eth1") == 0 &&
+              count_warn(&o, MDR_DISC_WARN_FAR_NUMA) == 1,
+          "near: a faster NIC on the other socket is no twin: kept, warned (%s)", o.list);
+    m.d[1].near = MDR_NETDEV_NEAR;
+    m.d[2].near = MDR_NETDEV_FAR;
+    run(&m, 4, 10000, only_tcp, &o);
+    check(o.n == 2 && strcmp(o.list, "tcp:eth0,tcp:eth1") == 0,
+          "near: ... and the rank on the other socket gets the same list (%s)", o.list);
+
+    /* an HCA on socket 0, an Ethernet NIC on socket 1 (ucx and tcp built):
+     * ranks on either socket hold both, HCA first, so their rails pair */
+    memset(&m, 0, sizeof(m));
+    add_lo(&m);
+    add_hca(&m, "mlx5_0", 1, "0000:17:00.0", 0, MDR_NETDEV_NEAR, 100000, 1);
+    add(&m, "eno1", "0000:b1:00.0", 1, MDR_NETDEV_FAR, 1000, 1);
+    run(&m, 4, 10000, tcp_ucx, &o);
+    check(o.n == 2 && strcmp(o.list, "ucx:mlx5_0:1,tcp:eno1") == 0,
+          "near: HCA here, NIC there, bound to socket 0: both (%s)", o.list);
+    m.d[1].near = MDR_NETDEV_FAR;
+    m.d[2].near = MDR_NETDEV_NEAR;
+    run(&m, 4, 10000, tcp_ucx, &o);
+    check(o.n == 2 && strcmp(o.list, "ucx:mlx5_0:1,tcp:eno1") == 0,
+          "near: ... bound to socket 1: the same list (%s)", o.list);
+
+    /* two NICs on socket 0, one like them on socket 1: a rank on socket 0
+     * takes its two, a rank on socket 1 its one; the cap applies among
+     * near ones */
+    memset(&m, 0, sizeof(m));
+    add_lo(&m);
+    add(&m, "eth0", "0000:17:00.0", 0, MDR_NETDEV_NEAR, 25000, 1);
+    add(&m, "eth1", "0000:18:00.0", 0, MDR_NETDEV_NEAR, 25000, 1);
+    add(&m, "eth2", "0000:b1:00.0", 1, MDR_NETDEV_FAR, 25000, 1);
+    run(&m, 4, 10000, only_tcp, &o);
+    check(o.n == 2 && strcmp(o.list, "tcp:eth0,tcp:eth1") == 0,
+          "near: two NICs on this socket, the third on the other left out (%s)", o.list);
+    run(&m, 1, 10000, only_tcp, &o);
+    check(o.n == 1 && strcmp(o.list, "tcp:eth0") == 0 &&
+              why_has(&m, &o, "eth1", 0, "MADRAIL_AUTO_MAX_RAILS=1") &&
+              why_has(&m, &o, "eth2", 0, "away from the binding"),
+          "near, cap 1: one near NIC; verdicts name the cap and the locality (%s)", o.list);
+    m.d[1].near = m.d[2].near = MDR_NETDEV_FAR;
+    m.d[3].near = MDR_NETDEV_NEAR;
+    run(&m, 4, 10000, only_tcp, &o);
+    check(o.n == 1 && strcmp(o.list, "tcp:eth2") == 0,
+          "near: the rank on the other socket takes its one NIC (%s)", o.list);
+    /* the locality step comes after the tiers: a far PCI NIC beats a
+     * virtual bridge of unknown locality */
+    memset(&m, 0, sizeof(m));
+    add_lo(&m);
+    add(&m, "docker0", "", -1, MDR_NETDEV_NEAR_UNKNOWN, 0, 1);
+    add(&m, "eth2", "0000:b1:00.0", 1, MDR_NETDEV_FAR, 25000, 1);
+    run(&m, 4, 10000, only_tcp, &o);
+    check(o.n == 1 && strcmp(o.list, "tcp:eth2") == 0,
+          "near: the only PCI NIC is used although far, not the bridge (%s)", o.list);
+    near_only = 0;
+}
+
 static void test_ib_rate(void)
 {
     check(mdr_topo_ib_rate("100 Gb/sec (4X EDR)") == 100000, "rate 100 Gb/sec (4X EDR)");
@@ -526,6 +642,7 @@ int main(void)
     test_order_independent();
     test_ib_rate();
     test_driver_specs();
+    test_locality();
     printf("%s: %d of %d checks failed\n", failures ? "FAIL" : "PASS", failures, checks);
     return failures ? 1 : 0;
 }
