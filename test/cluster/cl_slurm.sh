@@ -131,7 +131,7 @@ for j in $JOBS; do
     grep -q "^JobId=$id .* JobState=COMPLETED .* ExitCode=0:0" "$SLURM_STATE/jobcomp.txt" 2>/dev/null &&
         ok "$kind job $id: jobcomp record COMPLETED 0:0" ||
         bad "$kind job $id: jobcomp record: $(grep "^JobId=$id " "$SLURM_STATE/jobcomp.txt" 2>/dev/null |
-            grep -o 'JobState=[^ ]*\|ExitCode=[^ ]*' | tr '\n' ' ')"
+            grep -o 'JobState=[^ ]*\| ExitCode=[^ ]*' | tr '\n' ' ')"
     [ -f "$out" ] || continue
     grep -q '^ No Errors' "$out" && ! grep -q 'FAIL - ' "$out" &&
         grep -q 'ok - .*every byte and checksum right' "$out" &&
