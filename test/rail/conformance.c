@@ -1381,6 +1381,7 @@ static int chk_knob_config(const t_spec_t *sp, const char *fab, char *why)
     memset(&prm, 0, sizeof(prm));
     prm.upcalls = &t_upcalls_tab;
     prm.slot_size = T_SLOT;
+    prm.job_key = rt_job_key;
     prm.overrides = bad;
     lvl = mdr_log_level;
     mdr_log_level = -1; /* the error message is expected */
@@ -1410,6 +1411,7 @@ static int chk_knob_bad_spec(const t_spec_t *sp, char *why)
     memset(&prm, 0, sizeof(prm));
     prm.upcalls = &t_upcalls_tab;
     prm.slot_size = T_SLOT;
+    prm.job_key = rt_job_key;
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         rail = (mdr_rail_t *)&prm; /* sentinel: must stay untouched */
         lvl = mdr_log_level;
