@@ -433,6 +433,12 @@ typedef struct {
 /**
  * @brief Join the PMI-1 job, publish this context's address, fence, and add
  * every other rank as a peer (connections stay lazy).
+ *
+ * First every rank whose job key is its own random one
+ * (::MADRAIL_JOB_KEY_RANDOM) takes rank 0's through the PMI key space, so
+ * call it before madrail_peer_add() on @p ctx.  A rank without a key of its
+ * own while rank 0 has one from MADRAIL_JOB_KEY or the application fails
+ * with ::MADRAIL_ERR_CONFIG (give every rank the same MADRAIL_JOB_KEY).
  * Fails with ::MADRAIL_ERR_PMI and a message if no PMI server is reachable.
  */
 madrail_status_t madrail_pmi_wireup(madrail_context_t ctx, madrail_job_t *job_p);
