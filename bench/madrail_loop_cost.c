@@ -30,7 +30,9 @@ static madrail_status_t wait2(madrail_context_t a, madrail_context_t b, madrail_
 int main(int argc, char **argv)
 {
     const char *ov[] = {"MADRAIL_RAILS=loop:cost", NULL};
-    madrail_context_params_t prm = {ov};
+    /* contexts of one process that peer each other share a job key */
+    madrail_context_params_t prm = {.overrides = ov,
+                                    .job_key = (const uint8_t *)"madrail-test-key"};
     madrail_context_t a, b;
     madrail_peer_t a2b, b2a;
     uint8_t addr[MADRAIL_ADDR_MAX];

@@ -82,8 +82,15 @@ typedef uint32_t madrail_peer_t;
 /** Largest packed context address (all rails) in bytes. */
 #define MADRAIL_ADDR_MAX 1024
 
+/** Bytes of a job key (see madrail_context_job_key()). */
+#define MADRAIL_JOB_KEY_LEN 16
+
 /**
  * @brief Parameters of madrail_context_init(); all fields optional.
+ *
+ * Zero the whole structure before setting the fields you use
+ * (`madrail_context_params_t p = {0};` or memset): fields are only ever
+ * appended, and a zero (NULL) field means "not given".
  */
 typedef struct {
     /**
@@ -92,6 +99,12 @@ typedef struct {
      * different settings in one process).  May be NULL.
      */
     const char *const *overrides;
+    /**
+     * ::MADRAIL_JOB_KEY_LEN bytes: the job key, taking precedence over
+     * MADRAIL_JOB_KEY (copied at init; not all zero).  NULL: MADRAIL_JOB_KEY,
+     * else a random key.
+     */
+    const uint8_t *job_key;
 } madrail_context_params_t;
 
 /**
@@ -121,6 +134,61 @@ madrail_status_t madrail_context_finalize(madrail_context_t ctx);
  * @return ::MADRAIL_ERR_NORESOURCE with *len_p set when @p buf is too small
  */
 madrail_status_t madrail_context_address(madrail_context_t ctx, void *buf, size_t *len_p);
+
+/**
+ * @name Job key
+ *
+ * Every rail handshake carries the context's job key, and a context accepts
+ * a connection only from a process that holds the same key: a process that
+ * can reach a rail's port but is not part of the job cannot join it, pose
+ * as one of its processes, or learn anything from the answer (it gets none:
+ * the connection is closed).  The key travels in clear in each handshake;
+ * it protects against strangers, not against someone who can read the
+ * traffic (docs/security.md).
+ *
+ * A context takes its key, in this order, from madrail_context_params_t.job_key,
+ * from MADRAIL_JOB_KEY (32 hex digits, given to every process of the job by
+ * the launcher), else makes a random one: such a context is alone until its
+ * key is replaced by the job's, which madrail_pmi_wireup() (and the MPICH
+ * netmod) do by giving every process rank 0's key through the process
+ * manager before any address is published.
+ * @{ */
+
+/** Where a context's job key came from. */
+typedef enum {
+    MADRAIL_JOB_KEY_RANDOM = 0, /**< made at random by madrail_context_init() */
+    MADRAIL_JOB_KEY_PARAMS = 1, /**< madrail_context_params_t.job_key */
+    MADRAIL_JOB_KEY_ENV = 2,    /**< the MADRAIL_JOB_KEY variable */
+    MADRAIL_JOB_KEY_SET = 3     /**< madrail_context_set_job_key() */
+} madrail_job_key_origin_t;
+
+/**
+ * @brief Read the context's job key.
+ * @param ctx       the context
+ * @param key       ::MADRAIL_JOB_KEY_LEN bytes to fill
+ * @param origin_p  where the key came from; may be NULL.  A bootstrap that
+ *                  shares one process's key with the others (as
+ *                  madrail_pmi_wireup() does) replaces only a
+ *                  ::MADRAIL_JOB_KEY_RANDOM key.
+ */
+madrail_status_t madrail_context_job_key(madrail_context_t ctx, uint8_t *key,
+                                         madrail_job_key_origin_t *origin_p);
+
+/**
+ * @brief Replace the context's job key (its origin becomes
+ * ::MADRAIL_JOB_KEY_SET).
+ *
+ * Allowed until the first peer exists (madrail_peer_add(), or a process of
+ * the job connecting to this one): a connection is authenticated with the
+ * key it was made with.
+ * @param key  @p len bytes, not all zero
+ * @param len  ::MADRAIL_JOB_KEY_LEN
+ * @return ::MADRAIL_ERR_INVALID (logged) for another length, an all-zero key,
+ *         or a context that already has a peer
+ */
+madrail_status_t madrail_context_set_job_key(madrail_context_t ctx, const void *key,
+                                             size_t len);
+/** @} */
 
 /**
  * @brief Add a peer from its packed address.  No connection is made until
@@ -377,6 +445,12 @@ typedef struct {
 /**
  * @brief Join the PMI-1 job, publish this context's address, fence, and add
  * every other rank as a peer (connections stay lazy).
+ *
+ * First every rank whose job key is its own random one
+ * (::MADRAIL_JOB_KEY_RANDOM) takes rank 0's through the PMI key space, so
+ * call it before madrail_peer_add() on @p ctx.  A rank without a key of its
+ * own while rank 0 has one from MADRAIL_JOB_KEY or the application fails
+ * with ::MADRAIL_ERR_CONFIG (give every rank the same MADRAIL_JOB_KEY).
  * Fails with ::MADRAIL_ERR_PMI and a message if no PMI server is reachable.
  */
 madrail_status_t madrail_pmi_wireup(madrail_context_t ctx, madrail_job_t *job_p);

@@ -9,6 +9,18 @@
  *   u8 nrails | then per rail: char driver[8] | u16 len | len bytes
  * Rail i of one process pairs with rail i of the other when both use the
  * same driver; a rail the other side lacks is not used with that peer.
+ *
+ * The job key lives here and nowhere else: the drivers get a pointer to it
+ * and read it at each handshake, so replacing it (set_job_key, allowed
+ * until the first peer exists) needs no call into them.  The address does
+ * not carry it: addresses travel through the process manager and may be
+ * printed; the key is only ever sent in a rail handshake.
+ *
+ * Peers are never freed while the user may hold their index, with one
+ * exception: a peer that connected to us before we knew it (anonymous) and
+ * lost every rail before anything came of it.  Nobody can know its index,
+ * so it is retired at once and its index reused: processes of the job that
+ * connect and leave cannot make the peer table grow.
  */
 #include "mdr_config.h"
 
@@ -73,6 +85,12 @@ static const mdr_cfg_entry_t core_entries[] = {
               "Print per-rail statistics to stderr at finalize."),
     CFG_ENTRY("MADRAIL_LOG_LEVEL", MDR_CFG_STRING, "warn", 1, 0, log_level,
               "Log level: error, warn, info, debug, trace."),
+    CFG_ENTRY("MADRAIL_JOB_KEY", MDR_CFG_STRING, "", 1, 0, job_key,
+              "The job's key, 32 hex digits (16 random bytes, not all zero), the same in every "
+              "process of the job: rail handshakes without it are refused. Empty: the "
+              "application's key (madrail_context_params_t.job_key) or a random one, replaced "
+              "by rank 0's through the process manager at madrail_pmi_wireup and in the MPICH "
+              "netmod. Secret: see docs/security.md."),
 };
 
 const mdr_cfg_table_t mdr_core_cfg_table = MDR_CFG_TABLE("core", core_entries);
@@ -83,6 +101,127 @@ static uint64_t mdr_make_uuid(void)
     if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
         v = mdr_time_ns() ^ ((uint64_t)getpid() << 32);
     return v ? v : 1;
+}
+
+static int mdr_key_is_zero(const uint8_t *key)
+{
+    unsigned acc = 0;
+    int i;
+
+    for (i = 0; i < MADRAIL_JOB_KEY_LEN; i++)
+        acc |= key[i];
+    return acc == 0;
+}
+
+static int mdr_hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* MADRAIL_JOB_KEY: exactly 32 hex digits, not all zero.  The error names
+ * what is wrong, never the value (a near miss would show most of the key). */
+static madrail_status_t mdr_job_key_parse(const char *text, uint8_t *key)
+{
+    size_t len = strlen(text), i;
+    uint8_t k[MADRAIL_JOB_KEY_LEN];
+
+    if (len != 2 * MADRAIL_JOB_KEY_LEN) {
+        mdr_error("MADRAIL_JOB_KEY: %zu characters, expected %d hex digits (16 bytes)", len,
+                  2 * MADRAIL_JOB_KEY_LEN);
+        return MADRAIL_ERR_CONFIG;
+    }
+    for (i = 0; i < len; i += 2) {
+        int hi = mdr_hexval(text[i]), lo = mdr_hexval(text[i + 1]);
+        if (hi < 0 || lo < 0) {
+            mdr_error("MADRAIL_JOB_KEY: character %zu is not a hex digit (expected %d hex "
+                      "digits)",
+                      hi < 0 ? i + 1 : i + 2, 2 * MADRAIL_JOB_KEY_LEN);
+            memset(k, 0, sizeof(k));
+            return MADRAIL_ERR_CONFIG;
+        }
+        k[i / 2] = (uint8_t)(hi << 4 | lo);
+    }
+    if (mdr_key_is_zero(k)) {
+        mdr_error("MADRAIL_JOB_KEY: all zero; use 16 random bytes (e.g. od -An -tx1 -N16 "
+                  "/dev/urandom | tr -d ' ')");
+        return MADRAIL_ERR_CONFIG;
+    }
+    memcpy(key, k, sizeof(k));
+    memset(k, 0, sizeof(k));
+    return MADRAIL_OK;
+}
+
+/* The key from params, MADRAIL_JOB_KEY, or random, in that order. */
+static madrail_status_t mdr_job_key_init(mdr_ctx_t *ctx, const madrail_context_params_t *params)
+{
+    madrail_status_t st = MADRAIL_OK;
+    size_t n;
+
+    if (params && params->job_key) {
+        if (mdr_key_is_zero(params->job_key)) {
+            mdr_error("madrail_context_params_t.job_key is all zero");
+            return MADRAIL_ERR_INVALID;
+        }
+        memcpy(ctx->job_key, params->job_key, MADRAIL_JOB_KEY_LEN);
+        ctx->job_key_origin = MADRAIL_JOB_KEY_PARAMS;
+    } else if (ctx->cfg.job_key && ctx->cfg.job_key[0]) {
+        st = mdr_job_key_parse(ctx->cfg.job_key, ctx->job_key);
+        ctx->job_key_origin = MADRAIL_JOB_KEY_ENV;
+    } else {
+        if (getrandom(ctx->job_key, MADRAIL_JOB_KEY_LEN, 0) != MADRAIL_JOB_KEY_LEN) {
+            mdr_error("getrandom for the job key: %m");
+            return MADRAIL_ERR_IO;
+        }
+        if (mdr_key_is_zero(ctx->job_key))
+            ctx->job_key[0] = 1;
+        ctx->job_key_origin = MADRAIL_JOB_KEY_RANDOM;
+    }
+    /* the configuration copy of the key is not needed any more */
+    if (ctx->cfg.job_key)
+        for (n = strlen(ctx->cfg.job_key); n > 0; n--)
+            ((volatile char *)ctx->cfg.job_key)[n - 1] = '\0';
+    return st;
+}
+
+madrail_status_t madrail_context_job_key(madrail_context_t ctx, uint8_t *key,
+                                         madrail_job_key_origin_t *origin_p)
+{
+    if (!ctx || !key)
+        return MADRAIL_ERR_INVALID;
+    memcpy(key, ctx->job_key, MADRAIL_JOB_KEY_LEN);
+    if (origin_p)
+        *origin_p = ctx->job_key_origin;
+    return MADRAIL_OK;
+}
+
+madrail_status_t madrail_context_set_job_key(madrail_context_t ctx, const void *key, size_t len)
+{
+    if (!ctx || !key)
+        return MADRAIL_ERR_INVALID;
+    if (len != MADRAIL_JOB_KEY_LEN) {
+        mdr_error("madrail_context_set_job_key: a key of %zu bytes (a job key has %d)", len,
+                  MADRAIL_JOB_KEY_LEN);
+        return MADRAIL_ERR_INVALID;
+    }
+    if (mdr_key_is_zero(key)) {
+        mdr_error("madrail_context_set_job_key: the key is all zero");
+        return MADRAIL_ERR_INVALID;
+    }
+    if (ctx->npeers > ctx->npeer_free) {
+        mdr_error("madrail_context_set_job_key: the context already has %u peer(s); the key "
+                  "can only be replaced before the first one",
+                  ctx->npeers - ctx->npeer_free);
+        return MADRAIL_ERR_INVALID;
+    }
+    memcpy(ctx->job_key, key, MADRAIL_JOB_KEY_LEN);
+    ctx->job_key_origin = MADRAIL_JOB_KEY_SET;
+    return MADRAIL_OK;
 }
 
 static void mdr_close_rails(mdr_ctx_t *ctx)
@@ -143,6 +282,7 @@ static madrail_status_t mdr_open_rails(mdr_ctx_t *ctx, const char *rails_list,
     params.slot_size = ctx->cfg.slot_size;
     params.slots = ctx->cfg.credits + MDR_RESERVED_SLOTS;
     params.overrides = ctx->overrides;
+    params.job_key = ctx->job_key;
 
     /* Split by hand, not with strtok: it skips empty elements, and
      * "tcp:lo,,tcp:lo" or a trailing comma is a typing mistake to report,
@@ -238,6 +378,15 @@ err_close:
     mdr_close_rails(ctx);
     free(list);
     return st;
+}
+
+static void mdr_ctx_wipe_key(mdr_ctx_t *ctx)
+{
+    volatile uint8_t *k = ctx->job_key;
+    int i;
+
+    for (i = 0; i < MADRAIL_JOB_KEY_LEN; i++)
+        k[i] = 0;
 }
 
 /* auto_w: discovered weights per rail (MADRAIL_RAILS=auto), or NULL. */
@@ -365,6 +514,9 @@ madrail_status_t madrail_context_init(const madrail_context_params_t *params,
         goto err_cfg;
     }
 
+    st = mdr_job_key_init(ctx, params);
+    if (st != MADRAIL_OK)
+        goto err_cfg;
     ctx->uuid = mdr_make_uuid();
     ctx->eager_max = ctx->cfg.slot_size - sizeof(mdr_eager_hdr_t);
     ctx->am_scratch = malloc(ctx->cfg.slot_size);
@@ -381,6 +533,7 @@ madrail_status_t madrail_context_init(const madrail_context_params_t *params,
     mdr_list_init(&ctx->unexpected);
     mdr_list_init(&ctx->active);
     mdr_list_init(&ctx->unsent);
+    mdr_list_init(&ctx->retired);
     mdr_pool_init(&ctx->pool, 64);
     st = mdr_hash_init(&ctx->peer_by_uuid, 64);
     if (st != MADRAIL_OK)
@@ -429,6 +582,7 @@ err_pool:
 err_cfg:
     free(ctx->am_scratch);
     mdr_cfg_release(&mdr_core_cfg_table, &ctx->cfg);
+    mdr_ctx_wipe_key(ctx);
     free(ctx);
     return st;
 }
@@ -442,6 +596,8 @@ static int mdr_quiet(mdr_ctx_t *ctx)
         return 0;
     for (p = 0; p < ctx->npeers; p++) {
         mdr_peer_t *peer = ctx->peers[p];
+        if (!peer)
+            continue;
         for (r = 0; r < ctx->nrails; r++) {
             mdr_peer_rail_t *pr = &peer->rails[r];
             if (pr->ep && !pr->down && !ctx->rails[r].ops->ep_idle(pr->ep))
@@ -473,6 +629,69 @@ static void mdr_peer_destroy(mdr_ctx_t *ctx, mdr_peer_t *peer)
     free(peer);
 }
 
+/* Free the retired peers (from progress, outside any driver upcall). */
+static void mdr_peer_reap_retired(mdr_ctx_t *ctx)
+{
+    mdr_list_t *it;
+
+    while ((it = mdr_list_pop_head(&ctx->retired)))
+        mdr_peer_destroy(ctx, mdr_container_of(it, mdr_peer_t, retired_link));
+}
+
+static int mdr_peer_unused(const mdr_peer_t *peer)
+{
+    return peer->anonymous && peer->expected_seq == 0 && peer->next_send_seq == 0 &&
+           peer->inflight.count == 0 && mdr_list_empty(&peer->txq) &&
+           mdr_list_empty(&peer->sendq) && mdr_list_empty(&peer->rfs_stored) &&
+           peer->rfs_out == NULL;
+}
+
+int mdr_peer_retire_unused(mdr_peer_t *peer)
+{
+    mdr_ctx_t *ctx = peer->ctx;
+    int r;
+
+    if (!mdr_peer_unused(peer))
+        return 0;
+    for (r = 0; r < ctx->nrails; r++)
+        if (peer->rails[r].ep && !peer->rails[r].down)
+            return 0;
+    if (ctx->npeer_free == ctx->peer_free_cap) {
+        uint32_t cap = ctx->peer_free_cap ? 2 * ctx->peer_free_cap : 16;
+        uint32_t *nf = realloc(ctx->peer_free, cap * sizeof(*nf));
+        if (!nf)
+            return 0; /* kept: it costs a table slot, nothing else */
+        ctx->peer_free = nf;
+        ctx->peer_free_cap = cap;
+    }
+    mdr_debug("peer %u (%016llx) left before it was used: retired", peer->index,
+              (unsigned long long)peer->uuid);
+    if (mdr_hash_get(&ctx->peer_by_uuid, peer->uuid) == peer)
+        mdr_hash_del(&ctx->peer_by_uuid, peer->uuid);
+    if (peer->active) {
+        peer->active = 0;
+        mdr_list_del(&peer->active_link);
+    }
+    ctx->peers[peer->index] = NULL;
+    ctx->peer_free[ctx->npeer_free++] = peer->index;
+    mdr_list_push_tail(&ctx->retired, &peer->retired_link);
+    return 1;
+}
+
+int mdr_peer_rail_failed_unused(mdr_peer_rail_t *pr, const char *reason)
+{
+    mdr_peer_t *peer = pr->peer;
+
+    if (!mdr_peer_unused(peer))
+        return 0;
+    mdr_debug("rail %s peer %u (%016llx, not used yet) failed: %s",
+              peer->ctx->rails[pr->rail].attr.name, peer->index,
+              (unsigned long long)peer->uuid, reason ? reason : "");
+    pr->down = 1;
+    (void)mdr_peer_retire_unused(peer);
+    return 1;
+}
+
 madrail_status_t madrail_context_finalize(madrail_context_t ctx)
 {
     double deadline;
@@ -494,11 +713,15 @@ madrail_status_t madrail_context_finalize(madrail_context_t ctx)
         madrail_stats_print(ctx, stderr);
 
     /* unmatched inbound messages: free their buffers */
+    mdr_peer_reap_retired(ctx);
     for (p = 0; p < ctx->npeers; p++) {
+        if (!ctx->peers[p])
+            continue; /* retired: destroyed above */
         mdr_match_peer_release(ctx->peers[p], 1, 0);
         mdr_peer_destroy(ctx, ctx->peers[p]);
     }
     free(ctx->peers);
+    free(ctx->peer_free);
     /* requests the user never completed */
     {
         uint32_t i;
@@ -519,6 +742,7 @@ madrail_status_t madrail_context_finalize(madrail_context_t ctx)
     mdr_pool_cleanup(&ctx->pool);
     mdr_cfg_release(&mdr_core_cfg_table, &ctx->cfg);
     free(ctx->am_scratch);
+    mdr_ctx_wipe_key(ctx);
     free(ctx);
     return MADRAIL_OK;
 }
@@ -575,7 +799,7 @@ static madrail_status_t mdr_peer_create(mdr_ctx_t *ctx, uint64_t uuid, mdr_peer_
         *peer_p = peer;
         return MADRAIL_OK;
     }
-    if (ctx->npeers == ctx->peers_cap) {
+    if (ctx->npeer_free == 0 && ctx->npeers == ctx->peers_cap) {
         uint32_t cap = ctx->peers_cap ? ctx->peers_cap * 2 : 16;
         mdr_peer_t **np = realloc(ctx->peers, cap * sizeof(*np));
         if (!np)
@@ -591,13 +815,14 @@ static madrail_status_t mdr_peer_create(mdr_ctx_t *ctx, uint64_t uuid, mdr_peer_
         goto err_free;
     peer->ctx = ctx;
     peer->uuid = uuid;
-    peer->index = ctx->npeers;
+    peer->index = ctx->npeer_free ? ctx->peer_free[ctx->npeer_free - 1] : ctx->npeers;
     peer->nrails = ctx->nrails;
     mdr_list_init(&peer->txq);
     mdr_list_init(&peer->sendq);
     mdr_list_init(&peer->rfs_stored);
     mdr_list_init(&peer->active_link);
     mdr_list_init(&peer->dead_eps);
+    mdr_list_init(&peer->retired_link);
     for (r = 0; r < ctx->nrails; r++) {
         peer->rails[r].peer = peer;
         peer->rails[r].rail = r;
@@ -606,7 +831,10 @@ static madrail_status_t mdr_peer_create(mdr_ctx_t *ctx, uint64_t uuid, mdr_peer_
     st = mdr_hash_put(&ctx->peer_by_uuid, uuid, peer);
     if (st != MADRAIL_OK)
         goto err_hash;
-    ctx->peers[ctx->npeers++] = peer;
+    if (ctx->npeer_free)
+        ctx->peers[ctx->peer_free[--ctx->npeer_free]] = peer;
+    else
+        ctx->peers[ctx->npeers++] = peer;
     *peer_p = peer;
     return MADRAIL_OK;
 
@@ -719,6 +947,8 @@ int madrail_progress(madrail_context_t ctx)
     ctx->in_progress = 1;
     for (r = 0; r < ctx->nrails; r++)
         n += ctx->rails[r].ops->progress(ctx->rails[r].rail);
+    if (!mdr_list_empty(&ctx->retired))
+        mdr_peer_reap_retired(ctx);
     mdr_list_for_each_safe(it, tmp, &ctx->active) {
         mdr_peer_t *peer = mdr_container_of(it, mdr_peer_t, active_link);
         n += mdr_ctrl_progress_peer(peer);

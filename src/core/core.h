@@ -144,6 +144,7 @@ typedef struct mdr_core_config {
     size_t recv_mem_max; /* MADRAIL_RECV_MEM_MAX: bytes held per peer for unmatched messages */
     int stats;           /* MADRAIL_STATS */
     char *log_level;     /* MADRAIL_LOG_LEVEL */
+    char *job_key;       /* MADRAIL_JOB_KEY: 32 hex digits or empty */
 } mdr_core_config_t;
 
 /* Number of reserved slots per ring for CREDIT messages: with returns sent
@@ -235,6 +236,7 @@ struct mdr_peer {
     mdr_list_t dead_eps;                   /* failed eps replaced by a reconnection */
     int unreachable_pending;               /* last rail lost outside an upcall: fail at progress */
     int broken;                            /* given up: a message to it was lost unsent */
+    mdr_list_t retired_link;               /* ctx->retired once retired (context.c) */
 };
 
 /* A failed ep kept until finalize (never destroyed inside a driver upcall). */
@@ -421,6 +423,11 @@ struct madrail_context {
     uint8_t *am_scratch;           /* gathers an active message (slot_size bytes) */
     int finalizing;
     size_t held_bytes;             /* sum of the peers' held_bytes */
+    uint8_t job_key[MADRAIL_JOB_KEY_LEN]; /* every rail handshake carries it */
+    madrail_job_key_origin_t job_key_origin;
+    mdr_list_t retired;            /* anonymous peers that failed unused: freed by progress */
+    uint32_t *peer_free;           /* indices of retired peers, never shown to the user */
+    uint32_t npeer_free, peer_free_cap;
 };
 
 /* ---------------- internal API ---------------- */
@@ -438,6 +445,17 @@ madrail_status_t mdr_tagged_improbe(mdr_ctx_t *ctx, madrail_peer_t src, uint64_t
 
 /* Peers (context.c) */
 madrail_status_t mdr_peer_lookup_or_create(mdr_ctx_t *ctx, uint64_t uuid, mdr_peer_t **peer_p);
+/* A peer that connected to us before we knew it (anonymous) and lost every
+ * rail before anything came of it (nothing received from it, nothing sent
+ * to it, never named by madrail_peer_add): nobody can know its index, so
+ * it is taken out of the peer table at once (its index is reused) and
+ * freed by the next progress, outside the driver upcall that reported its
+ * failure.  Returns 1 if it was retired, 0 if the peer must stay. */
+int mdr_peer_retire_unused(mdr_peer_t *peer);
+/* The ep_failed upcall of such a peer's rail: marks it down, logs at debug
+ * level only, retires the peer when no rail is left; returns 1 if the peer
+ * was one of those (the upcall has nothing more to do), 0 otherwise. */
+int mdr_peer_rail_failed_unused(mdr_peer_rail_t *pr, const char *reason);
 
 /* Requests */
 mdr_req_t *mdr_req_alloc(mdr_ctx_t *ctx, int type);

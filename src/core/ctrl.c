@@ -511,7 +511,7 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
     mdr_peer_rail_t *pr = ep_cookie;
     mdr_ctx_t *ctx = pr->peer->ctx;
 
-    if (pr->down)
+    if (pr->down || mdr_peer_rail_failed_unused(pr, reason))
         return;
     if (ctx->finalizing &&
         (status == MADRAIL_ERR_RAIL_DOWN || status == MADRAIL_ERR_RAIL_CONNECT))

@@ -27,6 +27,14 @@
  * silently truncates a value to vallen_max - 1 characters).  Part 0 starts
  * with "<bytes>:" so a reader knows how many hex digits to collect and
  * does not depend on the writer's part size.
+ *
+ * Job key: before any card is published, rank 0 puts its key under
+ * "madrail-key" (or "none" when its key came from MADRAIL_JOB_KEY or the
+ * application, which then hold for every rank), all ranks fence, and every
+ * rank whose key is its own random one takes rank 0's.  So no rank can
+ * reach another's rail before both hold the job's key, and the key travels
+ * only through the process manager's channel.  The phase runs whatever the
+ * keys' origins, so that every rank enters the same number of barriers.
  */
 #include "mdr_config.h"
 
@@ -58,6 +66,7 @@ typedef struct mdr_pmi {
     size_t rcap, rlen;
     madrail_context_t ctx;      /* the context given to wireup */
     madrail_context_t progress; /* != NULL: drive it while waiting for a reply */
+    int secret;        /* the lines carry the job key: not traced */
 } mdr_pmi_t;
 
 static mdr_pmi_t mdr_pmi = {.fd = -1};
@@ -68,7 +77,10 @@ static madrail_status_t mdr_pmi_write(const char *line)
 {
     size_t len = strlen(line), off = 0;
 
-    mdr_trace("pmi -> %s", line);
+    if (mdr_pmi.secret)
+        mdr_trace("pmi -> (a line with the job key, not shown)");
+    else
+        mdr_trace("pmi -> %s", line);
     while (off < len) {
         ssize_t n = send(mdr_pmi.fd, line + off, len - off, MSG_NOSIGNAL);
         if (n < 0 && errno == ENOTSOCK)
@@ -138,7 +150,10 @@ static madrail_status_t mdr_pmi_readline(char **line_p)
             memcpy(line, mdr_pmi.rbuf, llen);
             line[llen] = '\0';
             mdr_pmi_consume(llen + 1);
-            mdr_trace("pmi <- %s", line);
+            if (mdr_pmi.secret)
+                mdr_trace("pmi <- (a line with the job key, not shown)");
+            else
+                mdr_trace("pmi <- %s", line);
             *line_p = line;
             return MADRAIL_OK;
         }
@@ -687,6 +702,75 @@ static madrail_status_t mdr_pmi_fetch(int r, uint8_t *buf, size_t cap, size_t *l
     return MADRAIL_OK;
 }
 
+/* Give every rank rank 0's job key (see the top of the file). */
+static madrail_status_t mdr_pmi_share_key(madrail_context_t ctx)
+{
+    uint8_t key[MADRAIL_JOB_KEY_LEN];
+    char hex[2 * MADRAIL_JOB_KEY_LEN + 1], *val = NULL;
+    madrail_job_key_origin_t origin;
+    madrail_status_t status;
+    int i;
+
+    status = madrail_context_job_key(ctx, key, &origin);
+    if (status != MADRAIL_OK)
+        return status;
+    if (mdr_pmi.rank == 0) {
+        if (origin == MADRAIL_JOB_KEY_RANDOM) {
+            for (i = 0; i < MADRAIL_JOB_KEY_LEN; i++) {
+                hex[2 * i] = mdr_pmi_hexdig[key[i] >> 4];
+                hex[2 * i + 1] = mdr_pmi_hexdig[key[i] & 15];
+            }
+            hex[2 * MADRAIL_JOB_KEY_LEN] = '\0';
+        } else {
+            snprintf(hex, sizeof(hex), "none");
+        }
+        mdr_pmi.secret = 1;
+        status = mdr_pmi_put(MDR_PMI_KEY_PREFIX "-key", hex);
+        mdr_pmi.secret = 0;
+        memset(hex, 0, sizeof(hex));
+    }
+    memset(key, 0, sizeof(key));
+    if (status == MADRAIL_OK)
+        status = mdr_pmi_do_barrier();
+    if (status != MADRAIL_OK || mdr_pmi.rank == 0 || origin != MADRAIL_JOB_KEY_RANDOM)
+        goto out;
+    mdr_pmi.secret = 1;
+    status = mdr_pmi_get(MDR_PMI_KEY_PREFIX "-key", &val);
+    mdr_pmi.secret = 0;
+    if (status != MADRAIL_OK)
+        goto out;
+    if (strcmp(val, "none") == 0) {
+        mdr_error("pmi: rank 0 has its job key from MADRAIL_JOB_KEY (or from the application) "
+                  "and rank %d has none: give every rank the same MADRAIL_JOB_KEY",
+                  mdr_pmi.rank);
+        status = MADRAIL_ERR_CONFIG;
+        goto out;
+    }
+    for (i = 0; i < MADRAIL_JOB_KEY_LEN; i++) {
+        int hi = val[2 * i] ? mdr_pmi_unhex(val[2 * i]) : -1;
+        int lo = hi >= 0 && val[2 * i + 1] ? mdr_pmi_unhex(val[2 * i + 1]) : -1;
+        if (hi < 0 || lo < 0)
+            break;
+        key[i] = (uint8_t)(hi << 4 | lo);
+    }
+    if (i < MADRAIL_JOB_KEY_LEN || val[2 * MADRAIL_JOB_KEY_LEN] != '\0') {
+        mdr_error("pmi: rank 0's job key record is malformed");
+        status = MADRAIL_ERR_PMI;
+        goto out;
+    }
+    status = madrail_context_set_job_key(ctx, key, sizeof(key));
+    if (status != MADRAIL_OK)
+        mdr_error("pmi: rank %d cannot take rank 0's job key: %s", mdr_pmi.rank,
+                  madrail_status_str(status));
+out:
+    memset(key, 0, sizeof(key));
+    if (val != NULL) {
+        memset(val, 0, strlen(val));
+        free(val);
+    }
+    return status;
+}
+
 /* ---------------------------------------------------------------- public */
 
 madrail_status_t madrail_pmi_wireup(madrail_context_t ctx, madrail_job_t *job_p)
@@ -729,6 +813,9 @@ madrail_status_t madrail_pmi_wireup(madrail_context_t ctx, madrail_job_t *job_p)
         status = MADRAIL_ERR_NOMEM;
         goto err_reset;
     }
+    status = mdr_pmi_share_key(ctx);
+    if (status != MADRAIL_OK)
+        goto err_peers;
     status = mdr_pmi_publish(addr, alen);
     if (status != MADRAIL_OK)
         goto err_peers;

@@ -53,8 +53,12 @@ typedef struct mdr_rail_upcalls {
      * slot at once. */
     void (*ctrl_recv)(void *ep_cookie, const void *data, size_t len);
     /* A peer we have no ep for connected to us (identified by the uuid it
-     * gave at its rail open).  The driver created new_ep; the core returns
-     * the ep cookie, or NULL to refuse (the driver then destroys new_ep). */
+     * gave at its rail open) and proved the job key.  The driver created
+     * new_ep; the core returns the ep cookie, or NULL to refuse (the driver
+     * then destroys new_ep).  A handshake naming a uuid the driver has a
+     * live ep for replaces that ep only after it proved the key: the driver
+     * fails the old ep first ("the peer reconnected"), then offers the new
+     * one here, so the core sees both in order. */
     void *(*ep_accepted)(void *rail_cookie, uint64_t remote_uuid, mdr_ep_t *new_ep);
     /* The ep failed (connection lost, malformed frame, ...): reason is a
      * human-readable string.  After this the ep delivers nothing more and
@@ -74,7 +78,15 @@ typedef struct mdr_rail_params {
     size_t slot_size;                  /* largest control message the core will send */
     unsigned slots;                    /* ring depth the core uses (credits + reserved) */
     const char *const *overrides;      /* MADRAIL_* overrides for the driver's config */
+    /* MDR_JOB_KEY_LEN bytes owned by the core, valid until close: every
+     * handshake carries them and a handshake that does not is refused
+     * (mdr_drv_key_equal, mdr_drv_refusal in rails/common/drv.h).  Read at
+     * each handshake: the core may change the bytes before its first peer.
+     * Required (open fails with MADRAIL_ERR_INVALID without it). */
+    const uint8_t *job_key;
 } mdr_rail_params_t;
+
+#define MDR_JOB_KEY_LEN MADRAIL_JOB_KEY_LEN
 
 /* Completion of an in-progress put.  The driver calls cb once, from
  * progress(), with MADRAIL_OK or an error status. */

@@ -111,7 +111,7 @@ IT_UNUSED __attribute__((noreturn)) static void it_die(it_env_t *e, const char *
 IT_UNUSED static int it_setup(it_env_t *e, const char *name, int min_ranks,
                               const char *const *overrides)
 {
-    madrail_context_params_t params = {overrides};
+    madrail_context_params_t params = {.overrides = overrides};
     madrail_status_t st;
 
     memset(e, 0, sizeof(*e));

@@ -13,9 +13,9 @@
  * The connection stays open until rank 0 has looked, so that a rail it
  * closed was closed for the FIN, not because the connection went away.
  *
- * The handshake frame is built by build_hello() only; the job key of
- * issue 9 (MADRAIL_JOB_KEY, 32 hex digits, already in this test's
- * environment) is to be added there.
+ * The handshake frame is built by build_hello() only: magic, version,
+ * status, uuid, target and the job key (MADRAIL_JOB_KEY of this test's
+ * environment, 32 hex digits), as src/rails/tcp/tcp.h lays it out.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,7 +31,7 @@
 /* tcp driver frame layout (src/rails/tcp/tcp.h), host byte order */
 enum { F_CTRL = 1, F_HELLO = 3, F_HELLO_ACK = 4 };
 #define TCP_MAGIC 0x4d445254u
-#define TCP_VERSION 1
+#define TCP_VERSION 2 /* 2: HELLO carries the job key */
 #define TCP_HDR_LEN 8
 /* core control messages (src/core/core.h) */
 enum { CORE_MSG_FIN = 5 };
@@ -58,15 +58,15 @@ static void frame_hdr(uint8_t *p, uint8_t type, uint32_t len)
 
 /*
  * The HELLO frame: header, then magic(4) version(2) status(2) uuid(8)
- * target(8).  Returns its length.  job_key: the MADRAIL_JOB_KEY value
- * (NULL when unset); not carried yet.
+ * target(8) key(16).  Returns its length, 0 when job_key (the
+ * MADRAIL_JOB_KEY value) is not 32 hex digits.
  */
 static size_t build_hello(uint8_t *out, size_t cap, uint64_t uuid, uint64_t target,
                           const char *job_key)
 {
-    const size_t body = 24;
-    (void)job_key;
-    if (cap < TCP_HDR_LEN + body)
+    const size_t body = 40;
+    size_t i;
+    if (cap < TCP_HDR_LEN + body || job_key == NULL || strlen(job_key) != 32)
         return 0;
     frame_hdr(out, F_HELLO, (uint32_t)body);
     memset(out + TCP_HDR_LEN, 0, body);
@@ -75,6 +75,12 @@ static size_t build_hello(uint8_t *out, size_t cap, uint64_t uuid, uint64_t targ
     put16(out + TCP_HDR_LEN + 6, 0);
     put64(out + TCP_HDR_LEN + 8, uuid);
     put64(out + TCP_HDR_LEN + 16, target);
+    for (i = 0; i < 16; i++) { /* the job key: 32 hex digits -> 16 bytes */
+        unsigned v;
+        if (sscanf(job_key + 2 * i, "%2x", &v) != 1)
+            return 0;
+        out[TCP_HDR_LEN + 24 + i] = (uint8_t)v;
+    }
     return TCP_HDR_LEN + body;
 }
 
@@ -137,7 +143,7 @@ int main(int argc, char **argv)
     unsigned port;
     unsigned long long target, rreq, bytes;
     uint64_t me;
-    uint8_t frame[64], ack[32];
+    uint8_t frame[64], ack[TCP_HDR_LEN + 40];
     struct sockaddr_in sin;
     uint32_t magic;
     uint16_t status;

@@ -101,6 +101,8 @@ static int t_dead_upcalls;   /* upcall for an ep after ep_destroy */
 static int t_close_upcalls;  /* upcall from inside close() */
 static int t_misaligned;     /* ctrl data not 8-byte aligned */
 static uint64_t t_uuid_next = 1;
+/* When set, the next t_side_open uses this job key instead of rt_job_key. */
+static const uint8_t *t_open_key;
 
 static int t_nok, t_nfail, t_nskip;
 
@@ -264,6 +266,8 @@ static int t_side_open(t_side_t *s, const mdr_rail_ops_t *ops, const char *rest,
     s->ops = ops;
     s->uuid = ((uint64_t)getpid() << 32) ^ 0x5a5a000000000000ull ^ t_uuid_next++;
     prm = rt_params(s->uuid, &t_upcalls_tab, s, T_SLOT, T_SLOTS, overrides);
+    if (t_open_key != NULL)
+        prm.job_key = t_open_key;
     st = ops->open(rest, &prm, &s->rail);
     if (st != MADRAIL_OK) {
         snprintf(why, T_WHY, "open(\"%s\") failed: %s", rest, madrail_status_str(st));
@@ -665,6 +669,52 @@ static int chk_accept_refuse(const t_spec_t *sp, char *why)
     T_CHECK(p.b.naccepted >= 1, "ep_accepted was never called");
     T_CHECK(p.b.acc.nrecv == 0, "a message was delivered on a refused connection");
 out:
+    t_pair_close(&p);
+    return rc;
+}
+
+/* A rail of another job (another key) connects: the other side never
+ * offers it to its core and nothing is delivered either way; the
+ * initiator at most sees its connection fail. */
+static int chk_foreign_key(const t_spec_t *sp, char *why)
+{
+    static const uint8_t other[MDR_JOB_KEY_LEN] = {0xf0, 0xe1, 0xd2, 0xc3, 0xb4, 0xa5,
+                                                   0x96, 0x87, 0x78, 0x69, 0x5a, 0x4b,
+                                                   0x3c, 0x2d, 0x1e, 0x0f};
+    madrail_status_t st;
+    int rc = T_PASS, i, lvl = mdr_log_level;
+    double end;
+    t_pair_t p;
+
+    memset(&p, 0, sizeof(p));
+    if (t_side_open(&p.a, sp->ops, sp->rest, NULL, why) != 0)
+        return T_FAIL;
+    t_open_key = other;
+    i = t_side_open(&p.b, sp->ops, sp->rest, NULL, why);
+    t_open_key = NULL;
+    if (i != 0) {
+        t_side_close(&p.a, 1);
+        return T_FAIL;
+    }
+    st = t_connect(&p.a, &p.b);
+    T_CHECK(st == MADRAIL_OK, "ep_create: %s", madrail_status_str(st));
+    mdr_log_level = -1; /* the refusal is logged */
+    for (i = 0; i < 3; i++) {
+        st = t_send_seq(&p, &p.a.own, (uint64_t)i, NULL);
+        if (st != MADRAIL_OK)
+            break;
+    }
+    for (end = mdr_time_sec() + 0.3; mdr_time_sec() < end;)
+        t_prog2(&p);
+    mdr_log_level = lvl;
+    T_CHECK(st == MADRAIL_OK || st == MADRAIL_ERR_RAIL_DOWN, "ctrl_send: %s",
+            madrail_status_str(st));
+    T_CHECK(p.b.naccepted == 0, "the other job's connection was offered to the core (%d times)",
+            p.b.naccepted);
+    T_CHECK(p.b.acc.nrecv == 0 && p.b.own.nrecv == 0, "%llu messages delivered across keys",
+            (unsigned long long)(p.b.acc.nrecv + p.b.own.nrecv));
+out:
+    mdr_log_level = lvl;
     t_pair_close(&p);
     return rc;
 }
@@ -1432,6 +1482,7 @@ static int chk_knob_config(const t_spec_t *sp, const char *fab, char *why)
     memset(&prm, 0, sizeof(prm));
     prm.upcalls = &t_upcalls_tab;
     prm.slot_size = T_SLOT;
+    prm.job_key = rt_job_key;
     prm.overrides = bad;
     lvl = mdr_log_level;
     mdr_log_level = -1; /* the error message is expected */
@@ -1461,6 +1512,7 @@ static int chk_knob_bad_spec(const t_spec_t *sp, char *why)
     memset(&prm, 0, sizeof(prm));
     prm.upcalls = &t_upcalls_tab;
     prm.slot_size = T_SLOT;
+    prm.job_key = rt_job_key;
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         rail = (mdr_rail_t *)&prm; /* sentinel: must stay untouched */
         lvl = mdr_log_level;
@@ -2024,6 +2076,7 @@ static void t_run_spec(const t_spec_t *sp, int *loop_knobs_done)
     T_RUN(sp, NULL, "connect-both-sides", chk_connect_both(sp, why));
     T_RUN(sp, NULL, "accept-refused", chk_accept_refuse(sp, why));
     T_RUN(sp, NULL, "unsent-drains-locally", chk_unsent_local(sp, why));
+    T_RUN(sp, NULL, "foreign-key", chk_foreign_key(sp, why));
     T_RUN(sp, NULL, "ctrl-sizes", chk_ctrl_sizes(sp, why));
     T_RUN(sp, NULL, "ctrl-burst", chk_ctrl_burst(sp, why, note));
     T_RUN(sp, NULL, "put-sizes", chk_put_sizes(sp, why));

@@ -57,6 +57,11 @@ static int rt_finish(void)
 
 /* ---------------- rails ---------------- */
 
+/* The job key of test rails (every driver needs one; tests that check
+ * refusals open a rail with another). */
+static const uint8_t rt_job_key[MDR_JOB_KEY_LEN] __attribute__((unused)) = {
+    0x6d, 0x61, 0x64, 0x72, 0x61, 0x69, 0x6c, 0x2d, 0x74, 0x65, 0x73, 0x74, 0x2d, 0x6b, 0x65, 0x79};
+
 /* Parameters of a test rail's open (fields not named here are 0). */
 static inline mdr_rail_params_t rt_params(uint64_t uuid, const mdr_rail_upcalls_t *upcalls,
                                           void *rail_cookie, size_t slot_size, unsigned slots,
@@ -67,7 +72,8 @@ static inline mdr_rail_params_t rt_params(uint64_t uuid, const mdr_rail_upcalls_
                            .rail_cookie = rail_cookie,
                            .slot_size = slot_size,
                            .slots = slots,
-                           .overrides = overrides};
+                           .overrides = overrides,
+                           .job_key = rt_job_key};
     return p;
 }
 

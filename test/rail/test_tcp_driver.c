@@ -331,6 +331,51 @@ static int raw_wait_closed(int fd, double timeout)
     return 0;
 }
 
+/* Pump until fd sees EOF/reset; 1 if the rail closed it.  *got_p: bytes
+ * the rail sent before closing (a refused stranger must get none). */
+static int raw_wait_closed_got(int fd, double timeout, size_t *got_p)
+{
+    double end = mdr_time_sec() + timeout;
+    char buf[256];
+    ssize_t n;
+    int i;
+
+    *got_p = 0;
+    while (mdr_time_sec() < end) {
+        for (i = 0; i < npumped; i++)
+            ops->progress(pumped[i]->rail);
+        n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n > 0)
+            *got_p += (size_t)n;
+        else if (n == 0 || (n < 0 && errno == ECONNRESET))
+            return 1;
+        else
+            usleep(100);
+    }
+    return 0;
+}
+
+/* A HELLO frame (48 bytes) as the driver of this version writes it. */
+static size_t raw_hello(uint8_t *frame, uint64_t uuid, uint64_t target, const uint8_t *key)
+{
+    mdr_tcp_hdr_t h;
+    mdr_tcp_hello_t b;
+
+    memset(&h, 0, sizeof(h));
+    memset(&b, 0, sizeof(b));
+    h.type = MDR_TCP_F_HELLO;
+    h.len = sizeof(b);
+    b.magic = MDR_TCP_MAGIC;
+    b.version = MDR_TCP_VERSION;
+    b.uuid = uuid;
+    b.target = target;
+    if (key != NULL)
+        memcpy(b.key, key, sizeof(b.key));
+    memcpy(frame, &h, sizeof(h));
+    memcpy(frame + sizeof(h), &b, sizeof(b));
+    return sizeof(h) + sizeof(b);
+}
+
 /* ---------------- tests ---------------- */
 
 static void test_specs(void)
@@ -702,8 +747,7 @@ static void test_raw(side_t *b)
 {
     uint8_t frame[64];
     uint32_t u32;
-    uint16_t u16;
-    uint64_t u64;
+    size_t n;
     int fd, before;
 
     pump_set(b, NULL);
@@ -740,18 +784,8 @@ static void test_raw(side_t *b)
         b->epc.side = b;
         b->epc.destroy_on_fail = 1;
         b->ep = NULL;
-        memset(frame, 0, sizeof(frame));
-        frame[0] = 3; /* HELLO */
-        u32 = 24;
-        memcpy(frame + 4, &u32, 4);
-        u32 = 0x4d445254u;
-        memcpy(frame + 8, &u32, 4);
-        u16 = 1;
-        memcpy(frame + 12, &u16, 2);
-        u64 = 0x7777;
-        memcpy(frame + 16, &u64, 8);
-        memcpy(frame + 24, &b->uuid, 8);
-        CHECK(send(fd, frame, 32, 0) == 32, "raw: sent HELLO as uuid 7777");
+        n = raw_hello(frame, 0x7777, b->uuid, rt_job_key);
+        CHECK(send(fd, frame, n, 0) == (ssize_t)n, "raw: sent HELLO as uuid 7777");
         before = b->accepted;
         {
             double end = mdr_time_sec() + 5;
@@ -776,25 +810,16 @@ static void test_raw(side_t *b)
         b->accepted = acc;
     }
 
-    /* HELLO aimed at another uuid: refused */
+    /* HELLO with the key, aimed at another uuid: refused without a word */
     fd = raw_connect(b);
     if (fd >= 0) {
+        size_t got;
         before = b->accepted;
-        memset(frame, 0, sizeof(frame));
-        frame[0] = 3;
-        u32 = 24;
-        memcpy(frame + 4, &u32, 4);
-        u32 = 0x4d445254u;
-        memcpy(frame + 8, &u32, 4);
-        u16 = 1;
-        memcpy(frame + 12, &u16, 2);
-        u64 = 0x8888;
-        memcpy(frame + 16, &u64, 8);
-        u64 = b->uuid + 1;
-        memcpy(frame + 24, &u64, 8);
-        send(fd, frame, 32, 0);
-        CHECK(raw_wait_closed(fd, 5) && b->accepted == before,
-              "raw: HELLO for a wrong uuid refused without an ep");
+        n = raw_hello(frame, 0x8888, b->uuid + 1, rt_job_key);
+        send(fd, frame, n, 0);
+        CHECK(raw_wait_closed_got(fd, 5, &got) && b->accepted == before && got == 0,
+              "raw: HELLO for a wrong uuid refused without an ep, nothing answered (%zu bytes)",
+              got);
         close(fd);
     }
 }
@@ -1121,6 +1146,7 @@ static void test_dribble(void)
     hello.version = MDR_TCP_VERSION;
     hello.uuid = 0x7a7a;
     hello.target = b.uuid;
+    memcpy(hello.key, rt_job_key, sizeof(hello.key));
     memcpy(stream + n, &h, sizeof(h));
     n += sizeof(h);
     memcpy(stream + n, &hello, sizeof(hello));
@@ -1303,6 +1329,163 @@ static void test_reconnect_back(void)
     side_close(&p);
 }
 
+static int list_len(const mdr_list_t *l)
+{
+    const mdr_list_t *it;
+    int n = 0;
+
+    for (it = l->next; it != l; it = it->next)
+        n++;
+    return n;
+}
+
+/* Handshakes without this job's key, and misdirected ones: refused with
+ * nothing answered, no ep, no effect on the live connection of the peer
+ * they name; each source logged once (counted by the rail). */
+static void test_auth(void)
+{
+    static const uint8_t other_key[MDR_JOB_KEY_LEN] = {1, 2, 3, 4, 5, 6, 7, 8,
+                                                       9, 10, 11, 12, 13, 14, 15, 16};
+    static const char *const fast[] = {"MADRAIL_TCP_CONNECT_TIMEOUT=300ms", NULL};
+    uint8_t frame[96], zeros[MDR_JOB_KEY_LEN] = {0};
+    side_t a, b;
+    want_t w;
+    size_t n, got;
+    int fd, i, closed, silent;
+    struct {
+        const char *what;
+        uint64_t uuid, target;
+        const uint8_t *key;
+    } cases[6];
+
+    if (side_open(&a, "Aa", 0x1a, "lo", NULL) != MADRAIL_OK ||
+        side_open(&b, "Ba", 0x1b, "lo", fast) != MADRAIL_OK) {
+        CHECK(0, "open rails for the key tests");
+        return;
+    }
+    pump_set(&a, &b);
+    ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.epc, &a.ep);
+    send_msg(&a, 8, 1);
+    w.c = &b.epc;
+    w.n = 1;
+    CHECK(pump(have_msgs, &w, 5) && b.accepted == 1, "A connected to B with the job key");
+
+    cases[0].what = "no key (zeros), as a new peer";
+    cases[0].uuid = 0x5151, cases[0].target = b.uuid, cases[0].key = zeros;
+    cases[1].what = "another job's key, as a new peer";
+    cases[1].uuid = 0x5252, cases[1].target = b.uuid, cases[1].key = other_key;
+    cases[2].what = "another job's key, posing as A (a live peer)";
+    cases[2].uuid = a.uuid, cases[2].target = b.uuid, cases[2].key = other_key;
+    cases[3].what = "the key, but meant for another uuid";
+    cases[3].uuid = 0x5353, cases[3].target = b.uuid + 7, cases[3].key = rt_job_key;
+    cases[4].what = "the key, but carrying B's own uuid";
+    cases[4].uuid = b.uuid, cases[4].target = b.uuid, cases[4].key = rt_job_key;
+    cases[5].what = "no key, posing as A, meant for another uuid";
+    cases[5].uuid = a.uuid, cases[5].target = 0, cases[5].key = NULL;
+    for (i = 0; i < 6; i++) {
+        fd = raw_connect(&b);
+        if (fd < 0) {
+            CHECK(0, "raw connect (%s)", cases[i].what);
+            continue;
+        }
+        n = raw_hello(frame, cases[i].uuid, cases[i].target, cases[i].key);
+        send(fd, frame, n, 0);
+        closed = raw_wait_closed_got(fd, 5, &got);
+        CHECK(closed && got == 0 && b.accepted == 1 && b.epc.failed == 0 && a.epc.failed == 0,
+              "HELLO with %s: closed (%d), %zu bytes answered, %d accepts, B's ep to A failed "
+              "%d times",
+              cases[i].what, closed, got, b.accepted, b.epc.failed);
+        close(fd);
+    }
+    /* the old protocol (version 1, 24-byte body, no key): refused, silently */
+    fd = raw_connect(&b);
+    if (fd >= 0) {
+        mdr_tcp_hdr_t h = {MDR_TCP_F_HELLO, 0, 0, 24};
+        uint32_t magic = MDR_TCP_MAGIC;
+        uint16_t ver = 1;
+        memset(frame, 0, sizeof(frame));
+        memcpy(frame, &h, sizeof(h));
+        memcpy(frame + 8, &magic, 4);
+        memcpy(frame + 12, &ver, 2);
+        memcpy(frame + 16, &a.uuid, 8);
+        memcpy(frame + 24, &b.uuid, 8);
+        send(fd, frame, 32, 0);
+        closed = raw_wait_closed_got(fd, 5, &got);
+        CHECK(closed && got == 0 && b.accepted == 1,
+              "a version-1 HELLO (posing as A) is refused, %zu bytes answered", got);
+        close(fd);
+    }
+    send_msg(&a, 8, 2);
+    w.n = 2;
+    CHECK(pump(have_msgs, &w, 5) && check_msg(&b.epc.msgs[1], 8, 2) && a.epc.failed == 0 &&
+              b.epc.failed == 0,
+          "A's connection to B survived the impostors");
+
+    /* a handshake split in two reads, and a silent client: the part
+     * buffer of a connection without a handshake is a HELLO's size */
+    fd = raw_connect(&b);
+    silent = raw_connect(&b);
+    if (fd >= 0 && silent >= 0) {
+        mdr_tcp_conn_t *c;
+        mdr_list_t *it;
+        int small = 0, waiting = 0;
+        n = raw_hello(frame, 0x5454, b.uuid, other_key);
+        send(fd, frame, 20, 0);
+        pump(NULL, NULL, 0.05);
+        mdr_list_for_each(it, &b.rail->conns) {
+            c = mdr_container_of(it, mdr_tcp_conn_t, link);
+            if (c->state == MDR_TCP_CONN_WAIT_HELLO) {
+                waiting++;
+                small += c->part_cap <= MDR_TCP_PART_HS;
+            }
+        }
+        CHECK(waiting == 2 && small == 2,
+              "connections waiting for a HELLO hold %d-byte buffers (%d of %d)", MDR_TCP_PART_HS,
+              small, waiting);
+        send(fd, frame + 20, n - 20, 0);
+        closed = raw_wait_closed_got(fd, 5, &got);
+        CHECK(closed && got == 0, "a keyless HELLO in two pieces: refused, %zu bytes answered",
+              got);
+        closed = raw_wait_closed_got(silent, 5, &got);
+        CHECK(closed && got == 0 && b.rail->nwait_hello == 0,
+              "a silent client is closed at the connect timeout (%u still waiting)",
+              b.rail->nwait_hello);
+    }
+    if (fd >= 0)
+        close(fd);
+    if (silent >= 0)
+        close(silent);
+
+    /* a flood: every connection closed, nothing kept, one log line */
+    {
+        unsigned long before = b.rail->refusals.total;
+        int answered = 0, kept;
+        for (i = 0; i < 300; i++) {
+            fd = raw_connect(&b);
+            if (fd < 0)
+                break;
+            n = raw_hello(frame, 0x6000 + (uint64_t)i, b.uuid, other_key);
+            send(fd, frame, n, 0);
+            if (!raw_wait_closed_got(fd, 5, &got) || got != 0)
+                answered++;
+            close(fd);
+            if (answered)
+                break; /* no need to wait 5 s 300 times to know */
+        }
+        pump(NULL, NULL, 0.02);
+        kept = list_len(&b.rail->conns);
+        CHECK(i == 300 && answered == 0 && b.accepted == 1 && kept == 1,
+              "300 keyless HELLOs: %d answered or left open, %d accepted, %d connections "
+              "left (A's)",
+              answered, b.accepted - 1, kept);
+        CHECK(b.rail->refusals.total - before == 300 && b.rail->refusals.lines <= 1,
+              "refusals counted (%lu), one source logged once (%u lines in this window)",
+              b.rail->refusals.total - before, b.rail->refusals.lines);
+    }
+    side_close(&a);
+    side_close(&b);
+}
+
 int main(int argc, char **argv)
 {
     side_t a, b;
@@ -1351,6 +1534,7 @@ int main(int argc, char **argv)
     test_dribble();
     test_timeouts();
     test_put_noack();
+    test_auth();
 
     return rt_finish();
 }

@@ -46,7 +46,8 @@ typedef struct {
 
 static int pair_open(pair_t *p, const char *const *ov)
 {
-    madrail_context_params_t prm = {ov};
+    madrail_context_params_t prm = {.overrides = ov,
+                                    .job_key = (const uint8_t *)"madrail-test-key"};
     uint8_t addr[MADRAIL_ADDR_MAX];
     size_t len;
 
@@ -561,7 +562,7 @@ static void test_config(void)
     madrail_context_t c;
     const char *small[] = {"MADRAIL_RAILS=loop:cf0", "MADRAIL_RECV_MEM_MAX=64k", NULL};
     const char *ok[] = {"MADRAIL_RAILS=loop:cf1", NULL};
-    madrail_context_params_t p1 = {small}, p2 = {ok};
+    madrail_context_params_t p1 = {.overrides = small}, p2 = {.overrides = ok};
     CHECK(madrail_context_init(&p1, &c) == MADRAIL_ERR_CONFIG,
           "MADRAIL_RECV_MEM_MAX below what the credits allow is refused");
     CHECK(madrail_context_init(&p2, &c) == MADRAIL_OK && c->cfg.recv_mem_max == 256u << 20,

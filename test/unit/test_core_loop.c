@@ -32,7 +32,9 @@ typedef struct {
 
 static int pair_open(pair_t *p, const char *const *ov)
 {
-    madrail_context_params_t prm = {ov};
+    /* contexts of one process that peer each other share a job key */
+    madrail_context_params_t prm = {.overrides = ov,
+                                    .job_key = (const uint8_t *)"madrail-test-key"};
     uint8_t addr[MADRAIL_ADDR_MAX];
     size_t len;
 
@@ -823,7 +825,8 @@ static void test_config_errors(void)
     const char *bad1[] = {"MADRAIL_RAILS=nosuch:x", NULL};
     const char *bad2[] = {"MADRAIL_RAILS=loop:w0,loop:w1", "MADRAIL_RAIL_WEIGHTS=1", NULL};
     const char *bad3[] = {"MADRAIL_SLOT_SIZE=huge", NULL};
-    madrail_context_params_t p1 = {bad1}, p2 = {bad2}, p3 = {bad3};
+    madrail_context_params_t p1 = {.overrides = bad1}, p2 = {.overrides = bad2},
+                             p3 = {.overrides = bad3};
     CHECK(madrail_context_init(&p1, &c) == MADRAIL_ERR_CONFIG, "unknown driver refused");
     CHECK(madrail_context_init(&p2, &c) == MADRAIL_ERR_CONFIG, "weights count mismatch");
     CHECK(madrail_context_init(&p3, &c) == MADRAIL_ERR_CONFIG, "bad size refused");

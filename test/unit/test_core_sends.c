@@ -81,7 +81,8 @@ static void bend_addr(uint8_t *addr, size_t len, int rail, int how)
 /* bend[r]: how a's copy of b's rail r address is bent. */
 static int pair_open(pair_t *p, const char *const *ov, const int *bend)
 {
-    madrail_context_params_t prm = {ov};
+    madrail_context_params_t prm = {.overrides = ov,
+                                    .job_key = (const uint8_t *)"madrail-test-key"};
     uint8_t addr[MADRAIL_ADDR_MAX];
     size_t len;
     int r;

@@ -783,7 +783,9 @@ static void api_misuse(pair_t *p)
 /* Two senders, one receiver with MADRAIL_ANY_PEER: sources are told apart. */
 static void any_source(pair_t *p, const char *const *ov, size_t T)
 {
-    madrail_context_params_t prm = {ov};
+    /* contexts of one process that peer each other share a job key */
+    madrail_context_params_t prm = {.overrides = ov,
+                                    .job_key = (const uint8_t *)"madrail-test-key"};
     madrail_context_t c;
     madrail_peer_t c2b, b2c;
     piece_t q[1] = {{T, MADRAIL_SEND_LATER, MADRAIL_RECEIVE_EXPRESS, 60}};
@@ -835,7 +837,9 @@ static void any_source(pair_t *p, const char *const *ov, size_t T)
 static int run_single(void)
 {
     static const char *const ov[] = {"MADRAIL_RAILS=loop:pk", NULL};
-    madrail_context_params_t prm = {ov};
+    /* contexts of one process that peer each other share a job key */
+    madrail_context_params_t prm = {.overrides = ov,
+                                    .job_key = (const uint8_t *)"madrail-test-key"};
     pair_t p;
     side_t snd, rcv;
     size_t T, big;
@@ -918,7 +922,9 @@ static int read_all(int fd, void *buf, size_t len)
 static int proc_open(int wfd, int rfd, madrail_context_t *ctx_p, madrail_peer_t *peer_p)
 {
     static const char *const ov[] = {"MADRAIL_RAILS=tcp:lo", NULL};
-    madrail_context_params_t prm = {ov};
+    /* contexts of one process that peer each other share a job key */
+    madrail_context_params_t prm = {.overrides = ov,
+                                    .job_key = (const uint8_t *)"madrail-test-key"};
     uint8_t addr[MADRAIL_ADDR_MAX];
     size_t len = sizeof(addr);
     uint64_t l64;

@@ -58,7 +58,8 @@ static int trio_open(trio_t *t, const char *rails, const char *extra)
 {
     const char *ov[] = {rails, "MADRAIL_SLOT_SIZE=1k", "MADRAIL_RNDV_THRESH=16k",
                         "MADRAIL_LOG_LEVEL=error", extra, NULL};
-    madrail_context_params_t prm = {ov};
+    madrail_context_params_t prm = {.overrides = ov,
+                                    .job_key = (const uint8_t *)"madrail-test-key"};
     uint8_t addr[N][MADRAIL_ADDR_MAX];
     size_t len[N];
     int i, j;

@@ -5,10 +5,15 @@
  *  - init_local opens the libmadrail context (its rails) before anything is
  *    known about the job; MPIR_CVAR_CH4_MADRAIL_RAILS, when set, overrides
  *    MADRAIL_RAILS through madrail_context_params_t.overrides.
- *  - init_world publishes the context's address (every rail's) as the
- *    business card through PMI (MPIDU_bc_table_create, as ch4:ucx) and adds
- *    every other rank as a libmadrail peer; libmadrail connects lazily, so
- *    a large job opens only the connections it uses.
+ *  - init_world first gives every rank the job key: rank 0 broadcasts its
+ *    own through PMI (MPIR_pmi_bcast: put, fence, get) unless it came from
+ *    MADRAIL_JOB_KEY, and each rank whose key is libmadrail's random one
+ *    takes it, before any business card exists, so no rank can reach
+ *    another's rails before both hold the key.  Then it publishes the
+ *    context's address (every rail's) as the business card through PMI
+ *    (MPIDU_bc_table_create, as ch4:ucx) and adds every other rank as a
+ *    libmadrail peer; libmadrail connects lazily, so a large job opens only
+ *    the connections it uses.
  *  - MPI_Finalize must not leave a process blocked in PMI while a message
  *    it sent still sits in one of its queues (an unopened connection, a
  *    coalescing buffer) and a peer waits for it in MPI.  So the finalize
@@ -117,6 +122,7 @@ int MPIDI_MADRAIL_init_local(int *tag_bits)
         MPIDI_MADRAIL_global.overrides[0] = MPIDI_MADRAIL_global.rails_override;
     }
     MPIDI_MADRAIL_global.overrides[1] = NULL;
+    memset(&params, 0, sizeof(params));
     params.overrides = MPIDI_MADRAIL_global.overrides;
 
     st = madrail_context_init(&params, &MPIDI_MADRAIL_global.ctx);
@@ -207,6 +213,44 @@ static int add_peer(int rank, const void *card, int card_len)
     goto fn_exit;
 }
 
+/* Rank 0's job key to every rank (collective over the job: every rank
+ * takes part in the broadcast whatever its own key's origin). */
+static int share_job_key(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    unsigned char buf[1 + MADRAIL_JOB_KEY_LEN];
+    madrail_job_key_origin_t origin;
+    madrail_status_t st;
+
+    if (MPIR_Process.size == 1)
+        goto fn_exit;
+    st = madrail_context_job_key(MPIDI_MADRAIL_global.ctx, buf + 1, &origin);
+    if (st != MADRAIL_OK)
+        MADRAIL_CALL_ERR(mpi_errno, "madrail_context_job_key", st);
+    /* buf[0]: 1 when rank 0 shares its key, 0 when its key came from
+     * MADRAIL_JOB_KEY (which every rank then has from the launcher) */
+    buf[0] = origin == MADRAIL_JOB_KEY_RANDOM;
+    if (!buf[0])
+        memset(buf + 1, 0, MADRAIL_JOB_KEY_LEN);
+    mpi_errno = MPIR_pmi_bcast(buf, (int) sizeof(buf), MPIR_PMI_DOMAIN_ALL);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (MPIR_Process.rank != 0 && origin == MADRAIL_JOB_KEY_RANDOM) {
+        MPIR_ERR_CHKANDJUMP1(!buf[0], mpi_errno, MPI_ERR_OTHER, "**madrail_init",
+                             "**madrail_init %s", "rank 0 has MADRAIL_JOB_KEY and this rank "
+                             "has none: give every rank the same MADRAIL_JOB_KEY");
+        st = madrail_context_set_job_key(MPIDI_MADRAIL_global.ctx, buf + 1,
+                                         MADRAIL_JOB_KEY_LEN);
+        if (st != MADRAIL_OK)
+            MADRAIL_CALL_ERR(mpi_errno, "madrail_context_set_job_key", st);
+    }
+
+  fn_exit:
+    memset(buf, 0, sizeof(buf));
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 int MPIDI_MADRAIL_init_world(void)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -219,6 +263,9 @@ int MPIDI_MADRAIL_init_world(void)
     madrail_status_t st;
 
     MPIR_FUNC_ENTER;
+
+    mpi_errno = share_job_key();
+    MPIR_ERR_CHECK(mpi_errno);
 
     st = madrail_context_address(MPIDI_MADRAIL_global.ctx, NULL, &addr_len);
     if (st != MADRAIL_OK)

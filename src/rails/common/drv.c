@@ -1,20 +1,27 @@
 /*
- * Helpers of the drivers' open() and close() (drv.h).  Functions, not
- * macros, so that each driver's open reads as calls with names; none of
- * them touches a driver's rail structure.
+ * Helpers of the drivers' open() and close() (drv.h), and of their
+ * handshakes.  Functions, not macros, so that each driver's open reads as
+ * calls with names; none of them touches a driver's rail structure.
  */
 #include "mdr_config.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rails/common/drv.h"
 #include "util/cfg.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 int mdr_drv_open_args_ok(const char *spec, const mdr_rail_params_t *params,
                          mdr_rail_t *const *rail_p, size_t max_slot)
 {
+    if (params != NULL && params->job_key == NULL) {
+        mdr_error("rail %s: opened without a job key", spec != NULL ? spec : "?");
+        return 0;
+    }
     return spec != NULL && params != NULL && params->upcalls != NULL && rail_p != NULL &&
            params->slot_size != 0 && params->slot_size <= max_slot;
 }
@@ -66,4 +73,65 @@ madrail_status_t mdr_drv_ctrl_len(const struct iovec *iov, int iovcnt, size_t sl
     }
     *len_p = total;
     return MADRAIL_OK;
+}
+
+int mdr_drv_key_equal(const uint8_t *key, const void *got)
+{
+    const volatile uint8_t *a = key, *b = got;
+    unsigned diff = 0;
+    size_t i;
+
+    for (i = 0; i < MDR_JOB_KEY_LEN; i++)
+        diff |= (unsigned)(a[i] ^ b[i]);
+    return diff == 0;
+}
+
+static uint64_t mdr_drv_source_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+
+    for (; *s != '\0'; s++) {
+        h ^= (uint8_t)*s;
+        h *= 0x100000001b3ull;
+    }
+    return h ? h : 1;
+}
+
+void mdr_drv_refusal(mdr_drv_refusals_t *r, const char *rail_name, const char *source,
+                     const char *fmt, ...)
+{
+    uint64_t h = mdr_drv_source_hash(source != NULL ? source : "?");
+    double now = mdr_time_sec();
+    char why[200];
+    va_list ap;
+    unsigned i;
+
+    r->total++;
+    for (i = 0; i < MDR_DRV_REFUSAL_SOURCES; i++)
+        if (r->seen[i] == h) {
+            r->unlogged++;
+            return;
+        }
+    if (now - r->window_start > MDR_DRV_REFUSAL_WINDOW) {
+        r->window_start = now;
+        r->lines = 0;
+    }
+    if (r->lines >= MDR_DRV_REFUSAL_BURST) {
+        r->unlogged++;
+        return;
+    }
+    r->lines++;
+    r->seen[r->next] = h;
+    r->next = (r->next + 1) % MDR_DRV_REFUSAL_SOURCES;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    if (r->unlogged > 0)
+        mdr_warn("rail %s: connection from %s refused: %s (%lu earlier refusals not logged; "
+                 "this source is not logged again)",
+                 rail_name, source, why, r->unlogged);
+    else
+        mdr_warn("rail %s: connection from %s refused: %s (this source is not logged again)",
+                 rail_name, source, why);
+    r->unlogged = 0;
 }

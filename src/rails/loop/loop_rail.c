@@ -20,6 +20,10 @@
  * A knob given on either end of a connection applies to it (delay, reorder
  * and bandwidth take the stronger of the two); refusals (nores) and death
  * (fail) count the operations a rail itself issues.
+ *
+ * First contact compares the two rails' job keys, as a network driver's
+ * handshake does: a rail of another job is refused without an upcall, and
+ * its side sees "the peer closed the connection", nothing more.
  */
 #include "mdr_config.h"
 
@@ -163,6 +167,8 @@ struct mdr_rail {
     char name[64];
     mdr_loop_config_t cfg;
     uint64_t uuid;
+    const uint8_t *job_key; /* the core's */
+    mdr_drv_refusals_t refusals;
     const mdr_rail_upcalls_t *upcalls;
     void *cookie;
     size_t slot_size;
@@ -492,6 +498,15 @@ static int mdr_loop_next_event(mdr_rail_t *rail, mdr_loop_event_t *ev, uint64_t 
                 continue;
         }
         rep = sep->peer;
+        if (rep == NULL && !mdr_drv_key_equal(rail->job_key, sep->rail->job_key)) {
+            char src[48];
+            snprintf(src, sizeof(src), "loop rail %llu", (unsigned long long)sep->rail->id);
+            mdr_drv_refusal(&rail->refusals, rail->name, src, "first contact without this "
+                            "job's key");
+            mdr_loop_ep_fail(sep, MADRAIL_ERR_RAIL_DOWN, "the peer closed the connection");
+            ev->kind = MDR_LOOP_EV_NOP;
+            return 1;
+        }
         if (rep == NULL) {
             rep = mdr_loop_find_ep(rail, sep);
             if (rep == NULL) {
@@ -693,6 +708,7 @@ static madrail_status_t mdr_loop_open(const char *spec, const mdr_rail_params_t 
     snprintf(rail->name, sizeof(rail->name), "loop:%s", fabric);
     rail->cfg = cfg;
     rail->uuid = params->uuid;
+    rail->job_key = params->job_key;
     rail->upcalls = params->upcalls;
     rail->cookie = params->rail_cookie;
     rail->slot_size = params->slot_size;

@@ -29,6 +29,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "rails/common/drv.h"
 #include "rails/ofi/ofi_cfg.h"
 #include "rails/rail.h"
 #include "util/hash.h"
@@ -61,10 +62,17 @@ typedef struct mdr_ofi_hdr {
     uint64_t uuid;  /* the sender's uuid */
 } mdr_ofi_hdr_t;
 
+/* The receiver of a HELLO checks, in this order and before it touches its
+ * address vector: the job key, target == its uuid, the sender's uuid is
+ * not its own.  A HELLO that fails is dropped without an answer (no BYE:
+ * a BYE names our uuid) and logged through mdr_drv_refusal.  Until an
+ * endpoint incarnation has proven the key this way, nothing it sends is
+ * delivered (CTRL and BYE from an unknown (uuid, epid) are dropped). */
 typedef struct mdr_ofi_hello {
     uint64_t target;   /* uuid the sender means to reach */
     uint32_t addr_len; /* the sender's packed address follows */
     uint32_t pad;
+    uint8_t key[16];   /* the job key (MDR_JOB_KEY_LEN) */
 } mdr_ofi_hello_t;
 
 typedef struct mdr_ofi_bye {
@@ -73,7 +81,7 @@ typedef struct mdr_ofi_bye {
     uint32_t reason;      /* MDR_OFI_BYE_* */
 } mdr_ofi_bye_t;
 
-#define MDR_OFI_MAGIC 0x4f31u /* "O1" */
+#define MDR_OFI_MAGIC 0x4f32u /* "O2": version 2, the HELLO carries the job key */
 #define MDR_OFI_HDR_LEN 16
 #define MDR_OFI_PAD8(_n) ((8 - ((_n) & 7)) & 7)
 
@@ -195,6 +203,8 @@ struct mdr_rail {
     char prov[48];      /* provider name as libfabric reports it */
     char dom[48];       /* domain name */
     uint64_t uuid;
+    const uint8_t *job_key; /* the core's */
+    mdr_drv_refusals_t refusals;
     const mdr_rail_upcalls_t *upcalls;
     void *rail_cookie;
     size_t slot_size;

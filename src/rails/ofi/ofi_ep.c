@@ -403,9 +403,10 @@ static madrail_status_t mdr_ofi_send_hello(mdr_ep_t *ep)
     memcpy(addr + 8, &nlen, 2);
     memcpy(addr + 10, &zero, 2);
     memcpy(addr + MDR_OFI_ADDR_HDR, rail->name_buf, rail->name_len);
+    memset(&h, 0, sizeof(h));
     h.target = ep->uuid;
     h.addr_len = (uint32_t)(MDR_OFI_ADDR_HDR + rail->name_len);
-    h.pad = 0;
+    memcpy(h.key, rail->job_key, sizeof(h.key));
     iov[0].iov_base = &h;
     iov[0].iov_len = sizeof(h);
     iov[1].iov_base = addr;
@@ -745,6 +746,7 @@ static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
 {
     mdr_ofi_hello_t h;
     const uint8_t *a;
+    char src[32];
     uint32_t mark, hash;
     uint16_t nlen;
     mdr_ofi_peer_t *peer;
@@ -752,16 +754,20 @@ static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
     void *cookie;
     int ret;
 
+    snprintf(src, sizeof(src), "uuid %016llx", (unsigned long long)hdr->uuid);
     if (len < sizeof(h)) {
-        mdr_warn("rail %s: hello of %zu bytes from %016llx; dropped", rail->log_name, len,
-                 (unsigned long long)hdr->uuid);
+        mdr_drv_refusal(&rail->refusals, rail->log_name, src, "hello of %zu bytes", len);
         return;
     }
     memcpy(&h, body, sizeof(h));
     a = body + sizeof(h);
+    if (!mdr_drv_key_equal(rail->job_key, h.key)) {
+        mdr_drv_refusal(&rail->refusals, rail->log_name, src, "hello without this job's key");
+        return;
+    }
     if (h.addr_len < MDR_OFI_ADDR_HDR || h.addr_len > len - sizeof(h)) {
-        mdr_warn("rail %s: hello from %016llx with a bad address length %u; dropped",
-                 rail->log_name, (unsigned long long)hdr->uuid, h.addr_len);
+        mdr_drv_refusal(&rail->refusals, rail->log_name, src,
+                        "hello with a bad address length %u", h.addr_len);
         return;
     }
     memcpy(&mark, a, 4);
@@ -769,18 +775,18 @@ static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
     memcpy(&nlen, a + 8, 2);
     if (mark != MDR_OFI_ADDR_MARK || hash != rail->prov_hash || nlen == 0 ||
         nlen > MDR_OFI_NAME_MAX || (size_t)nlen + MDR_OFI_ADDR_HDR != h.addr_len) {
-        mdr_warn("rail %s: hello from %016llx carries an address we cannot use; dropped",
-                 rail->log_name, (unsigned long long)hdr->uuid);
+        mdr_drv_refusal(&rail->refusals, rail->log_name, src,
+                        "hello carrying an address we cannot use");
         return;
     }
     if (h.target != rail->uuid) {
-        mdr_warn("rail %s: hello from %016llx is meant for uuid %016llx, we are %016llx; "
-                 "dropped", rail->log_name, (unsigned long long)hdr->uuid,
-                 (unsigned long long)h.target, (unsigned long long)rail->uuid);
+        mdr_drv_refusal(&rail->refusals, rail->log_name, src,
+                        "hello meant for uuid %016llx (we are %016llx)",
+                        (unsigned long long)h.target, (unsigned long long)rail->uuid);
         return;
     }
     if (hdr->uuid == rail->uuid) {
-        mdr_warn("rail %s: hello carries our own uuid; dropped", rail->log_name);
+        mdr_drv_refusal(&rail->refusals, rail->log_name, src, "hello carrying our own uuid");
         return;
     }
 
@@ -895,14 +901,18 @@ void mdr_ofi_recv_msg(mdr_rail_t *rail, const uint8_t *buf, size_t len)
     mdr_ep_t *ep;
 
     if (len < MDR_OFI_HDR_LEN) {
-        mdr_warn("rail %s: message of %zu bytes, shorter than a header; dropped",
-                 rail->log_name, len);
+        mdr_drv_refusal(&rail->refusals, rail->log_name, "?",
+                        "message of %zu bytes, shorter than a header", len);
         return;
     }
     memcpy(&hdr, buf, MDR_OFI_HDR_LEN);
     if (hdr.magic != MDR_OFI_MAGIC) {
-        mdr_warn("rail %s: message with magic %04x (expected %04x: another version or byte "
-                 "order); dropped", rail->log_name, hdr.magic, MDR_OFI_MAGIC);
+        char src[32];
+        snprintf(src, sizeof(src), "uuid %016llx", (unsigned long long)hdr.uuid);
+        mdr_drv_refusal(&rail->refusals, rail->log_name, src,
+                        "message with magic %04x, this library speaks %04x (another madrail "
+                        "version, or byte order)",
+                        hdr.magic, MDR_OFI_MAGIC);
         return;
     }
     if (hdr.pad > 7 || hdr.pad > len - MDR_OFI_HDR_LEN) {

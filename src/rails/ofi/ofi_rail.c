@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "rails/common/drv.h"
 #include "rails/ofi/ofi.h"
@@ -584,11 +585,16 @@ static madrail_status_t mdr_ofi_open(const char *spec, const mdr_rail_params_t *
     mdr_list_init(&rail->txb_free);
     mdr_list_init(&rail->txb_slabs);
     rail->uuid = params->uuid;
+    rail->job_key = params->job_key;
     rail->upcalls = params->upcalls;
     rail->rail_cookie = params->rail_cookie;
     rail->slot_size = params->slot_size;
     rail->slots = params->slots ? params->slots : 1;
-    rail->next_epid = 1;
+    /* incarnation ids start at random: after the handshake, what a message
+     * claims to come from is (uuid, epid), neither of which a stranger sees */
+    if (getrandom(&rail->next_epid, sizeof(rail->next_epid), 0) != sizeof(rail->next_epid) ||
+        rail->next_epid == 0)
+        rail->next_epid = 1;
     rail->next_key = 1;
     /* the largest message: a slot, or a HELLO with the longest address */
     rail->msg_max = MDR_OFI_HDR_LEN + rail->slot_size + 8;

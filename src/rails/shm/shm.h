@@ -34,6 +34,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "rails/common/drv.h"
 #include "rails/common/region.h"
 #include "rails/rail.h"
 #include "util/cfg.h"
@@ -43,7 +44,7 @@
 /* ---------------- shared layout (same binary on both sides) ---------------- */
 
 #define MDR_SHM_MAGIC 0x4d48534du /* "MSHM" */
-#define MDR_SHM_VERSION 1
+#define MDR_SHM_VERSION 2 /* 2: a ring claim carries the job key */
 #define MDR_SHM_PAGE 4096u
 #define MDR_SHM_NAME_MAX 80
 #define MDR_SHM_PREFIX "mdr-shm-"  /* file name prefix in /dev/shm */
@@ -86,7 +87,8 @@ enum {
     MDR_SHM_F_ACCEPTED = 1u << 3 /* consumer only: attached to an endpoint */
 };
 
-/* The control block of a ring (256 bytes, three cache lines used). */
+/* The control block of a ring (384 bytes: claim, producer, consumer and
+ * spare lines of 64-byte alignment). */
 typedef struct mdr_shm_ring_ctl {
     /* claim line: written by the producer while CLAIMING, then read-only */
     _Atomic uint64_t state;
@@ -96,6 +98,7 @@ typedef struct mdr_shm_ring_ctl {
     int32_t prod_pid;
     uint32_t prod_caps; /* MDR_SHM_AF_* of the producer */
     char prod_seg[MDR_SHM_NAME_MAX]; /* the producer's segment, for the reverse direction */
+    uint8_t prod_key[16]; /* the job key (MDR_JOB_KEY_LEN); wiped by the consumer once read */
 
     /* producer line */
     _Alignas(64) _Atomic uint64_t tail; /* bytes written since the claim */
@@ -255,6 +258,8 @@ struct mdr_rail {
     char log_name[128];
     mdr_shm_config_t cfg;
     uint64_t uuid;
+    const uint8_t *job_key;  /* the core's */
+    mdr_drv_refusals_t refusals;
     const mdr_rail_upcalls_t *upcalls;
     void *rail_cookie;
     size_t slot_size;

@@ -372,6 +372,7 @@ static madrail_status_t mdr_shm_ensure_tx(mdr_ep_t *ep)
     c->prod_pid = (int32_t)rail->pid;
     c->prod_caps = rail->cma ? MDR_SHM_AF_CMA : 0;
     snprintf(c->prod_seg, sizeof(c->prod_seg), "%s", rail->seg_name);
+    memcpy(c->prod_key, rail->job_key, sizeof(c->prod_key));
     atomic_store_explicit(&c->tail, 0, memory_order_relaxed);
     atomic_store_explicit(&c->head, 0, memory_order_relaxed);
     atomic_store_explicit(&c->prod_flags, 0, memory_order_relaxed);

@@ -20,6 +20,12 @@
  * progress; a peer that dies is noticed through a pidfd (kill(pid, 0) where
  * pidfds do not exist) checked every MADRAIL_SHM_PEER_CHECK.
  *
+ * A claim carries the job key, checked before anything else of it: a
+ * process of another job is answered as by a closed connection (no reason,
+ * and the key it wrote is wiped).  This keeps jobs apart; it is no barrier
+ * against a process of the same user, which can open the segments (0600)
+ * and read or write them, or write into this process (docs/security.md).
+ *
  * Puts are a single copy with process_vm_writev (CMA) when the kernel lets
  * this process write into the peer (probed at open; a pair that is denied,
  * e.g. by Yama's ptrace_scope=1, falls back silently, per endpoint), else
@@ -506,6 +512,7 @@ static madrail_status_t mdr_shm_open(const char *spec, const mdr_rail_params_t *
         rail->cfg.cma = opts.cma;
 
     rail->uuid = params->uuid;
+    rail->job_key = params->job_key;
     rail->upcalls = params->upcalls;
     rail->rail_cookie = params->rail_cookie;
     rail->slot_size = params->slot_size;
@@ -812,6 +819,17 @@ static void mdr_shm_ring_refuse(mdr_rail_t *rail, uint32_t i, const char *why)
     rail->nzombies++;
 }
 
+/* Close ring i as if we had gone, without a word: the claim did not carry
+ * the job key. */
+static void mdr_shm_ring_close_silently(mdr_rail_t *rail, uint32_t i)
+{
+    mdr_shm_ring_ctl_t *c = mdr_shm_ring_ctl(rail->seg_base, rail->hdr, i);
+
+    atomic_fetch_or_explicit(&c->cons_flags, MDR_SHM_F_CLOSED, memory_order_release);
+    rail->rx_state[i] = MDR_SHM_RX_ZOMBIE;
+    rail->nzombies++;
+}
+
 static void mdr_shm_ring_new(mdr_rail_t *rail, uint32_t i)
 {
     mdr_shm_ring_ctl_t *c = mdr_shm_ring_ctl(rail->seg_base, rail->hdr, i);
@@ -826,6 +844,16 @@ static void mdr_shm_ring_new(mdr_rail_t *rail, uint32_t i)
         mdr_shm_ring_release(rail, i); /* given up before we saw it */
         return;
     }
+    if (!mdr_drv_key_equal(rail->job_key, c->prod_key)) {
+        char src[32];
+        snprintf(src, sizeof(src), "pid %d", (int)c->prod_pid);
+        memset(c->prod_key, 0, sizeof(c->prod_key));
+        mdr_drv_refusal(&rail->refusals, rail->log_name, src,
+                        "ring %u claimed without this job's key", i);
+        mdr_shm_ring_close_silently(rail, i);
+        return;
+    }
+    memset(c->prod_key, 0, sizeof(c->prod_key));
     memcpy(seg, c->prod_seg, sizeof(seg));
     if (uuid == 0 || uuid == rail->uuid || c->prod_pid <= 0 ||
         memchr(seg, '\0', sizeof(seg)) == NULL) {

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "rails/common/drv.h"
 #include "rails/common/region.h"
 #include "rails/rail.h"
 #include "util/cfg.h"
@@ -53,13 +54,18 @@ typedef struct mdr_tcp_put_ext {
     uint64_t count; /* data bytes that follow (then padding to 8) */
 } mdr_tcp_put_ext_t;
 
-/* HELLO and HELLO_ACK body. */
+/* HELLO and HELLO_ACK body (40 bytes; the frame is 48).  The acceptor
+ * checks a HELLO in this order, and answers nothing but a closed
+ * connection until the key is proven: magic, version, job key, target ==
+ * its uuid, uuid != its own.  Only then may it answer (HELLO_ACK) or let
+ * the HELLO replace a live connection to that uuid. */
 typedef struct mdr_tcp_hello {
     uint32_t magic;  /* MDR_TCP_MAGIC: also a byte-order check */
     uint16_t version;
     uint16_t status; /* HELLO_ACK: MDR_TCP_ACK_* */
     uint64_t uuid;   /* sender's uuid */
     uint64_t target; /* HELLO: uuid the sender expects to reach; ACK: the initiator's */
+    uint8_t key[16]; /* HELLO: the job key (MDR_JOB_KEY_LEN); HELLO_ACK: zeros */
 } mdr_tcp_hello_t;
 
 enum {
@@ -69,10 +75,16 @@ enum {
 };
 
 #define MDR_TCP_MAGIC 0x4d445254u /* "MDRT" */
-#define MDR_TCP_VERSION 1
+#define MDR_TCP_VERSION 2 /* 2: HELLO carries the job key */
 #define MDR_TCP_HDR_LEN 8
 #define MDR_TCP_PUT_HDR_LEN (MDR_TCP_HDR_LEN + 24)
-#define MDR_TCP_HELLO_LEN (MDR_TCP_HDR_LEN + 24)
+#define MDR_TCP_HELLO_LEN (MDR_TCP_HDR_LEN + 40)
+/* Longest handshake body a connection reads before it knows the version
+ * (an older or newer HELLO is read whole, then refused by its version). */
+#define MDR_TCP_HELLO_MAX 64
+/* Receive buffer of a connection before its handshake: a HELLO, no more
+ * (a stranger's connection costs this until the connect timeout). */
+#define MDR_TCP_PART_HS (MDR_TCP_HDR_LEN + MDR_TCP_HELLO_MAX)
 #define MDR_TCP_PAD8(_n) ((8 - ((_n) & 7)) & 7)
 
 /* Packed address: mark(4) ip(4, network order) port(2, network order)
@@ -134,6 +146,7 @@ typedef struct mdr_tcp_conn {
     double deadline;        /* WAIT_HELLO: give up after this */
     mdr_list_t link;        /* rail->conns (live) or rail->zombie_conns */
     char peer_str[32];      /* "ip:port" of the remote end */
+    char peer_ip[16];       /* its address alone (refusals are logged per address) */
 
     /* handshake output, written before anything from the ep */
     uint8_t hs_out[MDR_TCP_HELLO_LEN];
@@ -217,6 +230,8 @@ struct mdr_rail {
     int listen_fd;
     int epfd;
     uint64_t uuid;
+    const uint8_t *job_key; /* the core's, MDR_JOB_KEY_LEN bytes */
+    mdr_drv_refusals_t refusals;
     const mdr_rail_upcalls_t *upcalls;
     void *rail_cookie;
     size_t slot_size;
@@ -256,8 +271,15 @@ void mdr_tcp_conn_close(mdr_tcp_conn_t *conn);
 void mdr_tcp_conn_set_events(mdr_tcp_conn_t *conn, uint32_t events);
 void mdr_tcp_conn_handle(mdr_tcp_conn_t *conn, uint32_t events);
 void mdr_tcp_conn_free(mdr_tcp_conn_t *conn);
+/* key: HELLO: the job key; HELLO_ACK: NULL (zeros). */
 void mdr_tcp_hello_fill(uint8_t *frame, int type, uint16_t status, uint64_t uuid,
-                        uint64_t target);
+                        uint64_t target, const uint8_t *key);
+/* Close a connection that has not proven the job key, telling it nothing;
+ * the reason goes to the rail's rate-limited refusal log. */
+void mdr_tcp_conn_refuse(mdr_tcp_conn_t *conn, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Give an accepted connection its full receive buffer (handshake done). */
+madrail_status_t mdr_tcp_conn_grow(mdr_tcp_conn_t *conn);
 int mdr_tcp_conn_send_hs(mdr_tcp_conn_t *conn);
 void mdr_tcp_ep_start(mdr_ep_t *ep);
 madrail_status_t mdr_tcp_ep_alloc(mdr_rail_t *rail, uint64_t uuid, void *cookie, mdr_ep_t **ep_p);

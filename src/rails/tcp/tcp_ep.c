@@ -88,9 +88,14 @@ madrail_status_t mdr_tcp_conn_new(mdr_rail_t *rail, int fd, int outgoing, mdr_tc
     conn = calloc(1, sizeof(*conn));
     if (conn == NULL)
         return MADRAIL_ERR_NOMEM;
-    conn->part_cap = MDR_TCP_HDR_LEN + rail->slot_size + 8;
-    if (conn->part_cap < MDR_TCP_PUT_HDR_LEN)
-        conn->part_cap = MDR_TCP_PUT_HDR_LEN;
+    /* an incoming connection gets room for a handshake only, until it
+     * proved the key (mdr_tcp_conn_grow) */
+    conn->part_cap = MDR_TCP_PART_HS;
+    if (outgoing) {
+        conn->part_cap = MDR_TCP_HDR_LEN + rail->slot_size + 8;
+        if (conn->part_cap < MDR_TCP_PUT_HDR_LEN)
+            conn->part_cap = MDR_TCP_PUT_HDR_LEN;
+    }
     conn->part = malloc(conn->part_cap);
     if (conn->part == NULL)
         goto err_free;
@@ -132,6 +137,37 @@ void mdr_tcp_conn_set_events(mdr_tcp_conn_t *conn, uint32_t events)
         conn->ev_mask = events;
 }
 
+madrail_status_t mdr_tcp_conn_grow(mdr_tcp_conn_t *conn)
+{
+    size_t cap = MDR_TCP_HDR_LEN + conn->rail->slot_size + 8;
+    uint8_t *p;
+
+    if (cap < MDR_TCP_PUT_HDR_LEN)
+        cap = MDR_TCP_PUT_HDR_LEN;
+    if (conn->part_cap >= cap)
+        return MADRAIL_OK;
+    p = realloc(conn->part, cap);
+    if (p == NULL)
+        return MADRAIL_ERR_NOMEM;
+    conn->part = p;
+    conn->part_cap = cap;
+    return MADRAIL_OK;
+}
+
+void mdr_tcp_conn_refuse(mdr_tcp_conn_t *conn, const char *fmt, ...)
+{
+    mdr_rail_t *rail = conn->rail;
+    char why[160];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    mdr_drv_refusal(&rail->refusals, rail->log_name,
+                    conn->peer_ip[0] != '\0' ? conn->peer_ip : conn->peer_str, "%s", why);
+    mdr_tcp_conn_close(conn);
+}
+
 void mdr_tcp_conn_free(mdr_tcp_conn_t *conn)
 {
     free(conn->part);
@@ -167,7 +203,7 @@ void mdr_tcp_conn_close(mdr_tcp_conn_t *conn)
 }
 
 void mdr_tcp_hello_fill(uint8_t *frame, int type, uint16_t status, uint64_t uuid,
-                        uint64_t target)
+                        uint64_t target, const uint8_t *key)
 {
     mdr_tcp_hdr_t h;
     mdr_tcp_hello_t b;
@@ -181,6 +217,8 @@ void mdr_tcp_hello_fill(uint8_t *frame, int type, uint16_t status, uint64_t uuid
     b.status = status;
     b.uuid = uuid;
     b.target = target;
+    if (key != NULL)
+        memcpy(b.key, key, sizeof(b.key));
     memcpy(frame, &h, sizeof(h));
     memcpy(frame + sizeof(h), &b, sizeof(b));
 }
@@ -856,7 +894,7 @@ void mdr_tcp_ep_start(mdr_ep_t *ep)
     ep->deadline = mdr_time_sec() + rail->cfg.connect_timeout;
     mdr_tcp_ep_hs_list(ep, 1);
     mdr_tcp_ep_attach(ep, conn);
-    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO, 0, rail->uuid, ep->uuid);
+    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO, 0, rail->uuid, ep->uuid, rail->job_key);
     conn->hs_len = MDR_TCP_HELLO_LEN;
     conn->hs_off = 0;
     mdr_debug("rail %s peer %016llx: connecting to %s", rail->log_name,
@@ -880,13 +918,10 @@ static void mdr_tcp_conn_proto(mdr_tcp_conn_t *conn, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(reason, sizeof(reason), fmt, ap);
     va_end(ap);
-    if (conn->ep != NULL && conn->ep->conn == conn) {
+    if (conn->ep != NULL && conn->ep->conn == conn)
         mdr_tcp_ep_fail(conn->ep, MADRAIL_ERR_RAIL_PROTO, "%s", reason);
-    } else {
-        mdr_error("rail %s: connection from %s: %s; closing it", conn->rail->log_name,
-                  conn->peer_str, reason);
-        mdr_tcp_conn_close(conn);
-    }
+    else /* nothing proven yet: a stranger as far as we know */
+        mdr_tcp_conn_refuse(conn, "%s", reason);
 }
 
 static void mdr_tcp_conn_lost(mdr_tcp_conn_t *conn, int err)
@@ -904,21 +939,12 @@ static void mdr_tcp_conn_lost(mdr_tcp_conn_t *conn, int err)
     }
 }
 
-static int mdr_tcp_hello_ok(const mdr_tcp_hello_t *h)
-{
-    return h->magic == MDR_TCP_MAGIC && h->version == MDR_TCP_VERSION;
-}
-
-/* HELLO_ACK on our outgoing connection. */
+/* HELLO_ACK on our outgoing connection (magic and version checked). */
 static void mdr_tcp_ack_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
 {
     mdr_ep_t *ep = conn->ep;
     mdr_rail_t *rail = conn->rail;
 
-    if (!mdr_tcp_hello_ok(h)) {
-        mdr_tcp_conn_proto(conn, "bad handshake (magic %08x version %u)", h->magic, h->version);
-        return;
-    }
     if (h->uuid != ep->uuid || h->target != rail->uuid) {
         mdr_tcp_conn_proto(conn, "handshake answered by uuid %016llx (expected %016llx)",
                            (unsigned long long)h->uuid, (unsigned long long)ep->uuid);
@@ -1080,21 +1106,39 @@ static void mdr_tcp_process(mdr_tcp_conn_t *conn, uint8_t *buf, size_t len)
         case MDR_TCP_F_HELLO:
         case MDR_TCP_F_HELLO_ACK: {
             mdr_tcp_hello_t h;
+            uint32_t magic;
+            uint16_t version;
 
-            if (hdr.len != sizeof(h)) {
+            /* read the frame whole whatever its version, then say which
+             * version it was: a peer of another madrail is named as such */
+            if (hdr.len < 8 || hdr.len > MDR_TCP_HELLO_MAX || (hdr.len & 7) != 0) {
                 mdr_tcp_conn_proto(conn, "handshake frame of %u bytes", hdr.len);
                 return;
             }
-            if (avail < MDR_TCP_HELLO_LEN)
+            flen = sizeof(hdr) + hdr.len;
+            if (avail < flen)
                 goto partial;
+            memcpy(&magic, buf + off + sizeof(hdr), 4);
+            memcpy(&version, buf + off + sizeof(hdr) + 4, 2);
+            if (magic != MDR_TCP_MAGIC) {
+                mdr_tcp_conn_proto(conn, "not a madrail handshake (magic %08x)", magic);
+                return;
+            }
+            if (version != MDR_TCP_VERSION) {
+                mdr_tcp_conn_proto(conn,
+                                   "handshake of madrail tcp protocol version %u, this library "
+                                   "speaks version %u (processes of different madrail builds?)",
+                                   version, MDR_TCP_VERSION);
+                return;
+            }
+            if (hdr.len != sizeof(h)) {
+                mdr_tcp_conn_proto(conn, "handshake of %u bytes (version %u has %zu)", hdr.len,
+                                   MDR_TCP_VERSION, sizeof(h));
+                return;
+            }
             memcpy(&h, buf + off + sizeof(hdr), sizeof(h));
-            off += MDR_TCP_HELLO_LEN;
+            off += flen;
             if (hdr.type == MDR_TCP_F_HELLO && conn->state == MDR_TCP_CONN_WAIT_HELLO) {
-                if (!mdr_tcp_hello_ok(&h)) {
-                    mdr_tcp_conn_proto(conn, "bad handshake (magic %08x version %u)", h.magic,
-                                       h.version);
-                    return;
-                }
                 mdr_tcp_hello_received(conn, &h);
             } else if (hdr.type == MDR_TCP_F_HELLO_ACK && conn->state == MDR_TCP_CONN_HS_SENT) {
                 mdr_tcp_ack_received(conn, &h);

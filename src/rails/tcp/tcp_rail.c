@@ -13,6 +13,13 @@
  * and dropping the other loses nothing.  The rule is the same on both
  * sides: the connection initiated by the smaller uuid wins.  The loser's
  * initiator is told so (HELLO_ACK "lost") and waits for the winner.
+ *
+ * Authentication: an accepted connection is a stranger until its HELLO
+ * carries the job key.  A stranger is never answered (no HELLO_ACK, so no
+ * uuid and no reason: the connection is closed) and never reaches the
+ * arbitration above, so it cannot replace a live connection; it costs a
+ * small receive buffer until its HELLO or the connect timeout, and one
+ * rate-limited log line per source address (mdr_drv_refusal).
  */
 #include "mdr_config.h"
 
@@ -246,6 +253,7 @@ static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *
     }
 
     rail->uuid = params->uuid;
+    rail->job_key = params->job_key;
     rail->upcalls = params->upcalls;
     rail->rail_cookie = params->rail_cookie;
     rail->slot_size = params->slot_size;
@@ -393,15 +401,18 @@ static void mdr_tcp_accept_all(mdr_rail_t *rail)
             continue;
         }
         mdr_tcp_addr_str(&sin, conn->peer_str, sizeof(conn->peer_str));
+        if (inet_ntop(AF_INET, &sin.sin_addr, conn->peer_ip, sizeof(conn->peer_ip)) == NULL)
+            snprintf(conn->peer_ip, sizeof(conn->peer_ip), "?");
         conn->deadline = mdr_time_sec() + rail->cfg.connect_timeout;
         rail->nwait_hello++;
     }
 }
 
-/* Answer a HELLO on conn with a refusal and close it. */
+/* Answer a HELLO that proved the key with a refusal, and close. */
 static void mdr_tcp_reject(mdr_tcp_conn_t *conn, uint16_t status, uint64_t peer_uuid)
 {
-    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO_ACK, status, conn->rail->uuid, peer_uuid);
+    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO_ACK, status, conn->rail->uuid, peer_uuid,
+                       NULL);
     conn->hs_len = MDR_TCP_HELLO_LEN;
     conn->hs_off = 0;
     (void)mdr_tcp_conn_send_hs(conn); /* best effort: a fresh socket takes 32 bytes */
@@ -417,7 +428,8 @@ static void mdr_tcp_adopt(mdr_ep_t *ep, mdr_tcp_conn_t *conn)
         rail->nwait_hello--;
     conn->state = MDR_TCP_CONN_OPEN; /* no longer WAIT_HELLO */
     mdr_tcp_ep_attach(ep, conn);
-    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO_ACK, MDR_TCP_ACK_OK, rail->uuid, ep->uuid);
+    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO_ACK, MDR_TCP_ACK_OK, rail->uuid, ep->uuid,
+                       NULL);
     conn->hs_len = MDR_TCP_HELLO_LEN;
     conn->hs_off = 0;
 }
@@ -433,6 +445,7 @@ static int mdr_tcp_conn_peer_closed(const mdr_tcp_conn_t *conn)
     return ti.tcpi_state == TCP_CLOSE_WAIT || ti.tcpi_state == TCP_CLOSE;
 }
 
+/* A HELLO (magic and version checked) on an accepted connection. */
 void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
 {
     mdr_rail_t *rail = conn->rail;
@@ -440,18 +453,27 @@ void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
     mdr_ep_t *ep;
     void *cookie;
 
+    if (!mdr_drv_key_equal(rail->job_key, h->key)) {
+        mdr_tcp_conn_refuse(conn, "handshake without this job's key");
+        return;
+    }
+    /* a process of the job from here on, but misdirected: still no answer,
+     * as the initiator (stale address, restarted peer) learns nothing from one */
     if (h->target != rail->uuid) {
-        mdr_error("rail %s: connection from %s (uuid %016llx) is meant for uuid %016llx, "
-                  "we are %016llx; refusing it",
-                  rail->log_name, conn->peer_str, (unsigned long long)u,
-                  (unsigned long long)h->target, (unsigned long long)rail->uuid);
-        mdr_tcp_reject(conn, MDR_TCP_ACK_REFUSED, u);
+        mdr_tcp_conn_refuse(conn, "handshake from uuid %016llx meant for uuid %016llx (we are "
+                            "%016llx)",
+                            (unsigned long long)u, (unsigned long long)h->target,
+                            (unsigned long long)rail->uuid);
         return;
     }
     if (u == rail->uuid) {
-        mdr_error("rail %s: connection from %s carries our own uuid; refusing it",
-                  rail->log_name, conn->peer_str);
-        mdr_tcp_reject(conn, MDR_TCP_ACK_REFUSED, u);
+        mdr_tcp_conn_refuse(conn, "handshake carrying our own uuid");
+        return;
+    }
+    if (mdr_tcp_conn_grow(conn) != MADRAIL_OK) {
+        mdr_error("rail %s: out of memory accepting a connection from %s", rail->log_name,
+                  conn->peer_str);
+        mdr_tcp_conn_close(conn);
         return;
     }
     ep = mdr_hash_get(&rail->eps, u);
@@ -527,7 +549,7 @@ void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
     ep->cookie = cookie;
     if (ep->state != MDR_TCP_EP_ACCEPTING || ep->conn == NULL)
         return; /* failed meanwhile: the report follows */
-    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO_ACK, MDR_TCP_ACK_OK, rail->uuid, u);
+    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO_ACK, MDR_TCP_ACK_OK, rail->uuid, u, NULL);
     conn->hs_len = MDR_TCP_HELLO_LEN;
     conn->hs_off = 0;
     mdr_debug("rail %s peer %016llx: accepted from %s", rail->log_name, (unsigned long long)u,
@@ -557,11 +579,9 @@ static void mdr_tcp_timeouts(mdr_rail_t *rail)
         return;
     mdr_list_for_each_safe(l, tmp, &rail->conns) {
         mdr_tcp_conn_t *conn = mdr_container_of(l, mdr_tcp_conn_t, link);
-        if (conn->state == MDR_TCP_CONN_WAIT_HELLO && now > conn->deadline) {
-            mdr_warn("rail %s: connection from %s sent no handshake in %.1f s; closing it",
-                     rail->log_name, conn->peer_str, rail->cfg.connect_timeout);
-            mdr_tcp_conn_close(conn);
-        }
+        if (conn->state == MDR_TCP_CONN_WAIT_HELLO && now > conn->deadline)
+            mdr_tcp_conn_refuse(conn, "no handshake within %.1f s (MADRAIL_TCP_CONNECT_TIMEOUT)",
+                                rail->cfg.connect_timeout);
     }
 }
 

@@ -27,6 +27,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include "rails/common/drv.h"
 #include "rails/common/region.h"
 #include "rails/rail.h"
 #include "util/hash.h"
@@ -36,7 +37,7 @@
 /* ---------------- wire format (host byte order, homogeneous job) ---------------- */
 
 #define MDR_UCX_AM_ID 7        /* the one active-message id of a rail's worker */
-#define MDR_UCX_VERSION 1
+#define MDR_UCX_VERSION 2 /* 2: the HELLO carries the job key */
 
 enum {
     MDR_UCX_M_HELLO = 1,      /* first on a connection: mdr_ucx_hello_t + worker address */
@@ -70,10 +71,16 @@ enum {
     MDR_UCX_HF_SYNC = 1u << 0
 };
 
+/* The receiver checks, in this order: the job key, the sizes, target ==
+ * its uuid, the sender's uuid is not its own.  A HELLO that fails is
+ * dropped without an answer (no REFUSE: a REFUSE carries our uuid) and
+ * logged through mdr_drv_refusal; only a HELLO that proved the key may be
+ * answered with REFUSE (the core said no) or replace a live connection. */
 typedef struct mdr_ucx_hello {
     uint64_t target;   /* the uuid the sender means to reach */
     uint32_t addr_len; /* worker address bytes that follow */
     uint32_t pad;
+    uint8_t key[16];   /* the job key (MDR_JOB_KEY_LEN) */
 } mdr_ucx_hello_t;
 
 typedef struct mdr_ucx_check {
@@ -290,6 +297,8 @@ struct mdr_rail {
     int check;               /* targets check each new key before a put (spec check=) */
     int order_flush;         /* a put completes after ucp_ep_flush_nbx (spec order=flush) */
     uint64_t uuid;
+    const uint8_t *job_key; /* the core's */
+    mdr_drv_refusals_t refusals;
     const mdr_rail_upcalls_t *upcalls;
     void *rail_cookie;
     size_t slot_size;

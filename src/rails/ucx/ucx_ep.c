@@ -320,6 +320,7 @@ madrail_status_t mdr_ucx_ep_connect(mdr_ep_t *ep)
     memset(&hello, 0, sizeof(hello));
     hello.target = ep->uuid;
     hello.addr_len = (uint32_t)rail->waddr_len;
+    memcpy(hello.key, rail->job_key, sizeof(hello.key));
     iov[0].iov_base = &hello;
     iov[0].iov_len = sizeof(hello);
     iov[1].iov_base = rail->addr + MDR_UCX_ADDR_HDR;
@@ -647,29 +648,33 @@ void mdr_ucx_hello(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
     uint32_t conn = rx->hdr.conn;
     mdr_ucx_hello_t h;
     const uint8_t *waddr;
+    char src[32];
     mdr_ep_t *ep;
     void *cookie;
 
+    snprintf(src, sizeof(src), "uuid %016llx", (unsigned long long)u);
     if (rx->len < sizeof(h)) {
-        mdr_error("rail %s: HELLO of %zu bytes from %016llx; dropped", rail->name, rx->len,
-                  (unsigned long long)u);
+        mdr_drv_refusal(&rail->refusals, rail->name, src, "HELLO of %zu bytes", rx->len);
         return;
     }
     memcpy(&h, rx->data, sizeof(h));
     waddr = rx->data + sizeof(h);
-    if (h.addr_len == 0 || h.addr_len > MDR_UCX_ADDR_LEN - MDR_UCX_ADDR_HDR ||
-        h.addr_len > rx->len - sizeof(h) || conn == 0 || rx->hdr.seq != 0) {
-        mdr_error("rail %s: malformed HELLO from %016llx (address %u bytes, connection %u, "
-                  "sequence %u); dropped",
-                  rail->name, (unsigned long long)u, h.addr_len, conn, rx->hdr.seq);
+    if (!mdr_drv_key_equal(rail->job_key, h.key)) {
+        mdr_drv_refusal(&rail->refusals, rail->name, src, "HELLO without this job's key");
         return;
     }
+    if (h.addr_len == 0 || h.addr_len > MDR_UCX_ADDR_LEN - MDR_UCX_ADDR_HDR ||
+        h.addr_len > rx->len - sizeof(h) || conn == 0 || rx->hdr.seq != 0) {
+        mdr_drv_refusal(&rail->refusals, rail->name, src,
+                        "malformed HELLO (address %u bytes, connection %u, sequence %u)",
+                        h.addr_len, conn, rx->hdr.seq);
+        return;
+    }
+    /* misdirected: no REFUSE, which would name our uuid */
     if (h.target != rail->uuid || u == rail->uuid) {
-        mdr_error("rail %s: connection from %016llx is meant for %016llx, we are %016llx; "
-                  "refusing it",
-                  rail->name, (unsigned long long)u, (unsigned long long)h.target,
-                  (unsigned long long)rail->uuid);
-        mdr_ucx_refuse(rail, u, conn, waddr);
+        mdr_drv_refusal(&rail->refusals, rail->name, src,
+                        "HELLO meant for %016llx (we are %016llx)",
+                        (unsigned long long)h.target, (unsigned long long)rail->uuid);
         return;
     }
     ep = mdr_hash_get(&rail->eps, u);

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "rails/common/drv.h"
 #include "rails/ucx/ucx.h"
@@ -419,8 +420,9 @@ static ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_l
 
     if (rail->closing_rail || header_length != sizeof(hdr)) {
         if (!rail->closing_rail)
-            mdr_error("rail %s: active message with a %zu-byte header (want %zu); dropped",
-                      rail->name, header_length, sizeof(hdr));
+            mdr_drv_refusal(&rail->refusals, rail->name, "?",
+                            "active message with a %zu-byte header (want %zu)", header_length,
+                            sizeof(hdr));
         if (rndv)
             ucp_am_data_release(rail->worker, data);
         return UCS_OK;
@@ -578,6 +580,17 @@ static void mdr_ucx_rx_handle(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
         return;
     }
     ep = mdr_hash_get(&rail->eps, rx->hdr.uuid);
+    if (rx->hdr.version != MDR_UCX_VERSION &&
+        (ep == NULL || ep->rx_conn == 0 || ep->rx_conn != rx->hdr.conn)) {
+        char src[32];
+        snprintf(src, sizeof(src), "uuid %016llx", (unsigned long long)rx->hdr.uuid);
+        mdr_drv_refusal(&rail->refusals, rail->name, src,
+                        "message of madrail ucx protocol version %u, this library speaks "
+                        "version %u (processes of different madrail builds?)",
+                        rx->hdr.version, MDR_UCX_VERSION);
+        mdr_ucx_rx_free(rail, rx);
+        return;
+    }
     if (ep == NULL || ep->state != MDR_UCX_EP_OPEN || ep->rx_conn == 0 ||
         ep->rx_conn != rx->hdr.conn) {
         mdr_debug("rail %s: %s message from %016llx (connection %u) has no endpoint; dropped",
@@ -662,6 +675,7 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     snprintf(rail->tls, sizeof(rail->tls), "%s", s.tls);
     snprintf(rail->dev, sizeof(rail->dev), "%s", s.dev);
     rail->uuid = params->uuid;
+    rail->job_key = params->job_key;
     rail->upcalls = params->upcalls;
     rail->rail_cookie = params->rail_cookie;
     rail->slot_size = params->slot_size;
@@ -673,7 +687,11 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
      * flush proves that the data is in place. */
     rail->order_flush = s.order >= 0 ? s.order : !(s.tcp || s.shm);
     rail->shm = s.shm;
-    rail->next_conn = 1;
+    /* connection ids start at random: after the handshake, what a message
+     * claims to come from is (uuid, connection), which a stranger never sees */
+    if (getrandom(&rail->next_conn, sizeof(rail->next_conn), 0) != sizeof(rail->next_conn) ||
+        rail->next_conn == 0)
+        rail->next_conn = 1;
     mdr_list_init(&rail->eps_all);
     mdr_list_init(&rail->zombie_eps);
     mdr_list_init(&rail->failq);

@@ -70,8 +70,13 @@ int main(void)
 
     printf("libmadrail %s, header %d.%d\n", madrail_version(), MADRAIL_VERSION_MAJOR,
            MADRAIL_VERSION_MINOR);
+    uint8_t key[MADRAIL_JOB_KEY_LEN];
+
     CHECK(madrail_context_init(&params, &a));
     CHECK(madrail_context_init(&params, &b));
+    /* two contexts connected by hand share one job key (docs/security.md) */
+    CHECK(madrail_context_job_key(a, key, NULL));
+    CHECK(madrail_context_set_job_key(b, key, sizeof(key)));
     if (madrail_rail_count(a) != 1 || madrail_rail_count(b) != 1) {
         fprintf(stderr, "install-prog: %d and %d rails, want 1\n", madrail_rail_count(a),
                 madrail_rail_count(b));
