@@ -1,5 +1,5 @@
 /*
- * mpi_bench: the code mpi_lat.c and mpi_bw.c share (see mpi_bench.h).  A
+ * mpi_bench: the code the MPI benchmarks share (see mpi_bench.h).  A
  * plain source file compiled together with each benchmark by the MPI
  * wrapper compiler, not a library: the benchmarks are built outside the
  * madrail build, against whichever MPI is being measured.
@@ -152,21 +152,24 @@ static int begin(int *argc, char ***argv, const mb_prog_t *p, mb_bench_t *b, int
     b->argv0 = (*argv)[0];
     MPI_Comm_rank(MPI_COMM_WORLD, &b->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    b->nranks = size;
     rc = parse_args(*argc, *argv, p, &b->o, b->rank);
     if (rc != 0) {
         MPI_Finalize();
         *status = rc > 0 ? 0 : 1;
         return -1;
     }
-    if (size != 2) {
+    if (p->pairs ? size < 2 || size % 2 : size != 2) {
         if (b->rank == 0)
-            fprintf(stderr, "%s: needs exactly 2 ranks (mpiexec -n 2), got %d\n", b->argv0,
+            fprintf(stderr, "%s: needs %s, got %d\n", b->argv0,
+                    p->pairs ? "an even number of ranks (pairs: rank i and i + n/2)"
+                             : "exactly 2 ranks (mpiexec -n 2)",
                     size);
         MPI_Finalize();
         *status = 1;
         return -1;
     }
-    b->peer = 1 - b->rank;
+    b->peer = b->rank < size / 2 ? b->rank + size / 2 : b->rank - size / 2;
     b->sbuf = malloc(b->o.max ? b->o.max : 1);
     b->rbuf = malloc(b->o.max ? b->o.max : 1);
     if (!b->sbuf || !b->rbuf)
@@ -214,7 +217,13 @@ static void print_header(const mb_bench_t *b)
         printf(", warm-up %ld\n", b->o.warmup);
     else
         printf(", warm-up %ld/%ld/%ld by size\n", p->warmup[0], p->warmup[1], p->warmup[2]);
-    printf("%-10s%18s\n", "# Size", p->column);
+    if (p->pairs)
+        printf("# %d ranks, %d pairs (rank i sends to rank i + %d)\n", b->nranks, b->nranks / 2,
+               b->nranks / 2);
+    printf("%-10s%18s", "# Size", p->column);
+    if (p->column2)
+        printf("%18s", p->column2);
+    printf("\n");
     fflush(stdout);
 }
 
@@ -239,9 +248,13 @@ static void sweep(mb_bench_t *b)
 
         if (msg > b->o.max)
             break;
+        b->value2 = 0.0;
         v = p->measure(b, msg, warmup, iters);
         if (b->rank == 0) {
-            printf("%-10zu%18.2f\n", msg, v);
+            printf("%-10zu%18.2f", msg, v);
+            if (p->column2)
+                printf("%18.2f", b->value2);
+            printf("\n");
             fflush(stdout);
         }
         if (msg >= b->o.max)
@@ -285,6 +298,10 @@ static int end(mb_bench_t *b)
     MPI_Allreduce(&b->errors, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (b->o.validate && b->rank == 0)
         printf("# validation: %s\n", total ? "FAILED" : "all sizes byte-exact");
+    if (b->rank == 0) {
+        printf("# end of measurements\n");
+        fflush(stdout);
+    }
     free(b->sbuf);
     free(b->rbuf);
     b->sbuf = b->rbuf = NULL;

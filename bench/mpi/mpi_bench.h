@@ -1,6 +1,7 @@
 /*
- * mpi_bench: what mpi_lat.c and mpi_bw.c share -- MPI start-up and the
- * 2-rank check, the options every benchmark takes (a table, plus each
+ * mpi_bench: what the MPI benchmarks (mpi_lat.c, mpi_bw.c, mpi_bibw.c,
+ * mpi_mbw_mr.c) share -- MPI start-up and the rank-count check (2 ranks,
+ * or any even number of ranks in pairs), the options every benchmark takes (a table, plus each
  * program's own options as a second table), per-size iteration defaults,
  * the size sweep with OSU-style output, the --validate byte pattern, and
  * the closing validation verdict.  A program describes itself in an
@@ -53,6 +54,13 @@ typedef struct mb_prog {
      * [0] up to 8 KiB, [1] below 1 MiB, [2] from 1 MiB. */
     long iters[3], warmup[3];
     int zero_size; /* 1: --min 0 measures 0-byte messages; 0: sweep from 1 */
+    /* 0: exactly 2 ranks.  1: any even number of ranks, paired as in
+     * osu_mbw_mr: rank i < n/2 with rank i + n/2 (with -ppn n/2 on two
+     * nodes every pair spans the nodes). */
+    int pairs;
+    /* Optional second value column (e.g. "Messages/s"): measure sets
+     * b->value2 and each row prints it after the first. */
+    const char *column2;
     /* Optional: after the options and the message buffers, before the first
      * size: 0, or -1 when out of memory (reported and MPI_Abort'ed as for
      * the message buffers).  teardown: after the last size. */
@@ -68,14 +76,18 @@ typedef struct mb_bench {
     const char *argv0;
     mb_opts_t o;
     int rank, peer;
+    int nranks;                 /* MPI_COMM_WORLD's size */
+    double value2;              /* second column of this size (column2) */
     unsigned char *sbuf, *rbuf; /* o.max bytes each (at least 1) */
     long errors;                /* sizes that failed --validate here */
 } mb_bench_t;
 
-/* The whole program: MPI_Init, options (-h answered), the 2-rank check,
- * the message buffers, p->setup, header lines and p->measure for every
- * size with a row each on rank 0, p->teardown, the --validate verdict over
- * both ranks, MPI_Finalize.  Returns main's exit status. */
+/* The whole program: MPI_Init, options (-h answered), the rank-count
+ * check, the message buffers, p->setup, header lines and p->measure for
+ * every size with a row each on rank 0, p->teardown, the --validate
+ * verdict over all ranks, a closing "# end of measurements" line (scripts
+ * that must kill a job hanging in MPI_Finalize know from it that the
+ * results are complete), MPI_Finalize.  Returns main's exit status. */
 int mb_main(int argc, char **argv, const mb_prog_t *p);
 
 /* --validate: fill p[0..n) with the pattern of seed / count the bytes that
