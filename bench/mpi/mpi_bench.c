@@ -50,6 +50,23 @@ static int parse_size(const char *s, size_t *out)
     return 0;
 }
 
+/* "8,1k,64k" -> sizes; 0 on success. */
+static int parse_sizes(const char *s, mb_sizes_t *out)
+{
+    char buf[512], *tok, *save = NULL;
+
+    if (!s || strlen(s) >= sizeof(buf))
+        return -1;
+    strcpy(buf, s);
+    out->n = 0;
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (out->n == MB_SIZES_MAX || parse_size(tok, &out->v[out->n]))
+            return -1;
+        out->n++;
+    }
+    return out->n > 0 ? 0 : -1;
+}
+
 static int parse_long(const char *s, long *out)
 {
     char *end;
@@ -80,6 +97,7 @@ static int set_opt(const mb_opt_t *opt, const char *v)
     case MB_OPT_SIZE: return parse_size(v, opt->dst) != 0;
     case MB_OPT_COUNT: return parse_long(v, l) || *l < opt->lo || *l > opt->hi;
     case MB_OPT_FLAG: *(int *)opt->dst = 1; return 0;
+    case MB_OPT_SIZES: return parse_sizes(v, opt->dst) != 0;
     }
     return 1;
 }
@@ -94,6 +112,7 @@ static int parse_args(int argc, char **argv, const mb_prog_t *p, mb_opts_t *o, i
         {"--warmup", MB_OPT_COUNT, &o->warmup, 0, MB_COUNT_MAX},
         {"--factor", MB_OPT_COUNT, &o->factor, 2, 1024},
         {"--validate", MB_OPT_FLAG, &o->validate, 0, 0},
+        {"--sizes", MB_OPT_SIZES, &o->sizes, 0, 0},
         {NULL, MB_OPT_FLAG, NULL, 0, 0},
     };
     int i;
@@ -104,6 +123,7 @@ static int parse_args(int argc, char **argv, const mb_prog_t *p, mb_opts_t *o, i
     o->warmup = -1;
     o->validate = 0;
     o->factor = 2;
+    o->sizes.n = 0;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         const mb_opt_t *opt;
@@ -128,6 +148,24 @@ static int parse_args(int argc, char **argv, const mb_prog_t *p, mb_opts_t *o, i
                         v ? v : "");
             return -1;
         }
+    }
+    if (o->sizes.n > 0) {
+        /* the buffers are o->max bytes: the largest size listed */
+        o->max = 0;
+        for (i = 0; i < o->sizes.n; i++) {
+            if (o->sizes.v[i] == 0 && !p->zero_size) {
+                if (rank == 0)
+                    fprintf(stderr, "%s: --sizes: 0-byte messages are not measured here\n",
+                            argv[0]);
+                return -1;
+            }
+            if (o->sizes.v[i] > o->max)
+                o->max = o->sizes.v[i];
+        }
+        o->min = o->max;
+        for (i = 0; i < o->sizes.n; i++)
+            if (o->sizes.v[i] < o->min)
+                o->min = o->sizes.v[i];
     }
     if (o->min > o->max) {
         if (rank == 0)
@@ -233,30 +271,44 @@ static long by_size(const long def[3], size_t size)
     return size <= 8192 ? def[0] : size < ((size_t)1 << 20) ? def[1] : def[2];
 }
 
-/* Header lines on rank 0, then p->measure for every size, a row each. */
+/* p->measure for one size on every rank, and its row on rank 0. */
+static void measure_one(mb_bench_t *b, size_t msg)
+{
+    const mb_prog_t *p = b->prog;
+    long iters = b->o.iters > 0 ? b->o.iters : by_size(p->iters, msg);
+    long warmup = b->o.warmup >= 0 ? b->o.warmup : by_size(p->warmup, msg);
+    double v;
+
+    b->value2 = 0.0;
+    v = p->measure(b, msg, warmup, iters);
+    if (b->rank == 0) {
+        printf("%-10zu%18.2f", msg, v);
+        if (p->column2)
+            printf("%18.2f", b->value2);
+        printf("\n");
+        fflush(stdout);
+    }
+}
+
+/* Header lines on rank 0, then a row for every size: the --sizes list in
+ * its order, or --min, x --factor, ..., up to --max. */
 static void sweep(mb_bench_t *b)
 {
     const mb_prog_t *p = b->prog;
     size_t msg = b->o.min || p->zero_size ? b->o.min : 1;
+    int i;
 
     if (b->rank == 0)
         print_header(b);
+    if (b->o.sizes.n > 0) {
+        for (i = 0; i < b->o.sizes.n; i++)
+            measure_one(b, b->o.sizes.v[i]);
+        return;
+    }
     for (;; msg = msg ? msg * (size_t)b->o.factor : 1) {
-        long iters = b->o.iters > 0 ? b->o.iters : by_size(p->iters, msg);
-        long warmup = b->o.warmup >= 0 ? b->o.warmup : by_size(p->warmup, msg);
-        double v;
-
         if (msg > b->o.max)
             break;
-        b->value2 = 0.0;
-        v = p->measure(b, msg, warmup, iters);
-        if (b->rank == 0) {
-            printf("%-10zu%18.2f", msg, v);
-            if (p->column2)
-                printf("%18.2f", b->value2);
-            printf("\n");
-            fflush(stdout);
-        }
+        measure_one(b, msg);
         if (msg >= b->o.max)
             break;
     }

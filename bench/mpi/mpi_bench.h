@@ -21,7 +21,8 @@
 typedef enum {
     MB_OPT_SIZE,  /* "64", "8k", "16m", "1g" (x1024), into a size_t */
     MB_OPT_COUNT, /* decimal in [lo, hi], into a long */
-    MB_OPT_FLAG   /* no value; sets an int to 1 */
+    MB_OPT_FLAG,  /* no value; sets an int to 1 */
+    MB_OPT_SIZES  /* "8,1k,64k": a list of sizes, into an mb_sizes_t */
 } mb_opt_kind_t;
 
 /* One command-line option; a table ends with name == NULL. */
@@ -32,12 +33,21 @@ typedef struct mb_opt {
     long lo, hi; /* MB_OPT_COUNT only */
 } mb_opt_t;
 
+/* --sizes: the message sizes measured instead of the --min/--factor/--max
+ * sweep, in the order given. */
+#define MB_SIZES_MAX 32
+typedef struct mb_sizes {
+    int n;
+    size_t v[MB_SIZES_MAX];
+} mb_sizes_t;
+
 /* The options every benchmark takes (defaults set by mb_main). */
 typedef struct mb_opts {
     size_t min, max;    /* --min (1), --max (16m) */
     long iters, warmup; /* --iters, --warmup; -1: by size (mb_prog_t) */
     long factor;        /* --factor (2): next size = size * factor */
     int validate;       /* --validate */
+    mb_sizes_t sizes;   /* --sizes (n == 0: the sweep) */
 } mb_opts_t;
 
 struct mb_bench;

@@ -50,7 +50,8 @@ static void usage(FILE *f, const char *argv0)
 {
     fprintf(f,
             "Usage: mpiexec -n N %s [--min SIZE] [--max SIZE] [--iters N] [--warmup N]\n"
-            "                         [--window N] [--factor F] [--validate] [-h]\n"
+            "                         [--window N] [--factor F] [--sizes LIST]\n"
+            "                         [--validate] [-h]\n"
             "Multi-pair bandwidth and message rate, OSU osu_mbw_mr semantics: N (even)\n"
             "ranks in N/2 pairs, rank i sending to rank i + N/2 (on two nodes use\n"
             "-ppn N/2 so that every pair spans them).  Prints the sum over the pairs:\n"
@@ -62,6 +63,7 @@ static void usage(FILE *f, const char *argv0)
             "               to 8 KiB, 20 up to 512 KiB, 5 from 1 MiB)\n"
             "  --warmup N   untimed iterations before (default: 10, 2, 1 likewise)\n"
             "  --factor F   next size = size * F (default 2: powers of two)\n"
+            "  --sizes LIST only these sizes, in this order (e.g. 64k,1m,4m)\n"
             "  --validate   fill the messages with a pattern and check the last one\n"
             "               every receiver got of every size (not timed)\n"
             "  -h, --help   this text\n",
