@@ -213,10 +213,13 @@ report_ratechange() {
         }
         l1 = m["ratechange", "iperf3", "rail0", "link", 0]; l2 = m["ratechange", "iperf3", "rail1", "link", 0]
         l3 = m["ratechange", "iperf3", "rail1@300mbit", "link", 0]
-        print "| system | both rails 1 Gbit (MB/s) | rail1 at 300 Mbit | 1 Gbit again | whole run | job |"
+        # the shaper'"'"'s rates in bytes of Ethernet frames, what the counters count
+        w[1] = 250; w[2] = 125 + 37.5; w[3] = 250
+        print "| system | both rails 1 Gbit (MB/s) | rail1 at 300 Mbit | 1 Gbit again | whole run (mpi_bw) | job |"
         print "|---|---:|---:|---:|---:|---|"
+        printf "| limit: tbf rate (frames) | %.1f | %.1f | %.1f | | |\n", w[1], w[2], w[3]
         if (l1 != "" && l2 != "")
-            printf "| limit (iperf3) | %.1f | %s | %.1f | | |\n", l1 + l2, (l3 == "") ? "–" : sprintf("%.1f", l1 + l3), l1 + l2
+            printf "| limit: iperf3 (payload) | %.1f | %s | %.1f | | |\n", l1 + l2, (l3 == "") ? "–" : sprintf("%.1f", l1 + l3), l1 + l2
         for (i = 1; i <= n; i++) {
             s = ord[i]
             for (p = 1; p <= 3; p++) { sum[p] = 0; c0[p] = 0; c1[p] = 0; cnt[p] = 0 }
@@ -234,14 +237,12 @@ report_ratechange() {
             for (p = 1; p <= 3; p++) {
                 if (cnt[p] == 0) { line = line " – |"; continue }
                 v = sum[p] / cnt[p]
-                lim = (p == 2) ? ((l3 == "" || l1 == "") ? "" : l1 + l3) : ((l1 == "" || l2 == "") ? "" : l1 + l2)
-                line = line sprintf(" %.1f%s<br>(%.1f + %.1f) |", v, (lim == "") ? "" : sprintf(" (%.0f%%)", 100 * v / lim),
-                                    c0[p] / cnt[p], c1[p] / cnt[p])
+                line = line sprintf(" %.1f (%.0f%%)<br>%.1f + %.1f |", v, 100 * v / w[p], c0[p] / cnt[p], c1[p] / cnt[p])
             }
             line = line sprintf(" %s | %s |", (overall[s] == "") ? "–" : sprintf("%.1f", overall[s]), status[s])
             print line
         }
-        printf "\nMB/s from the kernel'"'"'s byte counters of node0'"'"'s rails every 100 ms (rail0 + rail1 below each mean), averaged over each phase without its first 0.5 s; \"whole run\": what mpi_bw reported.\n\n"
+        printf "\nThroughput from the kernel'"'"'s byte counters of node0'"'"'s rails, read every 100 ms (rail0 + rail1 below each mean), averaged over each phase without its first 0.5 s. The counters count Ethernet frames, TCP/IP headers included, which is what tbf limits: the percentages are of the tbf rate. \"Whole run\": the payload rate mpi_bw printed, to compare with iperf3.\n\n"
     }'
 }
 
@@ -360,7 +361,7 @@ report_plots() {
         }
         function v3(x) { return (x == "") ? "-" : x }' </dev/null
         D=$d gnuplot 2>"$d/gnuplot.log" <<EOF || warn "gnuplot failed (see $d/gnuplot.log)"
-set terminal pngcairo size 820,330 font "sans,9" noenhanced
+set terminal png size 820,330 font "DejaVuSans,8" noenhanced
 set output "$d/cluster-rails.png"
 set datafile missing "-"
 set multiplot layout 1,2
@@ -387,7 +388,7 @@ EOF
     # throughput over time
     for p in ratechange linkdown; do
         grep -q "^$p," "$d/series.csv" || continue
-        local plots= ev title color
+        local plots= ev title color tmax
         for s in madrail mpich openmpi; do
             awk -F, -v p="$p" -v s="$s" '$1 == p && $2 == s { print $3, $6 }' "$d/series.csv" >"$d/plot-$p-$s.dat"
             [ -s "$d/plot-$p-$s.dat" ] || continue
@@ -395,24 +396,33 @@ EOF
             plots="$plots${plots:+, }\"$d/plot-$p-$s.dat\" u 1:2 w l lw 2 lc rgb \"$color\" t \"$(sys_label_r "$s")\""
         done
         [ -n "$plots" ] || continue
-        # the change times: the mean over the systems
-        ev=$(awk -F, -v p="$p" '$1 == p && $4 !~ /^(traffic|end)/ { s[$4] += $3; n[$4]++ }
-              END { for (e in s) printf "set arrow from %.2f, graph 0 to %.2f, graph 1 nohead dt 3 lc rgb \"#555555\"\nset label \"%s\" at %.2f, graph 0.97 left offset 0.5,0 font \",8\"\n", s[e] / n[e], s[e] / n[e], e, s[e] / n[e] }' "$d/events.csv")
+        # the change times: the mean over the systems; the shaper's rate
+        # (frames, as the counters count) as a step line
+        awk -F, -v p="$p" '$1 == p && $4 !~ /^(traffic|end)/ { s[$4] += $3; n[$4]++ }
+              END { for (e in s) printf "%.2f,%s\n", s[e] / n[e], e }' "$d/events.csv" | sort -t, -k1,1g >"$d/plot-$p-ev.csv"
+        ev=$(awk -F, '{ printf "set arrow from %s, graph 0 to %s, graph 1 nohead dt 3 lc rgb \"#555555\"\n", $1, $1
+                        printf "set label \"%s\" at %s, graph 0.96 left offset 0.5,0\n", $2, $1 }' "$d/plot-$p-ev.csv")
+        tmax=$(awk -F, -v p="$p" '$1 == p && $3 + 0 > t { t = $3 + 0 } END { print t + 0.2 }' "$d/series.csv")
+        awk -F, -v tmax="$tmax" 'BEGIN { r = 250; print -0.5, r }
+            { print $1, r; if ($2 ~ /300mbit/) r = 162.5; else if ($2 ~ /1gbit/) r = 250; else if ($2 ~ /down/) r = 125; print $1, r }
+            END { print tmax, r }' "$d/plot-$p-ev.csv" >"$d/plot-$p-limit.dat"
+        plots="\"$d/plot-$p-limit.dat\" u 1:2 w l lw 1 dt 2 lc rgb \"#888888\" t \"tbf rate\", $plots"
         if [ "$p" = ratechange ]; then title="two 1 Gbit rails, rail1 slowed to 300 Mbit and back (1 MiB osu_bw stream)"
         else title="two 1 Gbit rails, node1's rail1 link down (4 MiB osu_bw stream)"; fi
         gnuplot 2>>"$d/gnuplot.log" <<EOF || warn "gnuplot failed (see $d/gnuplot.log)"
-set terminal pngcairo size 820,300 font "sans,9" noenhanced
+set terminal png size 820,300 font "DejaVuSans,8" noenhanced
 set output "$d/cluster-$p.png"
 set title "$title"
 set xlabel "seconds after the stream started"
-set ylabel "MB/s sent by node0 (both rails)"
+set ylabel "MB/s sent by node0 (frames, both rails)"
 set grid ytics
-set key top right
-set yrange [0:*]
+set key below horizontal
+set yrange [0:280]
+set xrange [-0.5:$tmax]
 $ev
 plot $plots
 EOF
-        rm -f "$d"/plot-"$p"-*.dat
+        rm -f "$d"/plot-"$p"-*
     done
     return 0
 }
