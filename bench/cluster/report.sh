@@ -76,9 +76,12 @@ function linksum(c, k,   r, t, v) {
     }
     return t
 }
-# the physical limit of benchmark b over k rails of case c
-function limit(c, b, k,   l) {
+# the physical limit of benchmark b (message size z) over k rails of case
+# c; none for latency and message rate, nor for small messages of mbw_mr
+# (what limits 8-byte messages is not the link)
+function limit(c, b, k, z,   l) {
     if (b != "bw" && b != "bibw" && b != "mr") return ""
+    if (b == "mr" && z + 0 < 65536) return ""
     l = linksum(c, k)
     if (l == "") return ""
     return (b == "bibw") ? 2 * l : l
@@ -87,7 +90,7 @@ function cell(c, s, k, b, z,   v, l, st) {
     v = m[c, s, k, b, z]
     st = bad[c, s, k, (b == "msgrate") ? "mr" : b]
     if (v == "") return (st != "") ? st : "–"
-    l = limit(c, b, k)
+    l = limit(c, b, k, z)
     if (l != "" && l > 0) return sprintf("%s (%.1f%%)%s", fmt(v, b), 100 * v / l, (st != "") ? " †" : "")
     return fmt(v, b) ((st != "") ? " †" : "")
 }
@@ -167,7 +170,7 @@ report_table() {
                     any = 0
                     for (i = 1; i <= n; i++) if (m[c, ord[i], k, b, z] != "" || bad[c, ord[i], k, (b == "msgrate") ? "mr" : b] != "") any = 1
                     if (!any) continue
-                    l = limit(c, b, k)
+                    l = limit(c, b, k, z)
                     line = sprintf("| %s %s (%s) | %d | %s |", benchname(b), sizename(z), unitname(b), k, (l == "") ? "–" : sprintf("%.1f", l))
                     for (i = 1; i <= n; i++) line = line " " cell(c, ord[i], k, b, z) " |"
                     print line
@@ -176,7 +179,7 @@ report_table() {
         }
         r = ""
         for (k = 0; k < 4; k++) if (m[c, "iperf3", "rail" k, "link", 0] != "")
-            r = r sprintf("%s rail%d %.1f MB/s", (r == "") ? "" : ",", k, m[c, "iperf3", "rail" k, "link", 0])
+            r = r sprintf("%srail%d %.1f MB/s", (r == "") ? "" : ", ", k, m[c, "iperf3", "rail" k, "link", 0])
         if (r != "") printf "\nLimit: the sum of the rails'"'"' iperf3 results in this run (%s), twice that for the bidirectional rows (full-duplex links). Percentages: of that limit.\n", r
         nt = notes(c)
         if (nt != "") printf "\nJobs that did not end normally:\n\n%s", nt
@@ -350,7 +353,7 @@ report_plots() {
                 f = D "/plot-" b ".dat"
                 printf "# rails limit madrail mpich openmpi (%s)\n", sizename(z) > f
                 for (k = 1; k <= 3; k++) {
-                    l = limit("equal", b, k)
+                    l = limit("equal", b, k, z)
                     printf "%d %s %s %s %s\n", k, (l == "") ? "-" : l, v3(m["equal", "madrail", k, b, z]),
                            v3(m["equal", "mpich", k, b, z]), v3(m["equal", "openmpi", k, b, z]) > f
                 }
@@ -465,13 +468,13 @@ report_all() {
     say "tables: $d/results.md; values: $d/results.csv, medians.csv; plots: $(cd "$d" && ls cluster-*.png 2>/dev/null | tr '\n' ' ')"
 }
 
-# update_docs DIR SRCTREE: the generated part of docs/performance.md
-# (between the markers, added before "## Other comparisons" the first
-# time) and the plots in docs/img/
+# update_docs DIR DOCS: the generated part of DOCS/performance.md (between
+# the markers, added before "## Other comparisons" the first time) and the
+# plots in DOCS/img/
 update_docs() {
-    local d=$1 src=$2 doc img f tmp
-    doc=$src/docs/performance.md
-    img=$src/docs/img
+    local d=$1 docs=$2 doc img f tmp
+    doc=$docs/performance.md
+    img=$docs/img
     [ -f "$doc" ] || { warn "$doc not found"; return 1; }
     [ -f "$d/results.md" ] || { warn "$d/results.md not found (a --quickstart run has no docs table)"; return 1; }
     mkdir -p "$img" || return 1

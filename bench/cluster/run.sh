@@ -76,6 +76,8 @@ Options:
                    tree only)
   --report DIR     no run: rebuild the table and plots of DIR from its CSV
                    files (with --update-docs: and the docs)
+  --docs DIR       the docs directory --update-docs writes (default: docs/
+                   of the source tree)
   --prefix P       cluster namespace prefix (default mdrbench-)
   --timeout SEC    time limit of one benchmark job (default by benchmark)
   -h, --help       this text
@@ -89,7 +91,9 @@ job's output and command line).
 Environment:
   MDR_MPICH_DIR    our MPICH with ch4:madrail (default: _install/mpich of the
                    source tree, or <prefix>/mpich when installed)
-  MDR_LIBDIR       a libmadrail to use instead of the one next to that libmpi
+  MDR_LIBDIR       the libmadrail to measure (default: _install/lib of the
+                   source tree, or <prefix>/lib, when there; else the copy
+                   next to that libmpi)
   MPICC_MPICH, MPIEXEC_MPICH     Debian's MPICH (mpicc.mpich, mpiexec.mpich)
   MPICC_OPENMPI, MPIRUN_OPENMPI  Debian's Open MPI (mpicc.openmpi, mpirun.openmpi)
 Needs root and network namespaces (else: SKIP, exit 77), iperf3 and, for
@@ -105,6 +109,7 @@ SYSTEMS=
 CASES=
 OUT=
 UPDATE_DOCS=no
+DOCS_DIR=
 REPORT_ONLY=
 PREFIX=mdrbench-
 JOB_TIMEOUT=
@@ -118,6 +123,7 @@ while [ $# -gt 0 ]; do
         --cases) CASES=${2:-}; shift ;;
         --out) OUT=${2:-}; shift ;;
         --update-docs) UPDATE_DOCS=yes ;;
+        --docs) DOCS_DIR=${2:-}; shift ;;
         --report) REPORT_ONLY=${2:-}; shift ;;
         --prefix) PREFIX=${2:-}; shift ;;
         --timeout) JOB_TIMEOUT=${2:-}; shift ;;
@@ -147,21 +153,36 @@ if [ -f "$HERE/../../test/cluster/cluster.sh" ] && [ -f "$HERE/../mpi/mpi_bench.
     CLUSTER_SH=$SRCTREE/test/cluster/cluster.sh
     MPI_SRC=$SRCTREE/bench/mpi
     DEFAULT_MPICH=$SRCTREE/_install/mpich
+    DEFAULT_LIBDIR=$SRCTREE/_install/lib
 elif [ -f "$INSTALLED_DATADIR/cluster/cluster.sh" ]; then
     CLUSTER_SH=$INSTALLED_DATADIR/cluster/cluster.sh
     MPI_SRC=$INSTALLED_DATADIR/mpi
     DEFAULT_MPICH=$(cd "$HERE/.." && pwd)/mpich
+    DEFAULT_LIBDIR=$(cd "$HERE/.." && pwd)/lib
 else
     echo "$prog: cannot find cluster.sh and the benchmark sources (not in a source tree, not installed)" >&2
     exit 1
 fi
 MPICH_DIR=${MDR_MPICH_DIR:-$DEFAULT_MPICH}
+# The libmadrail measured: the one installed with this checkout (or
+# $MDR_LIBDIR) ahead of the copy the cached MPICH carries, which may be
+# older -- as the tests do.
+MDR_LIBDIR=${MDR_LIBDIR:-}
+if [ -z "$MDR_LIBDIR" ] && compgen -G "$DEFAULT_LIBDIR/libmadrail.so*" >/dev/null; then
+    MDR_LIBDIR=$DEFAULT_LIBDIR
+fi
 
 T_START=$(date +%s)
 say() { printf '[bench %4ds] %s\n' $(($(date +%s) - T_START)) "$*"; }
 warn() { printf '[bench] warning: %s\n' "$*" >&2; }
 die() { printf '[bench] ERROR: %s\n' "$*" >&2; exit 1; }
 skip() { echo "SKIP: $prog: $*"; exit 77; }
+
+if [ "$UPDATE_DOCS" = yes ]; then
+    [ -n "$DOCS_DIR" ] || DOCS_DIR=${SRCTREE:+$SRCTREE/docs}
+    [ -n "$DOCS_DIR" ] && [ -f "$DOCS_DIR/performance.md" ] ||
+        die "--update-docs: no performance.md in '${DOCS_DIR:-}' (run bench/cluster/run.sh in the source tree, or give --docs DIR)"
+fi
 
 # Medians, tables and plots: also used alone (--report).
 . "$HERE/report.sh" 2>/dev/null || . "$INSTALLED_DATADIR/report.sh" ||
@@ -171,11 +192,8 @@ if [ -n "$REPORT_ONLY" ]; then
     [ -f "$REPORT_ONLY/results.csv" ] || die "$REPORT_ONLY/results.csv not found"
     OUT=$(cd "$REPORT_ONLY" && pwd)
     report_all "$OUT" || exit 1
-    [ "$UPDATE_DOCS" = yes ] && { update_docs "$OUT" "$SRCTREE" || exit 1; }
+    [ "$UPDATE_DOCS" = yes ] && { update_docs "$OUT" "$DOCS_DIR" || exit 1; }
     exit 0
-fi
-if [ "$UPDATE_DOCS" = yes ] && [ -z "$SRCTREE" ]; then
-    die "--update-docs needs the source tree (run bench/cluster/run.sh there)"
 fi
 [ "$UPDATE_DOCS" = yes ] && [ "$PROFILE" = quickstart ] &&
     die "--update-docs goes with a --quick or full run, not --quickstart"
@@ -398,7 +416,7 @@ write_versions() {
             case $s in
                 madrail)
                     echo "ch4:madrail: MPICH $("$MPICH_DIR/bin/mpichversion" 2>/dev/null |
-                        sed -n 's/^MPICH Version:[[:space:]]*//p') ($MPICH_DIR)${MDR_LIBDIR:+, libmadrail from $MDR_LIBDIR}" ;;
+                        sed -n 's/^MPICH Version:[[:space:]]*//p') ($MPICH_DIR), libmadrail from ${MDR_LIBDIR:-$MPICH_DIR/lib}" ;;
                 mpich)
                     echo "MPICH ch4:ucx: Debian mpich $(dpkg-query -W -f='${Version}' mpich 2>/dev/null || echo '?')," \
                          "UCX $(ucx_info -v 2>/dev/null | sed -n 's/^# Version //p' | head -n 1)" \
@@ -706,7 +724,7 @@ case_linkdown() {
         event linkdown "$s" "$t0" "end $JOB_STATUS rc $JOB_RC"
         sampler_stop
         series linkdown "$s" "$f" "$t0"
-        grep -m 3 -iE 'error|abort|fail|fatal|unreachable|timed out|hang' "$OUT/raw/linkdown.$s.out" |
+        grep -v '^\[bench\]' "$OUT/raw/linkdown.$s.out" | grep -m 3 -iE 'error|abort|fail|fatal|unreachable|timed out|hang' |
             head -n 3 >"$OUT/raw/linkdown.$s.errors"
         say "  $JOB_STATUS (exit $JOB_RC) after ${JOB_SECS}s"
     done
@@ -749,5 +767,5 @@ cl down >/dev/null 2>&1
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/versions.txt"
 say "all jobs done; writing the tables and plots"
 report_all "$OUT" || exit 1
-[ "$UPDATE_DOCS" = yes ] && { update_docs "$OUT" "$SRCTREE" || exit 1; }
+[ "$UPDATE_DOCS" = yes ] && { update_docs "$OUT" "$DOCS_DIR" || exit 1; }
 exit 0
