@@ -324,6 +324,9 @@ report_quickstart() {
         if (m["quickstart", "madrail+w10.3", 2, "bw", 1048576] != "")
             row("  same, MADRAIL_RAIL_WEIGHTS=10,3", "madrail+w10.3", 2, (a == "" || c == "") ? "" : a + c)
         print ""
+        print "Two equal rails should carry twice what one rail carries; \"of limit\" says how close"
+        print "each row comes to what its links can carry at all."
+        print ""
         print "latency: 8-byte messages, half a round trip (bench/mpi/mpi_lat.c, like osu_latency)"
         print "bandwidth: 1 MiB messages, 64 in flight (bench/mpi/mpi_bw.c, like osu_bw); MB = 1e6 bytes"
         printf "physical limit: iperf3 (TCP) on each rail, summed: rail0 %s, rail1 %s, rail1 at 300 Mbit %s MB/s\n",

@@ -234,7 +234,7 @@ case $PROFILE in
     quickstart)
         ROUNDS=1
         CASES=quickstart
-        LAT_ARGS=(--sizes 8 --iters 2000 --warmup 100)
+        LAT_ARGS=(--sizes 8 --iters 1000 --warmup 100)
         BW_ARGS=(--sizes 1m --window 64 --iters 4 --warmup 1)
         IPERF_SECS=1
         SYSTEMS=madrail
@@ -242,6 +242,9 @@ case $PROFILE in
 esac
 [ "$ROUNDS" -ge 1 ] 2>/dev/null || ROUNDS=1
 FINALIZE_GRACE=10   # s a job may take to exit after "# end of measurements"
+
+[ "$(id -u)" -eq 0 ] || skip "needs root to build the namespace cluster (uid $(id -u))"
+command -v ip >/dev/null 2>&1 || skip "no 'ip' command (Debian: iproute2)"
 
 # ------------------------------------------------------------- systems
 declare -A MPICC LAUNCHER SYS_SKIP
@@ -277,8 +280,7 @@ for s in $(echo "${SYSTEMS:-madrail,mpich,openmpi}" | tr , ' '); do
 done
 [ ${#ACTIVE[@]} -gt 0 ] || die "no MPI to benchmark (see the warnings above)"
 
-# ------------------------------------------------------------- root, tools
-[ "$(id -u)" -eq 0 ] || skip "needs root to build the namespace cluster (uid $(id -u))"
+# ------------------------------------------------------------- tools
 command -v iperf3 >/dev/null 2>&1 || warn "no iperf3 (Debian: iperf3): the physical limits stay empty"
 command -v timeout >/dev/null 2>&1 || die "needs timeout (coreutils)"
 [[ "$PREFIX" =~ ^[a-z][a-z0-9]{0,9}-$ ]] || die "bad --prefix '$PREFIX'"
