@@ -180,7 +180,8 @@ report_table() {
         r = ""
         for (k = 0; k < 4; k++) if (m[c, "iperf3", "rail" k, "link", 0] != "")
             r = r sprintf("%srail%d %.1f MB/s", (r == "") ? "" : ", ", k, m[c, "iperf3", "rail" k, "link", 0])
-        if (r != "") printf "\nLimit: the sum of the rails'"'"' iperf3 results in this run (%s), twice that for the bidirectional rows (full-duplex links). Percentages: of that limit.\n", r
+        if (r != "") printf "\nLimit: the sum of the rails'"'"' iperf3 results in this run (%s)%s. Percentages: of that limit.\n", r,
+                            (sizes[c, "bibw"] != "") ? ", twice that for the bidirectional rows (full-duplex links)" : ""
         nt = notes(c)
         if (nt != "") printf "\nJobs that did not end normally:\n\n%s", nt
         printf "\n"
@@ -375,6 +376,7 @@ set xrange [0.7:3.3]
 set xtics 1
 set xlabel "rails (1 Gbit each)"
 set ylabel "MB/s"
+set yrange [0:*]
 set key top left
 set grid ytics
 set title "bandwidth, $(cat "$d/plot-bw.size") (osu_bw)"
