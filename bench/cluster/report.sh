@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # report.sh -- sourced by bench/cluster/run.sh: from the CSV files of a
 # results directory, the medians (medians.csv), the Markdown tables
 # (results.md), the plots (cluster-*.png, gnuplot), the newcomer's table of
@@ -396,7 +397,7 @@ EOF
     # throughput over time
     for p in ratechange linkdown; do
         grep -q "^$p," "$d/series.csv" || continue
-        local plots= ev title color tmax
+        local plots='' ev title color tmax
         for s in madrail mpich openmpi; do
             awk -F, -v p="$p" -v s="$s" '$1 == p && $2 == s { print $3, $6 }' "$d/series.csv" >"$d/plot-$p-$s.dat"
             [ -s "$d/plot-$p-$s.dat" ] || continue

@@ -30,6 +30,8 @@
 #    the same instrument for every system, whatever it prints itself.
 #  - --quickstart is the small table of ./quickstart.sh's main job
 #    (ch4:madrail only, one rail / two equal / two unequal, about 30 s).
+# (commas inside arrays are option values: --sizes 8,1k)
+# shellcheck disable=SC2054,SC1091
 set -uo pipefail
 
 prog=$(basename "$0")
@@ -489,7 +491,7 @@ job_start() {
 # job_wait LIMIT: waits for the job (LIMIT s from now); sets JOB_STATUS
 # (ok, finalize-hang, hang, error), JOB_RC, JOB_SECS
 job_wait() {
-    local limit_ms=$(( $(ms) + $1 * 1000 )) out=$OUT/raw/$JOB_NAME.out end_ms= now
+    local limit_ms=$(( $(ms) + $1 * 1000 )) out=$OUT/raw/$JOB_NAME.out end_ms="" now
     JOB_STATUS=
     while kill -0 "$JOB_PID" 2>/dev/null; do
         sleep 0.25
