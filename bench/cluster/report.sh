@@ -451,7 +451,7 @@ report_all() {
     {
         echo "Measured $(sed -n 's/^date: //p' "$d/versions.txt" 2>/dev/null) with \`$(sed -n 's/^command: //p' "$d/versions.txt" 2>/dev/null | sed 's/ *$//')\`."
         echo
-        sed -n 's/^\(host\|load average at start\|load average at end\|madrail\|ch4:madrail\|MPICH ch4:ucx\|Open MPI\|iperf3\|latency\|bandwidth\|message rate\|profile\): /- \1: /p' \
+        sed -n 's/^\(host\|load average at start\|load average at end\|madrail\|ch4:madrail\|MPICH ch4:ucx\|Open MPI\|iperf3\|settings\|latency\|bandwidth\|message rate\|profile\): /- \1: /p' \
             "$d/versions.txt" 2>/dev/null
         echo
         title="### Equal rails (1 Gbit each)"
@@ -501,9 +501,34 @@ update_docs() {
                 print ""
                 print "Two nodes made of network namespaces on one machine, with data rails"
                 print "shaped by `tc tbf` (`test/cluster/cluster.sh`, [cluster.md](cluster.md)),"
-                print "and the same benchmark programs (`bench/mpi`, OSU semantics) built with"
-                print "each MPI'"'"'s own `mpicc`. Regenerate with `bench/cluster/run.sh"
-                print "--update-docs` (root; about 25 minutes; `--quick` for a first look)."
+                print "and the same benchmark programs (`bench/mpi`: `osu_latency`, `osu_bw`,"
+                print "`osu_bibw` and `osu_mbw_mr` semantics, our code) built with each MPI'"'"'s"
+                print "own `mpicc`, with the same sizes, windows and iterations for every"
+                print "system. Every system runs once per round, benchmark by benchmark; the"
+                print "tables give the medians over the rounds. The limit of a set of rails"
+                print "is the sum of its rails'"'"' `iperf3` results from the same run."
+                print ""
+                print "Regenerate with `bench/cluster/run.sh --update-docs` (root; installed"
+                print "as `madrail_bench_cluster`; about 25 minutes on a quiet 2-core machine,"
+                print "`--quick` for a first look in about 4). Its results directory keeps"
+                print "every value of every round (`results.csv`), every job'"'"'s status, output"
+                print "and command line (`jobs.csv`, `raw/`)."
+                print ""
+                print "Reading the numbers:"
+                print ""
+                print "- Both nodes share the machine'"'"'s cores. With one rank a node the links"
+                print "  are the limit; the message-rate rows run two ranks a node, four"
+                print "  busy ranks on two cores, and mostly measure how each library waits"
+                print "  for the CPU, not the network."
+                print "- tbf lets a 128 KiB burst through at full speed, so only streams"
+                print "  (windows of 64 messages) measure the rate."
+                print "- A job that does not end is killed and recorded: \"hang\" (no result),"
+                print "  or, when its results were complete before it hung in `MPI_Finalize`,"
+                print "  its values are kept and the cell is marked †. Debian'"'"'s MPICH over UCX"
+                print "  1.13'"'"'s tcp transport does that in about one run in three with two"
+                print "  ranks a node ([cluster.md](cluster.md))."
+                print "- Results taken on a machine shared with other work move by 10-30% and"
+                print "  more; the load average is printed with each run."
                 print ""
                 print b
                 while ((getline l < body) > 0) print l

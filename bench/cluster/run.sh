@@ -431,6 +431,7 @@ write_versions() {
             esac
         done
         echo "iperf3: $(iperf3 --version 2>/dev/null | head -n 1)"
+        echo "settings: ch4:madrail MADRAIL_RAILS=tcp:rail0,...,tcp:rail<k-1>; MPICH ch4:ucx UCX_NET_DEVICES=rail0,...,rail<k-1> UCX_TLS=tcp,self UCX_MAX_EAGER_RAILS=UCX_MAX_RNDV_RAILS=k; Open MPI --mca pml ob1 --mca btl tcp,vader,self --mca btl_tcp_if_include rail0,...,rail<k-1> --bind-to none; no process binding, one rank a node (two for message rate); hydra and Open MPI launch over the unshaped mgmt network"
         echo "profile: $PROFILE, rounds $ROUNDS, cases $CASES"
         echo "latency: mpi_lat ${LAT_ARGS[*]}"
         echo "bandwidth: mpi_bw / mpi_bibw ${BW_ARGS[*]}"
