@@ -189,6 +189,50 @@ report_table() {
     }'
 }
 
+# report_targets DIR: issue 10's targets for ch4:madrail on equal rails,
+# each with what this run measured and whether it meets it
+report_targets() {
+    local d=$1
+    grep -q '^equal,madrail,' "$d/medians.csv" || return 0
+    awk -v med="$d/medians.csv" "$REPORT_AWK_LIB"'
+    function verdict(ok) { return ok ? "meets" : "**misses**" }
+    BEGIN {
+        load_medians(med)
+        c = "equal"
+        print "| target (issue 10) | measured | |"
+        print "|---|---|---|"
+        nb = split("bw bibw", bl, " ")
+        for (bi = 1; bi <= nb; bi++) {
+            b = bl[bi]
+            nz = split(sizes[c, b], zl, " ")
+            for (i = 1; i <= nz; i++) for (j = i + 1; j <= nz; j++) if (zl[j] + 0 < zl[i] + 0) { t = zl[i]; zl[i] = zl[j]; zl[j] = t }
+            for (zi = 1; zi <= nz; zi++) {
+                z = zl[zi]
+                if (z + 0 < 1048576) continue
+                for (k = 2; k <= 3; k++) {
+                    v = m[c, "madrail", k, b, z]; l = limit(c, b, k, z)
+                    if (v == "" || l == "") continue
+                    want = (b == "bw") ? 0.995 : 0.97
+                    printf "| %s %s, %d equal rails: >= %.1f%% of the limit | %.1f of %.1f MB/s = %.1f%% | %s |\n",
+                           benchname(b), sizename(z), k, 100 * want, v, l, 100 * v / l, verdict(v >= want * l)
+                    if (b != "bw") continue
+                    for (pi = 1; pi <= 2; pi++) {
+                        p = (pi == 1) ? "mpich" : "openmpi"
+                        pv = m[c, p, k, b, z]
+                        if (pv == "") continue
+                        printf "| %s %s, %d rails: no worse than %s | %.1f vs %.1f MB/s | %s |\n",
+                               benchname(b), sizename(z), k, label(p), v, pv, verdict(v >= pv)
+                    }
+                }
+            }
+        }
+        l1 = m[c, "madrail", 1, "lat", 8]; l2 = m[c, "madrail", 2, "lat", 8]
+        if (l1 != "" && l2 != "")
+            printf "| latency 8 B over 2 rails <= 1 rail + 0.5 µs | %.2f vs %.2f µs | %s |\n", l2, l1, verdict(l2 <= l1 + 0.5)
+        printf "\n"
+    }'
+}
+
 # report_faults DIR: the rate-change and link-down tables from series.csv
 # and events.csv
 report_ratechange() {
@@ -457,6 +501,7 @@ report_all() {
         title="### Equal rails (1 Gbit each)"
         report_table "$d" equal "$title"
         [ -f "$d/cluster-rails.png" ] && printf '![bandwidth by number of rails](cluster-rails.png)\n\n'
+        report_targets "$d"
         report_table "$d" unequal "### Unequal rails: 1 Gbit + 300 Mbit, no settings"
         if grep -q '^ratechange,' "$d/events.csv" 2>/dev/null; then
             echo "### A rail's rate changes mid-run"
