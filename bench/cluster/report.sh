@@ -370,8 +370,11 @@ report_quickstart() {
         if (m["quickstart", "madrail+w10.3", 2, "bw", 1048576] != "")
             row("  same, MADRAIL_RAIL_WEIGHTS=10,3", "madrail+w10.3", 2, (a == "" || c == "") ? "" : a + c)
         print ""
-        print "Two equal rails should carry twice what one rail carries; \"of limit\" says how close"
-        print "each row comes to what its links can carry at all."
+        b1 = m["quickstart", "madrail", 1, "bw", 1048576]; b2 = m["quickstart", "madrail", 2, "bw", 1048576]
+        if (b1 != "" && b2 != "" && b1 > 0)
+            printf "Two equal rails carried %.2f times what one rail carried (twice is the most two\nrails can give); \"of limit\" says how close each row comes to what its links can\ncarry at all.\n", b2 / b1
+        else
+            print "\"of limit\" says how close each row comes to what its links can carry at all."
         print ""
         print "latency: 8-byte messages, half a round trip (bench/mpi/mpi_lat.c, like osu_latency)"
         print "bandwidth: 1 MiB messages, 64 in flight (bench/mpi/mpi_bw.c, like osu_bw); MB = 1e6 bytes"
@@ -379,9 +382,10 @@ report_quickstart() {
                (a == "") ? "?" : sprintf("%.1f", a), (b == "") ? "?" : sprintf("%.1f", b), (c == "") ? "?" : sprintf("%.1f", c)
         print "The nodes are network namespaces on this machine, the rails veth links shaped by"
         print "tc tbf (test/cluster/cluster.sh, docs/cluster.md)."
-        print "Unequal rails: by default madrail splits a message evenly over the rails, so the"
-        print "slow rail sets the pace; weights set by hand (MADRAIL_RAIL_WEIGHTS) fix it today,"
-        print "adaptive weights are being worked on (issue 11)."
+        print "Unequal rails: madrail weights the rails by the link speed the interfaces report,"
+        print "the same for both virtual links here, so it splits evenly and the slow rail sets"
+        print "the pace; weights set by hand (MADRAIL_RAIL_WEIGHTS) fix that today, weights"
+        print "adapted to what each rail carries are being worked on (issue 11)."
     }' | tee "$d/quickstart.txt"
 }
 

@@ -197,6 +197,7 @@ grep -E '^  two unequal rails \(1 Gbit \+ 300 Mbit\) +8\.0 us +71\.7 MB/s +155\.
     ok "quickstart: unequal rails against 119.5 + 35.8" || bad "quickstart: unequal row"
 grep -E '^    same, MADRAIL_RAIL_WEIGHTS=10,3 +- +150\.1 MB/s +155\.3 MB/s +96\.7 %$' "$Q" >/dev/null &&
     ok "quickstart: hand-set weights row" || bad "quickstart: weights row"
+has "$Q" "Two equal rails carried 2.00 times what one rail carried" "quickstart: the gain of the second rail"
 
 if [ $fail -eq 0 ]; then echo "PASS: $name"; exit 0; fi
 echo "FAIL: $name"
