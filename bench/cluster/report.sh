@@ -502,6 +502,13 @@ report_all() {
         sed -n 's/^\(host\|load average at start\|load average at end\|madrail\|ch4:madrail\|MPICH ch4:ucx\|Open MPI\|iperf3\|settings\|latency\|bandwidth\|message rate\|profile\): /- \1: /p' \
             "$d/versions.txt" 2>/dev/null
         echo
+        # a busy machine: say so next to the numbers it spoiled
+        awk '/^host: / { if (match($0, /[0-9]+ cores/)) cores = substr($0, RSTART, RLENGTH) + 0 }
+             /^load average at (start|end): / { split($0, a, ": "); split(a[2], v, " "); if (v[1] + 0 > max) max = v[1] + 0 }
+             END {
+                 if (cores > 0 && max > cores)
+                     printf "**This run shared the machine with other work** (load average up to %.1f on %d cores): latencies and message rates mostly measure the scheduler, bandwidths lose 5-40%%; compare systems within the run, not with other runs.\n\n", max, cores
+             }' "$d/versions.txt" 2>/dev/null
         title="### Equal rails (1 Gbit each)"
         report_table "$d" equal "$title"
         [ -f "$d/cluster-rails.png" ] && printf '![bandwidth by number of rails](cluster-rails.png)\n\n'
@@ -558,10 +565,10 @@ update_docs() {
                 print "is the sum of its rails'"'"' `iperf3` results from the same run."
                 print ""
                 print "Regenerate with `bench/cluster/run.sh --update-docs` (root; installed"
-                print "as `madrail_bench_cluster`; about 25 minutes on a quiet 2-core machine,"
-                print "`--quick` for a first look in about 4). Its results directory keeps"
-                print "every value of every round (`results.csv`), every job'"'"'s status, output"
-                print "and command line (`jobs.csv`, `raw/`)."
+                print "as `madrail_bench_cluster`; 50 minutes on a busy 2-core machine, less"
+                print "on a quiet one; `--quick` for a first look in about 4). Its results"
+                print "directory keeps every value of every round (`results.csv`), every"
+                print "job'"'"'s status, output and command line (`jobs.csv`, `raw/`)."
                 print ""
                 print "Reading the numbers:"
                 print ""

@@ -146,8 +146,11 @@ if command -v gnuplot >/dev/null 2>&1; then
 fi
 
 # ------------------------------------------------------------ --update-docs
-cp "$SRC/docs/performance.md" "$W/docs/performance.md"
-sed '/^## Other comparisons/,$d' "$SRC/docs/performance.md" >"$W/before.md"
+# the docs without a cluster section (as before the first --update-docs)
+awk '/^## On a two-node cluster/ { skip = 1 } !skip { print } skip && /^<!-- cluster-bench: end/ { skip = 2; next }
+     skip == 2 && /^$/ { skip = 0 }' "$SRC/docs/performance.md" >"$W/docs/performance.md"
+grep -q 'cluster-bench' "$W/docs/performance.md" && bad "could not strip the cluster section from a copy of the docs"
+sed '/^## Other comparisons/,$d' "$W/docs/performance.md" >"$W/before.md"
 if $RUN --report "$D" --update-docs --docs "$W/docs" >"$W/docs1.log" 2>&1; then
     ok "--update-docs"
 else
