@@ -386,7 +386,14 @@ report_quickstart() {
         print "the same for both virtual links here, so it splits evenly and the slow rail sets"
         print "the pace; weights set by hand (MADRAIL_RAIL_WEIGHTS) fix that today, weights"
         print "adapted to what each rail carries are being worked on (issue 11)."
-    }' | tee "$d/quickstart.txt"
+    }' >"$d/quickstart.txt"
+    # a busy machine: say so under the table
+    awk '/^host: / { if (match($0, /[0-9]+ cores/)) cores = substr($0, RSTART, RLENGTH) + 0 }
+         /^load average at (start|end): / { split($0, a, ": "); split(a[2], v, " "); if (v[1] + 0 > max) max = v[1] + 0 }
+         END { if (cores > 0 && max > cores)
+                   printf "This machine was busy (load average up to %.1f on %d cores): both nodes share its\ncores, so latencies are far above a quiet machine'"'"'s few microseconds and bandwidths\na little lower; the ratios within the table still compare like with like.\n", max, cores }' \
+        "$d/versions.txt" >>"$d/quickstart.txt" 2>/dev/null
+    cat "$d/quickstart.txt"
 }
 
 # report_plots DIR: cluster-rails.png, cluster-ratechange.png, cluster-linkdown.png
@@ -499,7 +506,7 @@ report_all() {
     {
         echo "Measured $(sed -n 's/^date: //p' "$d/versions.txt" 2>/dev/null) with \`$(sed -n 's/^command: //p' "$d/versions.txt" 2>/dev/null | sed 's/ *$//')\`."
         echo
-        sed -n 's/^\(host\|load average at start\|load average at end\|madrail\|ch4:madrail\|MPICH ch4:ucx\|Open MPI\|iperf3\|settings\|latency\|bandwidth\|message rate\|profile\): /- \1: /p' \
+        sed -n 's/^\(host\|load average at start\|load average at end\|madrail\|ch4:madrail\|MPICH ch4:ucx\|Open MPI\|iperf3\|settings\|latency\|bandwidth\|message rate\|profile\|duration\): /- \1: /p' \
             "$d/versions.txt" 2>/dev/null
         echo
         # a busy machine: say so next to the numbers it spoiled

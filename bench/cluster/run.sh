@@ -64,11 +64,14 @@ Rounds are interleaved (every system once per round); tables give medians.
 
 Options:
   --quick          development run: 1 round, fewer sizes and iterations,
-                   the peers on 2 rails only, shorter fault cases
+                   the peers on 2 rails only, shorter fault cases (about
+                   4 minutes; the full run: 3 rounds, about 50 minutes on
+                   a busy 2-core machine)
   --quickstart     the table of ./quickstart.sh: ch4:madrail only, latency
                    8 B and bandwidth 1 MiB over one rail, two equal rails and
                    two unequal rails (1 Gbit + 300 Mbit), each beside its
-                   physical limit (iperf3 per rail) and the ratio (~30 s)
+                   physical limit (iperf3 per rail) and the ratio (under
+                   a minute)
   --rounds N       rounds (default 3; --quick: 1)
   --systems LIST   of madrail,mpich,openmpi (default: all that are installed)
   --cases LIST     of equal,unequal,ratechange,linkdown (default: all)
@@ -770,6 +773,7 @@ for c in ${CASES//,/ }; do
 done
 cl down >/dev/null 2>&1
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/versions.txt"
+echo "duration: $(($(date +%s) - T_START)) s" >>"$OUT/versions.txt"
 say "all jobs done; writing the tables and plots"
 report_all "$OUT" || exit 1
 [ "$UPDATE_DOCS" = yes ] && { update_docs "$OUT" "$DOCS_DIR" || exit 1; }
