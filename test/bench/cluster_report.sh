@@ -98,7 +98,8 @@ D=$W/full
 echo "MPI_ERR_OTHER: known error | pipe" >"$D/raw/linkdown.openmpi.errors"
 {
     echo "date: 2026-01-01 00:00:00 +0000"
-    echo "host: test"
+    echo "host: test; 2 cores (fixture)"
+    echo "load average at start: 10.5 9.0 8.0"
     echo "command: run.sh --fixture"
 } >"$D/versions.txt"
 
@@ -116,6 +117,8 @@ has "$M" "| bandwidth 1 MiB (MB/s) | 2 | 237.0 | 220.0 (92.8%) | 225.0 (94.9%) |
 has "$M" "| bidirectional bandwidth 1 MiB (MB/s) | 2 | 474.0 | 460.0 (97.0%) |" \
     "bidirectional limit is twice the sum"
 has "$M" "| latency 8 B (µs) | 1 | – | 9.30 |" "latency row: no limit, two decimals"
+has "$M" "**This run shared the machine with other work** (load average up to 10.5 on 2 cores)" \
+    "a run on a busy machine says so"
 has "$M" "| bandwidth 1 MiB, 2 equal rails: >= 99.5% of the limit | 220.0 of 237.0 MB/s = 92.8% | **misses** |" \
     "target: bandwidth against the limit"
 has "$M" "| bandwidth 1 MiB, 2 rails: no worse than MPICH ch4:ucx | 220.0 vs 225.0 MB/s | **misses** |" \
@@ -201,6 +204,7 @@ grep -E '^  two unequal rails \(1 Gbit \+ 300 Mbit\) +8\.0 us +71\.7 MB/s +155\.
 grep -E '^    same, MADRAIL_RAIL_WEIGHTS=10,3 +- +150\.1 MB/s +155\.3 MB/s +96\.7 %$' "$Q" >/dev/null &&
     ok "quickstart: hand-set weights row" || bad "quickstart: weights row"
 has "$Q" "Two equal rails carried 2.00 times what one rail carried" "quickstart: the gain of the second rail"
+if grep -q 'machine was busy' "$Q"; then bad "quickstart: a busy-machine line without a load"; else ok "quickstart: no busy-machine line when the load is unknown"; fi
 
 if [ $fail -eq 0 ]; then echo "PASS: $name"; exit 0; fi
 echo "FAIL: $name"
