@@ -4,9 +4,13 @@
 # Installs the Debian 12 packages madrail needs (only those missing), builds
 # and installs madrail under ./_install (out of tree, in ./_build), builds
 # MPICH 4.0.2 with the ch4:madrail netmod (scripts/build-mpich.sh, cached
-# outside the checkout), then runs the main job: an MPI latency and
-# bandwidth run (bench/run_mpi_rails.sh) over one and two TCP rails on
-# loopback, printed as one table.  Every step is skipped or cheap when its
+# outside the checkout), then runs the main job: MPI latency and bandwidth
+# over one rail, two equal rails and two unequal rails of a two-node
+# cluster made of network namespaces (bench/cluster/run.sh --quickstart),
+# beside the rails' physical limit measured in the same run, as one table.
+# Only where that cluster cannot be built (not root, no `ip netns`) does it
+# fall back to one and two TCP rails on loopback (bench/run_mpi_rails.sh),
+# saying why: on loopback two rails share one kernel path and show no gain.  Every step is skipped or cheap when its
 # result is up to date, so running it again is safe and fast.  check.sh
 # reuses the first three steps (--no-run).
 set -euo pipefail
@@ -20,15 +24,23 @@ Run as root on Debian 12 (root is needed only if a package is missing).
   1/5  install missing packages (apt-get; `apt-get update` only if needed):
        build-essential autoconf automake libtool pkg-config libhwloc-dev
        hwloc libfabric-dev libfabric-bin libucx-dev ucx-utils mpich
+       libmpich-dev nftables iproute2 iputils-ping iperf3 gnuplot-nox
+       openmpi-bin libopenmpi-dev (the cluster and the comparisons; the
+       generic mpicc/mpirun are kept pointing at MPICH)
   2/5  generate ./configure (autoreconf) and configure ./_build with
        --prefix=$PWD/_install
   3/5  make -j$(nproc) and make install in ./_build
   4/5  build MPICH 4.0.2 with the ch4:madrail netmod into the cache
        (scripts/build-mpich.sh; 10-20 min the first time on 2 cores,
        seconds afterwards) and link it as _install/mpich
-  5/5  the main job, bench/run_mpi_rails.sh: MPI latency and bandwidth
-       (bench/mpi, OSU semantics) under _install/mpich/bin/mpiexec -n 2,
-       over one and over two TCP rails on loopback, side by side in one table
+  5/5  the main job, bench/cluster/run.sh --quickstart (about a minute): a
+       two-node cluster of network namespaces with 1 Gbit rails
+       (test/cluster/cluster.sh); MPI latency (8 B) and bandwidth (1 MiB,
+       bench/mpi, OSU semantics) over one rail, two equal rails and two
+       unequal rails (1 Gbit + 300 Mbit), each beside the rails' physical
+       limit (iperf3 per rail, same run) and the ratio to it.  Without root
+       or network namespaces: bench/run_mpi_rails.sh, one and two TCP rails
+       on loopback, saying why
 
 Options:
   --no-run     stop after step 3 (libmadrail built and installed only)
@@ -63,7 +75,9 @@ BUILD=$SRC/_build
 PREFIX=$SRC/_install
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 PACKAGES=(build-essential autoconf automake libtool pkg-config libhwloc-dev hwloc
-          libfabric-dev libfabric-bin libucx-dev ucx-utils mpich)
+          libfabric-dev libfabric-bin libucx-dev ucx-utils mpich libmpich-dev
+          nftables iproute2 iputils-ping iperf3 gnuplot-nox
+          openmpi-bin libopenmpi-dev)
 STEP="start"
 
 say() { echo "[quickstart] $*"; }
@@ -112,6 +126,21 @@ if command -v dpkg-query >/dev/null 2>&1; then
     fi
 else
     say "    no dpkg (not Debian?): assuming the build tools are installed"
+fi
+# openmpi-bin takes over the generic mpicc/mpirun/mpiexec (its alternatives
+# rank higher); madrail's scripts name mpicc.mpich, mpiexec.hydra and
+# mpirun.openmpi explicitly, but a user typing mpicc expects MPICH.
+if [ "$(id -u)" -eq 0 ] && command -v update-alternatives >/dev/null 2>&1; then
+    for alt in mpi:/usr/bin/mpicc.mpich mpirun:/usr/bin/mpirun.mpich; do
+        name=${alt%%:*} want=${alt#*:}
+        [ -e "$want" ] || continue
+        cur=$(update-alternatives --query "$name" 2>/dev/null | sed -n 's/^Value: //p')
+        if [ -n "$cur" ] && [ "$cur" != "$want" ]; then
+            say "    update-alternatives --set $name $want (was $cur)"
+            update-alternatives --set "$name" "$want" >/dev/null ||
+                die "update-alternatives --set $name $want failed"
+        fi
+    done
 fi
 for t in gcc make autoreconf libtoolize pkg-config; do
     command -v "$t" >/dev/null 2>&1 || die "'$t' not found after installing packages"
@@ -195,8 +224,27 @@ say "4/5 building MPICH 4.0.2 with ch4:madrail (scripts/build-mpich.sh)..."
 
 # ------------------------------------------------------------------ 5/5
 STEP="5/5 running the MPI benchmarks"
-say "5/5 the main job: MPI latency and bandwidth over 1 and 2 TCP rails (bench/run_mpi_rails.sh)..."
-"$SRC/bench/run_mpi_rails.sh" --out "$BUILD/mpi-rails.txt" ||
-    die "bench/run_mpi_rails.sh failed (exit $?)"
-say "    table saved in ${BUILD#"$SRC"/}/mpi-rails.txt"
+say "5/5 the main job: MPI over 1, 2 equal and 2 unequal rails of a namespace cluster (bench/cluster/run.sh --quickstart)..."
+CLUSTER_OUT=$BUILD/cluster-first-look
+rm -rf "$CLUSTER_OUT"
+set +e
+MDR_MPICH_DIR=$PREFIX/mpich "$SRC/bench/cluster/run.sh" --quickstart --out "$CLUSTER_OUT" 2>&1 |
+    tee "$BUILD/cluster-first-look.log" | sed -u 's/^/[quickstart]     /'
+rc=${PIPESTATUS[0]}
+set -e
+if [ "$rc" -eq 0 ]; then
+    say "    table saved in ${CLUSTER_OUT#"$SRC"/}/quickstart.txt (every value: results.csv there)"
+    say "    the full comparison with MPICH ch4:ucx and Open MPI: bench/cluster/run.sh (docs/performance.md)"
+elif [ "$rc" -eq 77 ]; then
+    why=$(sed -n 's/^SKIP: [^:]*: //p' "$BUILD/cluster-first-look.log" | head -n 1)
+    say "    the namespace cluster cannot be built here (${why:-see ${BUILD#"$SRC"/}/cluster-first-look.log}):"
+    say "    falling back to loopback, where two rails share one kernel path and the same"
+    say "    cores, so a second rail shows no gain (run as root, with network namespaces,"
+    say "    to see it)"
+    "$SRC/bench/run_mpi_rails.sh" --out "$BUILD/mpi-rails.txt" ||
+        die "bench/run_mpi_rails.sh failed (exit $?)"
+    say "    table saved in ${BUILD#"$SRC"/}/mpi-rails.txt"
+else
+    die "bench/cluster/run.sh --quickstart failed (exit $rc; log: ${BUILD#"$SRC"/}/cluster-first-look.log)"
+fi
 say "done. Next: ./check.sh runs the test suites; README.md explains the rest."

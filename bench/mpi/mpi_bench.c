@@ -1,5 +1,5 @@
 /*
- * mpi_bench: the code mpi_lat.c and mpi_bw.c share (see mpi_bench.h).  A
+ * mpi_bench: the code the MPI benchmarks share (see mpi_bench.h).  A
  * plain source file compiled together with each benchmark by the MPI
  * wrapper compiler, not a library: the benchmarks are built outside the
  * madrail build, against whichever MPI is being measured.
@@ -50,6 +50,23 @@ static int parse_size(const char *s, size_t *out)
     return 0;
 }
 
+/* "8,1k,64k" -> sizes; 0 on success. */
+static int parse_sizes(const char *s, mb_sizes_t *out)
+{
+    char buf[512], *tok, *save = NULL;
+
+    if (!s || strlen(s) >= sizeof(buf))
+        return -1;
+    strcpy(buf, s);
+    out->n = 0;
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (out->n == MB_SIZES_MAX || parse_size(tok, &out->v[out->n]))
+            return -1;
+        out->n++;
+    }
+    return out->n > 0 ? 0 : -1;
+}
+
 static int parse_long(const char *s, long *out)
 {
     char *end;
@@ -80,6 +97,7 @@ static int set_opt(const mb_opt_t *opt, const char *v)
     case MB_OPT_SIZE: return parse_size(v, opt->dst) != 0;
     case MB_OPT_COUNT: return parse_long(v, l) || *l < opt->lo || *l > opt->hi;
     case MB_OPT_FLAG: *(int *)opt->dst = 1; return 0;
+    case MB_OPT_SIZES: return parse_sizes(v, opt->dst) != 0;
     }
     return 1;
 }
@@ -94,6 +112,7 @@ static int parse_args(int argc, char **argv, const mb_prog_t *p, mb_opts_t *o, i
         {"--warmup", MB_OPT_COUNT, &o->warmup, 0, MB_COUNT_MAX},
         {"--factor", MB_OPT_COUNT, &o->factor, 2, 1024},
         {"--validate", MB_OPT_FLAG, &o->validate, 0, 0},
+        {"--sizes", MB_OPT_SIZES, &o->sizes, 0, 0},
         {NULL, MB_OPT_FLAG, NULL, 0, 0},
     };
     int i;
@@ -104,6 +123,7 @@ static int parse_args(int argc, char **argv, const mb_prog_t *p, mb_opts_t *o, i
     o->warmup = -1;
     o->validate = 0;
     o->factor = 2;
+    o->sizes.n = 0;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         const mb_opt_t *opt;
@@ -129,6 +149,24 @@ static int parse_args(int argc, char **argv, const mb_prog_t *p, mb_opts_t *o, i
             return -1;
         }
     }
+    if (o->sizes.n > 0) {
+        /* the buffers are o->max bytes: the largest size listed */
+        o->max = 0;
+        for (i = 0; i < o->sizes.n; i++) {
+            if (o->sizes.v[i] == 0 && !p->zero_size) {
+                if (rank == 0)
+                    fprintf(stderr, "%s: --sizes: 0-byte messages are not measured here\n",
+                            argv[0]);
+                return -1;
+            }
+            if (o->sizes.v[i] > o->max)
+                o->max = o->sizes.v[i];
+        }
+        o->min = o->max;
+        for (i = 0; i < o->sizes.n; i++)
+            if (o->sizes.v[i] < o->min)
+                o->min = o->sizes.v[i];
+    }
     if (o->min > o->max) {
         if (rank == 0)
             fprintf(stderr, "%s: --min %zu is larger than --max %zu\n", argv[0], o->min, o->max);
@@ -152,21 +190,24 @@ static int begin(int *argc, char ***argv, const mb_prog_t *p, mb_bench_t *b, int
     b->argv0 = (*argv)[0];
     MPI_Comm_rank(MPI_COMM_WORLD, &b->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    b->nranks = size;
     rc = parse_args(*argc, *argv, p, &b->o, b->rank);
     if (rc != 0) {
         MPI_Finalize();
         *status = rc > 0 ? 0 : 1;
         return -1;
     }
-    if (size != 2) {
+    if (p->pairs ? size < 2 || size % 2 : size != 2) {
         if (b->rank == 0)
-            fprintf(stderr, "%s: needs exactly 2 ranks (mpiexec -n 2), got %d\n", b->argv0,
+            fprintf(stderr, "%s: needs %s, got %d\n", b->argv0,
+                    p->pairs ? "an even number of ranks (pairs: rank i and i + n/2)"
+                             : "exactly 2 ranks (mpiexec -n 2)",
                     size);
         MPI_Finalize();
         *status = 1;
         return -1;
     }
-    b->peer = 1 - b->rank;
+    b->peer = b->rank < size / 2 ? b->rank + size / 2 : b->rank - size / 2;
     b->sbuf = malloc(b->o.max ? b->o.max : 1);
     b->rbuf = malloc(b->o.max ? b->o.max : 1);
     if (!b->sbuf || !b->rbuf)
@@ -214,7 +255,13 @@ static void print_header(const mb_bench_t *b)
         printf(", warm-up %ld\n", b->o.warmup);
     else
         printf(", warm-up %ld/%ld/%ld by size\n", p->warmup[0], p->warmup[1], p->warmup[2]);
-    printf("%-10s%18s\n", "# Size", p->column);
+    if (p->pairs)
+        printf("# %d ranks, %d pairs (rank i sends to rank i + %d)\n", b->nranks, b->nranks / 2,
+               b->nranks / 2);
+    printf("%-10s%18s", "# Size", p->column);
+    if (p->column2)
+        printf("%18s", p->column2);
+    printf("\n");
     fflush(stdout);
 }
 
@@ -224,26 +271,44 @@ static long by_size(const long def[3], size_t size)
     return size <= 8192 ? def[0] : size < ((size_t)1 << 20) ? def[1] : def[2];
 }
 
-/* Header lines on rank 0, then p->measure for every size, a row each. */
+/* p->measure for one size on every rank, and its row on rank 0. */
+static void measure_one(mb_bench_t *b, size_t msg)
+{
+    const mb_prog_t *p = b->prog;
+    long iters = b->o.iters > 0 ? b->o.iters : by_size(p->iters, msg);
+    long warmup = b->o.warmup >= 0 ? b->o.warmup : by_size(p->warmup, msg);
+    double v;
+
+    b->value2 = 0.0;
+    v = p->measure(b, msg, warmup, iters);
+    if (b->rank == 0) {
+        printf("%-10zu%18.2f", msg, v);
+        if (p->column2)
+            printf("%18.2f", b->value2);
+        printf("\n");
+        fflush(stdout);
+    }
+}
+
+/* Header lines on rank 0, then a row for every size: the --sizes list in
+ * its order, or --min, x --factor, ..., up to --max. */
 static void sweep(mb_bench_t *b)
 {
     const mb_prog_t *p = b->prog;
     size_t msg = b->o.min || p->zero_size ? b->o.min : 1;
+    int i;
 
     if (b->rank == 0)
         print_header(b);
+    if (b->o.sizes.n > 0) {
+        for (i = 0; i < b->o.sizes.n; i++)
+            measure_one(b, b->o.sizes.v[i]);
+        return;
+    }
     for (;; msg = msg ? msg * (size_t)b->o.factor : 1) {
-        long iters = b->o.iters > 0 ? b->o.iters : by_size(p->iters, msg);
-        long warmup = b->o.warmup >= 0 ? b->o.warmup : by_size(p->warmup, msg);
-        double v;
-
         if (msg > b->o.max)
             break;
-        v = p->measure(b, msg, warmup, iters);
-        if (b->rank == 0) {
-            printf("%-10zu%18.2f\n", msg, v);
-            fflush(stdout);
-        }
+        measure_one(b, msg);
         if (msg >= b->o.max)
             break;
     }
@@ -285,6 +350,10 @@ static int end(mb_bench_t *b)
     MPI_Allreduce(&b->errors, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (b->o.validate && b->rank == 0)
         printf("# validation: %s\n", total ? "FAILED" : "all sizes byte-exact");
+    if (b->rank == 0) {
+        printf("# end of measurements\n");
+        fflush(stdout);
+    }
     free(b->sbuf);
     free(b->rbuf);
     b->sbuf = b->rbuf = NULL;

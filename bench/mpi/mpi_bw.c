@@ -49,7 +49,8 @@ static void usage(FILE *f, const char *argv0)
 {
     fprintf(f,
             "Usage: mpiexec -n 2 %s [--min SIZE] [--max SIZE] [--iters N] [--warmup N]\n"
-            "                       [--window N] [--factor F] [--validate] [-h]\n"
+            "                       [--window N] [--factor F] [--sizes LIST]\n"
+            "                       [--validate] [-h]\n"
             "Streaming bandwidth (MB/s, 1 MB = 1e6 bytes), OSU osu_bw semantics.\n"
             "  --min SIZE   smallest message (default 1), then x --factor\n"
             "  --max SIZE   largest message (default 16m); suffixes k, m, g (x1024)\n"
@@ -58,6 +59,7 @@ static void usage(FILE *f, const char *argv0)
             "               to 8 KiB, 20 up to 512 KiB, 5 from 1 MiB)\n"
             "  --warmup N   untimed iterations before (default: 10, 2, 1 likewise)\n"
             "  --factor F   next size = size * F (default 2: powers of two)\n"
+            "  --sizes LIST only these sizes, in this order (e.g. 64k,1m,4m)\n"
             "  --validate   fill the messages with a pattern and check the last one\n"
             "               received of every size (not timed)\n"
             "  -h, --help   this text\n",

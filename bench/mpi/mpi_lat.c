@@ -31,7 +31,7 @@ static void usage(FILE *f, const char *argv0)
 {
     fprintf(f,
             "Usage: mpiexec -n 2 %s [--min SIZE] [--max SIZE] [--iters N] [--warmup N]\n"
-            "                        [--factor F] [--validate] [-h]\n"
+            "                        [--factor F] [--sizes LIST] [--validate] [-h]\n"
             "Ping-pong latency (half round trip, microseconds), OSU osu_latency semantics.\n"
             "  --min SIZE   smallest message (default 1; 0 allowed), then x --factor\n"
             "  --max SIZE   largest message (default 16m); suffixes k, m, g (x1024)\n"
@@ -39,6 +39,7 @@ static void usage(FILE *f, const char *argv0)
             "               1000 up to 512 KiB, 100 from 1 MiB)\n"
             "  --warmup N   untimed iterations before (default: 100, 10, 5 likewise)\n"
             "  --factor F   next size = size * F (default 2: powers of two)\n"
+            "  --sizes LIST only these sizes, in this order (e.g. 64k,1m,4m)\n"
             "  --validate   fill each message with a pattern and check the last one of\n"
             "               every size on both ranks (not timed)\n"
             "  -h, --help   this text\n",
