@@ -128,10 +128,11 @@ void mdr_drv_refusal(mdr_drv_refusals_t *r, const char *rail_name, const char *s
     va_end(ap);
     if (r->unlogged > 0)
         mdr_warn("rail %s: connection from %s refused: %s (%lu earlier refusals not logged; "
-                 "this source is not logged again)",
+                 "repeats from this source are counted, not logged)",
                  rail_name, source, why, r->unlogged);
     else
-        mdr_warn("rail %s: connection from %s refused: %s (this source is not logged again)",
+        mdr_warn("rail %s: connection from %s refused: %s (repeats from this source are "
+                 "counted, not logged)",
                  rail_name, source, why);
     r->unlogged = 0;
 }
