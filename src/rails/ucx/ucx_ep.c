@@ -664,12 +664,26 @@ void mdr_ucx_hello(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
                   rail->name, (unsigned long long)u, h.addr_len, conn, rx->hdr.seq);
         return;
     }
+    /* UCX unpacks a worker address trusting it: a malformed one makes
+     * ucp_ep_create abort the process (UCX 1.13: "Assertion `*addr_version
+     * == UCP_OBJECT_VERSION_V2' failed").  Every process of a job runs the
+     * same UCX, whose addresses start with the same header byte as ours. */
+    if (waddr[0] != rail->addr[MDR_UCX_ADDR_HDR]) {
+        mdr_error("rail %s: connection from %016llx with a worker address of another UCX "
+                  "version or format (header %#x, ours %#x); dropped",
+                  rail->name, (unsigned long long)u, waddr[0], rail->addr[MDR_UCX_ADDR_HDR]);
+        return;
+    }
     if (h.target != rail->uuid || u == rail->uuid) {
+        ep = mdr_hash_get(&rail->eps, u);
         mdr_error("rail %s: connection from %016llx is meant for %016llx, we are %016llx; "
-                  "refusing it",
+                  "%s",
                   rail->name, (unsigned long long)u, (unsigned long long)h.target,
-                  (unsigned long long)rail->uuid);
-        mdr_ucx_refuse(rail, u, conn, waddr);
+                  (unsigned long long)rail->uuid,
+                  ep != NULL && u != rail->uuid ? "refusing it" : "dropped");
+        /* only a peer we know is told (a stranger gets no connection from us) */
+        if (ep != NULL && u != rail->uuid)
+            mdr_ucx_refuse(rail, u, conn, waddr);
         return;
     }
     ep = mdr_hash_get(&rail->eps, u);
