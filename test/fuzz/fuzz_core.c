@@ -146,7 +146,7 @@ static int fz_open(fz_state_t *s, uint8_t setup)
 /* FZ_STRICT=mask: no workaround for the known defects whose bits are set
  * (1: eager send to a failed peer, 2: queued messages of a failed peer,
  * 4: requests that never complete once every peer failed); any other
- * value than a number: all of them.  See test/fuzz/crashers/fuzz_core. */
+ * value than a number: all of them.  See test/fuzz/crashers/core. */
 enum { FZ_K_SEND_FAILED = 1, FZ_K_TXQ_FAILED = 2, FZ_K_NEVER_DONE = 4 };
 static unsigned fz_strict;
 static int fz_debug;
@@ -332,7 +332,7 @@ static void fz_send(fz_state_t *s, fz_in_t *in, int from_b)
     if (r == NULL)
         return;
     if (!(fz_strict & FZ_K_SEND_FAILED) && !fz_reachable(s->ctx[ctx], to)) {
-        /* KNOWN DEFECT (test/fuzz/crashers/fuzz_core/strict1-timeout-eager-send-to-failed-peer):
+        /* KNOWN DEFECT (test/fuzz/crashers/core/strict1-timeout-eager-send-to-failed-peer):
          * an eager send to a peer that already failed stays queued for
          * ever and finalize waits its full 30 s.  Skipped so that the
          * fuzzer looks further; FZ_STRICT=1 does not skip it. */
@@ -517,7 +517,7 @@ static void fz_close(fz_state_t *s)
                         "still queued for it (finalize will wait 30 s)\n", "BAC"[i], p);
                 __builtin_trap();
             }
-            /* KNOWN DEFECT (crashers/fuzz_core/strict2-txq-of-failed-peer): a
+            /* KNOWN DEFECT (crashers/core/strict2-txq-of-failed-peer): a
              * message queued for want of credit stays queued when its peer
              * fails, the peer stays active and finalize waits 30 s.  Dropped
              * here, after the fuzzed part, as the fix would. */
@@ -661,7 +661,7 @@ static int sd_write(const char *dir, const char *name, const fz_seed_t *sd)
 
 /* Seeds that crash today, on defects being fixed elsewhere: written only
  * where FZ_GEN_DEFECTS names (their minimized forms are in
- * test/fuzz/crashers/fuzz_core).  Once fixed, make them sd_write() seeds. */
+ * test/fuzz/crashers/core).  Once fixed, make them sd_write() seeds. */
 static int sd_write_defect(const char *name, const fz_seed_t *sd)
 {
     const char *dir = getenv("FZ_GEN_DEFECTS");
@@ -739,7 +739,7 @@ static int fz_core_seeds(const char *dir)
             sd_inject(&sd, 0, msg, sizeof(msg), pe_next, 1);
             sd_progress(&sd, 7);
             snprintf(name, sizeof(name), "eager-fin-eager-setup%u", setup);
-            rc |= sd_write_defect(name, &sd); /* crashers/fuzz_core/fin-0-completes-arriving-eager */
+            rc |= sd_write_defect(name, &sd); /* crashers/core/fin-0-completes-arriving-eager */
         }
         /* CTS for the rendezvous send (index 4), with one loop key */
         {
@@ -814,7 +814,7 @@ static int fz_core_seeds(const char *dir)
             }
             /* the same headers with the AM flag one ahead of the sequence, then
              * what fills the gap: the handler gets no data and the header's
-             * length (crashers/fuzz_core/am-flag-on-rts, am-flag-on-rfsdata) */
+             * length (crashers/core/am-flag-on-rts, am-flag-on-rfsdata) */
             for (am = 0; am < 2; am++) {
                 mdr_eager_hdr_t e;
                 uint8_t msg[sizeof(e) + 8];

@@ -64,7 +64,7 @@ mkdir -p "$OUT/artifacts" "$OUT/logs" || exit 1
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:allocator_may_return_null=1"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1:halt_on_error=1"
 # Per input: finalize waits up to 30 s for a peer that never answers
-# (test/fuzz/crashers/fuzz_core); anything slower than that is a hang.
+# (test/fuzz/crashers/core); anything slower than that is a hang.
 FLAGS=(-timeout=35 -rss_limit_mb=2048 -malloc_limit_mb=1024 -close_fd_mask=2 -print_final_stats=1)
 
 fail=0

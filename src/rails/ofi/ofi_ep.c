@@ -791,7 +791,8 @@ static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
          * address under a known uuid is not that peer.  Re-pointing the
          * uuid's AV entry would send the peer's traffic there (and
          * tcp;ofi_rxm was seen to crash in fi_send after the address of a
-         * uuid changed and changed back: test/fuzz/corpus/ofi/regress-*). */
+         * uuid changed and changed back: seed hello-address-change-and-back-2
+         * of test/fuzz/corpus/ofi). */
         mdr_warn("rail %s: hello from %016llx with another address than that peer's; dropped",
                  rail->log_name, (unsigned long long)hdr->uuid);
         return;
