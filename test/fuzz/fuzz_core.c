@@ -145,9 +145,12 @@ static int fz_open(fz_state_t *s, uint8_t setup)
 
 /* FZ_STRICT=mask: no workaround for the known defects whose bits are set
  * (1: eager send to a failed peer, 2: queued messages of a failed peer,
- * 4: requests that never complete once every peer failed); any other
- * value than a number: all of them.  See test/fuzz/crashers/core. */
-enum { FZ_K_SEND_FAILED = 1, FZ_K_TXQ_FAILED = 2, FZ_K_NEVER_DONE = 4 };
+ * 4: requests that never complete once every peer failed, 8: more than
+ * FZ_HELD_MAX bytes held for one peer's unexpected and out-of-order
+ * messages); any other value than a number: all of them.  See
+ * test/fuzz/crashers/core. */
+enum { FZ_K_SEND_FAILED = 1, FZ_K_TXQ_FAILED = 2, FZ_K_NEVER_DONE = 4, FZ_K_HELD = 8 };
+#define FZ_HELD_MAX ((uint64_t)256 << 20)
 static unsigned fz_strict;
 static int fz_debug;
 
@@ -188,11 +191,40 @@ static void fz_req_drop(fz_state_t *s)
     free(s->reqs[s->nreqs].buf);
 }
 
+/* Bytes B holds for one peer's messages that arrived and are not
+ * received yet (out of order, or unexpected), by the buffers it gave them. */
+static void fz_check_held(fz_state_t *s)
+{
+    mdr_ctx_t *b = s->ctx[FZ_B];
+    uint32_t p;
+
+    for (p = 0; p < b->npeers; p++) {
+        mdr_peer_t *peer = b->peers[p];
+        uint64_t held = 0;
+        size_t i;
+        for (i = 0; i < peer->inflight.cap; i++) {
+            mdr_inmsg_t *m = peer->inflight.vals[i];
+            if (m != NULL && mdr_hash_get(&peer->inflight, peer->inflight.keys[i]) == m &&
+                m->data != NULL)
+                held += m->total;
+        }
+        if (held > FZ_HELD_MAX) {
+            fprintf(stderr, "fuzz: %llu bytes held for peer %u's unreceived messages (more "
+                    "than %llu)\n", (unsigned long long)held, p,
+                    (unsigned long long)FZ_HELD_MAX);
+            __builtin_trap();
+        }
+    }
+}
+
 /* Complete what completed, as an application does: test, then free the
  * buffer at once. */
 static void fz_reap(fz_state_t *s)
 {
     int i, j = 0, flag;
+
+    if (fz_strict & FZ_K_HELD)
+        fz_check_held(s);
 
     for (i = 0; i < s->nreqs; i++) {
         fz_req_t *r = &s->reqs[i];
