@@ -550,7 +550,6 @@ static int fz_shm_seeds(const char *dir)
     }
     /* enough records to wrap the 4 KiB ring, with the PAD record a producer writes */
     {
-        uint8_t pad_rec[8];
         memset(&sd, 0, sizeof(sd));
         sd_u8(&sd, 0);
         for (k = 0; k < 7; k++) {
@@ -558,7 +557,6 @@ static int fz_shm_seeds(const char *dir)
             sd_publish(&sd);
         }
         /* 24 + 7 * 512 = 3608: a PAD of 480 bytes reaches the end */
-        (void)pad_rec;
         sd_record(&sd, MDR_SHM_R_PAD, 4096 - 3608 - 8, ctl, 4096 - 3608 - 8);
         sd_record(&sd, MDR_SHM_R_CTRL, 64, ctl, 64);
         sd_publish(&sd);

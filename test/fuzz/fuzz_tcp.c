@@ -659,11 +659,9 @@ static int fz_tcp_seeds(const char *dir)
             {MDR_TCP_ACK_OK, FZ_H_UUID, FZ_H_UUID, "ack-wrong-target"},
         };
         for (k = 0; k < (int)(sizeof(a) / sizeof(a[0])); k++) {
-            uint8_t rd[MDR_TCP_HELLO_LEN];
             memset(&sd, 0, sizeof(sd));
             sd_u8(&sd, FZ_S_OUTGOING | FZ_S_REGION | (k & 1 ? FZ_S_PUT_ACK : 0));
             sd_u8(&sd, FZ_OP_DRAIN);
-            (void)rd;
             n = fz_tcp_hello(f, MDR_TCP_F_HELLO_ACK, a[k].status, a[k].uuid, a[k].target);
             sd_write(&sd, f, n);
             n = sd_frame(f, MDR_TCP_F_CTRL, 32, ctl, 32);
