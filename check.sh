@@ -18,22 +18,26 @@ set -uo pipefail
 
 usage() {
     cat <<'EOF'
-Usage: ./check.sh [--full] [--no-mpi] [--no-asan] [--no-distcheck] [--help]
+Usage: ./check.sh [--full] [--no-mpi] [--no-asan] [--no-fuzz] [--no-distcheck] [--help]
 
 Run as root on Debian 12 (root is needed only if a package is missing).
 
-  1/8  packages, ./configure, build and install in _build (quickstart.sh --no-run)
-  2/8  make check in _build
-  3/8  configure and build _build-asan (--enable-sanitizers)
-  4/8  make check in _build-asan (LeakSanitizer on when it works here)
-  5/8  make distcheck in _build: build the release tarball, then build and
+  1/9  packages, ./configure, build and install in _build (quickstart.sh --no-run)
+  2/9  make check in _build
+  3/9  configure and build _build-asan (--enable-sanitizers)
+  4/9  make check in _build-asan (LeakSanitizer on when it works here)
+  5/9  fuzz tree _build-fuzz (configure --enable-fuzz, clang + libFuzzer):
+       test/fuzz/run_fuzz.sh, every target over its seed corpus and then
+       MDR_FUZZ_TIME seconds (default 15) of fuzzing; any crash, sanitizer
+       report or leak fails (test/fuzz/README.md)
+  6/9  make distcheck in _build: build the release tarball, then build and
        test from it with a read-only source tree (pass/fail only; its
        tests are not counted twice)
-  6/8  build MPICH 4.0.2 with the ch4:madrail netmod (scripts/build-mpich.sh;
+  7/9  build MPICH 4.0.2 with the ch4:madrail netmod (scripts/build-mpich.sh;
        10-20 min the first time on 2 cores, seconds when cached)
-  7/8  our MPI test programs (test/mpi/run_mpi_tests.sh), two TCP rails on
+  8/9  our MPI test programs (test/mpi/run_mpi_tests.sh), two TCP rails on
        loopback, shared memory off
-  8/8  MPICH's own test suite (test/mpi of the same source) over the same
+  9/9  MPICH's own test suite (test/mpi of the same source) over the same
        rails: the fixed quick subset of pt2pt, coll, comm, part and init
        (README.md lists what it leaves out and why), or all of those
        directories with --full
@@ -41,9 +45,10 @@ Run as root on Debian 12 (root is needed only if a package is missing).
 Options:
   --full           step 8 runs the five MPICH test-suite directories complete
                    (about an hour more on 2 cores)
-  --no-mpi         skip steps 6 to 8 (libmadrail alone: a few minutes)
+  --no-mpi         skip steps 7 to 9 (libmadrail alone: a few minutes)
   --no-asan        skip the sanitizer tree (steps 3 and 4)
-  --no-distcheck   skip step 5
+  --no-fuzz        skip step 5
+  --no-distcheck   skip step 6
   --help           this text
 
 Environment:
@@ -57,6 +62,7 @@ EOF
 
 DISTCHECK=yes
 ASAN=yes
+FUZZ=yes
 MPI=yes
 SUBSET=quick
 while [ $# -gt 0 ]; do
@@ -64,6 +70,7 @@ while [ $# -gt 0 ]; do
         -h|--help) usage; exit 0 ;;
         --no-distcheck) DISTCHECK=no ;;
         --no-asan) ASAN=no ;;
+        --no-fuzz) FUZZ=no ;;
         --no-mpi) MPI=no ;;
         --full) MPI=yes; SUBSET=full ;;
         *) echo "check.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
@@ -74,7 +81,7 @@ done
 cd "$(dirname "$0")" || exit 1
 SRC=$PWD
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
-NSTEPS=8
+NSTEPS=9
 TEST_TIMEOUT=${MDR_TEST_TIMEOUT:-300}
 T0=$(date +%s)
 
@@ -132,11 +139,12 @@ collect() {
 # per test), the tree's test-suite.log is then summed.
 run_check() {
     local tree=$1 name=$2
+    shift 2 # the rest: extra make arguments (TESTS=...)
     rm -f "$tree/test-suite.log"
     # Show the harness's per-test lines (PASS: / FAIL: / SKIP: ...) as
     # they come; the whole output stays in check.out.
     local make_rc
-    make -C "$tree" -j"$JOBS" check MDR_TEST_TIMEOUT="$TEST_TIMEOUT" 2>&1 |
+    make -C "$tree" -j"$JOBS" check MDR_TEST_TIMEOUT="$TEST_TIMEOUT" "$@" 2>&1 |
         tee "$tree/check.out" |
         grep --line-buffered -E '^(PASS|FAIL|XFAIL|XPASS|SKIP|ERROR): ' |
         sed -u 's/^/[check]     /'
@@ -235,11 +243,43 @@ else
 fi
 
 # ------------------------------------------------------------------ 5/N
+FUZZ_TREE=$SRC/_build-fuzz
+if [ "$FUZZ" = no ]; then
+    say "5/$NSTEPS fuzz tree: skipped (--no-fuzz)"
+elif [ -x "$SRC/configure" ]; then
+    say "5/$NSTEPS configuring and building _build-fuzz (--enable-fuzz), then test/fuzz/run_fuzz.sh... ($(elapsed))"
+    mkdir -p "$FUZZ_TREE"
+    want="--enable-fuzz"
+    have=""
+    if [ -x "$FUZZ_TREE/config.status" ] && [ -f "$FUZZ_TREE/Makefile" ]; then
+        have=$(cd "$FUZZ_TREE" && eval "set -- $(./config.status --config)" && echo "$*")
+    fi
+    fuzz_ok=yes
+    if [ "$have" != "$want" ] && ! (cd "$FUZZ_TREE" && "$SRC/configure" $want >configure.out 2>&1); then
+        fuzz_ok=no
+        BUILD_FAILURES+=("_build-fuzz: configure --enable-fuzz failed")
+        tail -n 20 "$FUZZ_TREE/configure.out"
+    fi
+    if [ "$fuzz_ok" = yes ] && ! make -C "$FUZZ_TREE" -j"$JOBS" >"$FUZZ_TREE/make.out" 2>&1; then
+        fuzz_ok=no
+        BUILD_FAILURES+=("_build-fuzz: make failed")
+        tail -n 40 "$FUZZ_TREE/make.out"
+    fi
+    if [ "$fuzz_ok" = yes ]; then
+        run_check "$FUZZ_TREE" "_build-fuzz" TESTS=test/fuzz/run_fuzz.sh
+        grep -E '^(PASS|FAIL): fuzz_' "$FUZZ_TREE/test/fuzz/run_fuzz.log" 2>/dev/null | sed 's/^/[check]       /'
+    fi
+else
+    say "5/$NSTEPS _build-fuzz: skipped, ./configure is missing"
+    BUILD_FAILURES+=("_build-fuzz: not built, ./configure missing")
+fi
+
+# ------------------------------------------------------------------ 6/N
 if [ "$DISTCHECK" = no ]; then
-    say "5/$NSTEPS make distcheck: skipped (--no-distcheck)"
+    say "6/$NSTEPS make distcheck: skipped (--no-distcheck)"
 else
     if [ "$BUILD_OK" = yes ]; then
-        say "5/$NSTEPS make distcheck in _build... ($(elapsed))"
+        say "6/$NSTEPS make distcheck in _build... ($(elapsed))"
         if make -C "$SRC/_build" -j"$JOBS" distcheck MDR_TEST_TIMEOUT="$TEST_TIMEOUT" \
                >"$SRC/_build/distcheck.out" 2>&1; then
             say "    distcheck passed: $(grep -o 'madrail-[0-9.]*\.tar\.gz' "$SRC/_build/distcheck.out" | tail -n1) is ready"
@@ -255,7 +295,7 @@ else
             done < <(find "$SRC"/_build/madrail-*/_build -name '*.trs' 2>/dev/null | sort)
         fi
     else
-        say "5/$NSTEPS make distcheck: skipped, the build failed"
+        say "6/$NSTEPS make distcheck: skipped, the build failed"
     fi
 fi
 
@@ -280,9 +320,9 @@ collect_line() {
 
 MPICH_OK=no
 if [ "$MPI" = no ]; then
-    say "6-8/$NSTEPS MPICH build and MPI tests: skipped (--no-mpi)"
+    say "7-9/$NSTEPS MPICH build and MPI tests: skipped (--no-mpi)"
 elif [ "$BUILD_OK" = yes ]; then
-    say "6/$NSTEPS building MPICH 4.0.2 with ch4:madrail (scripts/build-mpich.sh)... ($(elapsed))"
+    say "7/$NSTEPS building MPICH 4.0.2 with ch4:madrail (scripts/build-mpich.sh)... ($(elapsed))"
     if scripts/build-mpich.sh --prefix-madrail="$SRC/_install" --jobs "$JOBS" 2>&1 |
            tee "$SRC/_build/mpich-build.out" | sed -u 's/^/[check]     /'; then
         MPICH_OK=yes
@@ -290,19 +330,19 @@ elif [ "$BUILD_OK" = yes ]; then
         BUILD_FAILURES+=("MPICH build failed (see _build/mpich-build.out)")
     fi
     if [ "$MPICH_OK" = yes ]; then
-        say "7/$NSTEPS our MPI tests over tcp:lo,tcp:lo (test/mpi/run_mpi_tests.sh)... ($(elapsed))"
+        say "8/$NSTEPS our MPI tests over tcp:lo,tcp:lo (test/mpi/run_mpi_tests.sh)... ($(elapsed))"
         test/mpi/run_mpi_tests.sh 2>&1 | tee "$SRC/_build/mpi-tests.out" |
             sed -u 's/^/[check]     /'
         collect_line "MPI tests" "$SRC/_build/mpi-tests.out"
-        say "8/$NSTEPS MPICH test suite, $SUBSET subset (test/mpich-suite/run_mpich_suite.sh)... ($(elapsed))"
+        say "9/$NSTEPS MPICH test suite, $SUBSET subset (test/mpich-suite/run_mpich_suite.sh)... ($(elapsed))"
         test/mpich-suite/run_mpich_suite.sh --subset "$SUBSET" 2>&1 |
             tee "$SRC/_build/mpich-suite.out" | sed -u 's/^/[check]     /'
         collect_line "MPICH suite" "$SRC/_build/mpich-suite.out"
     else
-        say "7-8/$NSTEPS MPI tests: skipped, MPICH did not build"
+        say "8-9/$NSTEPS MPI tests: skipped, MPICH did not build"
     fi
 else
-    say "6-8/$NSTEPS MPI steps: skipped, the build failed"
+    say "7-9/$NSTEPS MPI steps: skipped, the build failed"
 fi
 
 # ------------------------------------------------------------------ summary

@@ -77,7 +77,7 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 PACKAGES=(build-essential autoconf automake libtool pkg-config libhwloc-dev hwloc
           libfabric-dev libfabric-bin libucx-dev ucx-utils mpich libmpich-dev
           nftables iproute2 iputils-ping iperf3 gnuplot-nox
-          openmpi-bin libopenmpi-dev)
+          openmpi-bin libopenmpi-dev clang libclang-rt-14-dev)
 STEP="start"
 
 say() { echo "[quickstart] $*"; }

@@ -194,6 +194,8 @@ int mdr_rail_noop_flush(mdr_rail_t *rail);
 /* The drivers. */
 extern const mdr_rail_ops_t mdr_tcp_ops;
 extern const mdr_rail_ops_t mdr_loop_ops;
+/* loop rails only: the rail dies now (as after MADRAIL_LOOP_FAIL_AFTER operations). */
+void mdr_loop_rail_kill(mdr_rail_t *rail, const char *reason);
 extern const mdr_rail_ops_t mdr_shm_ops; /* when MDR_HAVE_SHM */
 extern const mdr_rail_ops_t mdr_ucx_ops; /* built when configure found UCX (HAVE_UCX) */
 extern const mdr_rail_ops_t mdr_ofi_ops; /* built when configure found libfabric */

@@ -787,6 +787,17 @@ static void mdr_loop_close(mdr_rail_t *rail)
     free(rail);
 }
 
+/* Make the rail die now, as fail=N does after N operations: its eps and
+ * the eps sending to it fail and report at the next progress (fault tests,
+ * and the fuzz targets' teardown, which must not wait for hostile peers). */
+void mdr_loop_rail_kill(mdr_rail_t *rail, const char *reason)
+{
+    pthread_mutex_lock(&mdr_loop_lock);
+    if (!rail->dead)
+        mdr_loop_rail_die(rail, reason);
+    pthread_mutex_unlock(&mdr_loop_lock);
+}
+
 static void mdr_loop_query(mdr_rail_t *rail, mdr_rail_attr_t *attr)
 {
     memset(attr, 0, sizeof(*attr));

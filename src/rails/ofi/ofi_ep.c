@@ -790,6 +790,19 @@ static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
         return;
     }
 
+    peer = mdr_hash_get(&rail->peers, hdr->uuid);
+    if (peer != NULL &&
+        (peer->name_len != nlen || memcmp(peer->name, a + MDR_OFI_ADDR_HDR, nlen) != 0)) {
+        /* A context's rail keeps its address for its whole life: another
+         * address under a known uuid is not that peer.  Re-pointing the
+         * uuid's AV entry would send the peer's traffic there (and
+         * tcp;ofi_rxm was seen to crash in fi_send after the address of a
+         * uuid changed and changed back: seed hello-address-change-and-back-2
+         * of test/fuzz/corpus/ofi). */
+        mdr_warn("rail %s: hello from %016llx with another address than that peer's; dropped",
+                 rail->log_name, (unsigned long long)hdr->uuid);
+        return;
+    }
     ep = mdr_hash_get(&rail->eps, hdr->uuid);
     if (ep != NULL) {
         if (ep->peer_epid == 0 || ep->peer_epid == hdr->epid) {
@@ -805,36 +818,30 @@ static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
         mdr_ofi_report(rail);
     }
 
-    peer = mdr_hash_get(&rail->peers, hdr->uuid);
-    if (peer == NULL || peer->name_len != nlen ||
-        memcmp(peer->name, a + MDR_OFI_ADDR_HDR, nlen) != 0) {
-        mdr_ofi_peer_t *np = peer;
-        if (np == NULL && (np = calloc(1, sizeof(*np))) == NULL) {
+    if (peer == NULL) {
+        peer = calloc(1, sizeof(*peer));
+        if (peer == NULL) {
             mdr_error("rail %s: out of memory accepting peer %016llx", rail->log_name,
                       (unsigned long long)hdr->uuid);
             return;
         }
-        ret = fi_av_insert(rail->av, a + MDR_OFI_ADDR_HDR, 1, &np->fa, 0, NULL);
+        ret = fi_av_insert(rail->av, a + MDR_OFI_ADDR_HDR, 1, &peer->fa, 0, NULL);
         if (ret != 1) {
             mdr_error("rail %s: fi_av_insert of peer %016llx: %s", rail->log_name,
                       (unsigned long long)hdr->uuid,
                       ret < 0 ? fi_strerror(-ret) : "address not inserted");
-            if (peer == NULL)
-                free(np);
+            free(peer);
             return;
         }
-        np->uuid = hdr->uuid;
-        np->name_len = nlen;
-        memcpy(np->name, a + MDR_OFI_ADDR_HDR, nlen);
-        if (peer == NULL) {
-            if (mdr_hash_put(&rail->peers, hdr->uuid, np) != MADRAIL_OK) {
-                fi_av_remove(rail->av, &np->fa, 1, 0);
-                free(np);
-                return;
-            }
-            mdr_list_push_tail(&rail->peer_list, &np->link);
+        peer->uuid = hdr->uuid;
+        peer->name_len = nlen;
+        memcpy(peer->name, a + MDR_OFI_ADDR_HDR, nlen);
+        if (mdr_hash_put(&rail->peers, hdr->uuid, peer) != MADRAIL_OK) {
+            fi_av_remove(rail->av, &peer->fa, 1, 0);
+            free(peer);
+            return;
         }
-        peer = np;
+        mdr_list_push_tail(&rail->peer_list, &peer->link);
     }
     if (mdr_ofi_ep_alloc(rail, hdr->uuid, NULL, peer, &ep) != MADRAIL_OK) {
         mdr_error("rail %s: out of memory accepting peer %016llx", rail->log_name,

@@ -144,6 +144,15 @@ typedef struct mdr_shm_seg_hdr {
     _Atomic uint32_t claims; /* bumped after each claim: the owner rescans */
 } mdr_shm_seg_hdr_t;
 
+/* Where things are in a segment: a private copy, made when the segment
+ * was created (ours) or mapped and checked (a peer's).  Every process that
+ * maps a segment can write its header at any time, so offsets and counts
+ * are never read from it again after that check. */
+typedef struct mdr_shm_layout {
+    uint64_t ctl_off, data_off, ring_bytes, reg_off;
+    uint32_t nrings, nregs;
+} mdr_shm_layout_t;
+
 /* Packed address. */
 typedef struct mdr_shm_addr {
     uint32_t mark; /* MDR_SHM_ADDR_MARK: also a byte-order check */
@@ -194,7 +203,8 @@ typedef struct mdr_shm_pseg {
     int fd;
     void *base;
     size_t len;
-    mdr_shm_seg_hdr_t *hdr;
+    mdr_shm_seg_hdr_t *hdr; /* shared: only its atomics and identity are read */
+    mdr_shm_layout_t lay;   /* as checked when mapped */
     char name[MDR_SHM_NAME_MAX];
 } mdr_shm_pseg_t;
 
@@ -271,7 +281,8 @@ struct mdr_rail {
     int seg_fd;
     void *seg_base;
     size_t seg_len;
-    mdr_shm_seg_hdr_t *hdr;
+    mdr_shm_seg_hdr_t *hdr; /* shared: only its atomics are read */
+    mdr_shm_layout_t lay;   /* as created */
     uint64_t tag;
     uint32_t nrings;
     uint64_t ring_bytes;
@@ -320,7 +331,8 @@ void mdr_shm_seg_name(char *buf, uint64_t pidns, pid_t pid, uint64_t start, uint
 madrail_status_t mdr_shm_pseg_get(mdr_rail_t *rail, const char *name, uint64_t tag,
                                   uint64_t uuid, mdr_shm_pseg_t **pseg_p, const char **why_p);
 void mdr_shm_pseg_put(mdr_rail_t *rail, mdr_shm_pseg_t *pseg);
-mdr_shm_ring_ctl_t *mdr_shm_ring_ctl(void *base, const mdr_shm_seg_hdr_t *hdr, uint32_t i);
+/* Control block of ring i (< lay->nrings) of the segment mapped at base. */
+mdr_shm_ring_ctl_t *mdr_shm_ring_ctl(void *base, const mdr_shm_layout_t *lay, uint32_t i);
 void mdr_shm_ring_release(mdr_rail_t *rail, uint32_t i);
 int mdr_shm_watch_peer(mdr_ep_t *ep);
 void mdr_shm_unwatch_peer(mdr_ep_t *ep);

@@ -179,10 +179,10 @@ void mdr_shm_ep_free(mdr_ep_t *ep)
 void mdr_shm_ep_attach_rx(mdr_ep_t *ep, uint32_t index)
 {
     mdr_rail_t *rail = ep->rail;
-    mdr_shm_ring_ctl_t *c = mdr_shm_ring_ctl(rail->seg_base, rail->hdr, index);
+    mdr_shm_ring_ctl_t *c = mdr_shm_ring_ctl(rail->seg_base, &rail->lay, index);
 
     ep->rx.ctl = c;
-    ep->rx.data = (uint8_t *)rail->seg_base + rail->hdr->data_off + (uint64_t)index * rail->ring_bytes;
+    ep->rx.data = (uint8_t *)rail->seg_base + rail->lay.data_off + (uint64_t)index * rail->ring_bytes;
     ep->rx.cap = rail->ring_bytes;
     ep->rx.pos = atomic_load_explicit(&c->head, memory_order_relaxed);
     ep->rx.other = 0;
@@ -315,6 +315,7 @@ static madrail_status_t mdr_shm_ensure_tx(mdr_ep_t *ep)
 {
     mdr_rail_t *rail = ep->rail;
     mdr_shm_pseg_t *ps = ep->pseg;
+    const mdr_shm_layout_t *lay;
     mdr_shm_seg_hdr_t *h;
     mdr_shm_ring_ctl_t *c = NULL;
     uint32_t n, i = 0, k, start;
@@ -325,22 +326,23 @@ static madrail_status_t mdr_shm_ensure_tx(mdr_ep_t *ep)
     if (ep->failed || ep->destroyed || ps == NULL)
         return MADRAIL_ERR_RAIL_DOWN;
     h = ps->hdr;
+    lay = &ps->lay;
     if (!atomic_load_explicit(&h->alive, memory_order_seq_cst)) {
         mdr_shm_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "the peer closed its rail");
         return MADRAIL_ERR_RAIL_DOWN;
     }
-    if (h->ring_bytes < 4 * (MDR_SHM_PAD8(rail->slot_size) + MDR_SHM_REC_HDR) &&
-        h->ring_bytes < MDR_SHM_PAD8(rail->slot_size) + MDR_SHM_REC_HDR + MDR_SHM_PUT_EXT + 8) {
+    if (lay->ring_bytes < 4 * (MDR_SHM_PAD8(rail->slot_size) + MDR_SHM_REC_HDR) &&
+        lay->ring_bytes < MDR_SHM_PAD8(rail->slot_size) + MDR_SHM_REC_HDR + MDR_SHM_PUT_EXT + 8) {
         mdr_shm_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN,
                         "the peer's rings (%llu bytes) cannot hold a %zu-byte message",
-                        (unsigned long long)h->ring_bytes, rail->slot_size);
+                        (unsigned long long)lay->ring_bytes, rail->slot_size);
         return MADRAIL_ERR_RAIL_DOWN;
     }
-    n = h->nrings;
+    n = lay->nrings;
     start = (uint32_t)(mdr_shm_hash64(rail->uuid ^ rail->tag) % n);
     for (k = 0; k < n; k++) {
         i = (start + k) % n;
-        c = mdr_shm_ring_ctl(ps->base, h, i);
+        c = mdr_shm_ring_ctl(ps->base, lay, i);
         w = atomic_load_explicit(&c->state, memory_order_relaxed);
         if (MDR_SHM_STATE(w) != MDR_SHM_RING_FREE)
             continue;
@@ -356,14 +358,14 @@ static madrail_status_t mdr_shm_ensure_tx(mdr_ep_t *ep)
         return MADRAIL_ERR_RAIL_DOWN;
     }
     /* Allocate the ring's pages now: a full /dev/shm is an error, not a SIGBUS. */
-    if (fallocate(ps->fd, 0, (off_t)(h->data_off + (uint64_t)i * h->ring_bytes),
-                  (off_t)h->ring_bytes) != 0 &&
+    if (fallocate(ps->fd, 0, (off_t)(lay->data_off + (uint64_t)i * lay->ring_bytes),
+                  (off_t)lay->ring_bytes) != 0 &&
         errno != EOPNOTSUPP) {
         int e = errno;
         atomic_store_explicit(&c->state, MDR_SHM_MKSTATE(MDR_SHM_RING_FREE, 0),
                               memory_order_release);
         mdr_shm_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "cannot allocate a %llu-byte ring in %s: %s",
-                        (unsigned long long)h->ring_bytes, MDR_SHM_DIR, strerror(e));
+                        (unsigned long long)lay->ring_bytes, MDR_SHM_DIR, strerror(e));
         return MADRAIL_ERR_RAIL_DOWN;
     }
     c->prod_uuid = rail->uuid;
@@ -384,15 +386,15 @@ static madrail_status_t mdr_shm_ensure_tx(mdr_ep_t *ep)
     atomic_fetch_add_explicit(&h->claims, 1, memory_order_release);
 
     ep->tx.ctl = c;
-    ep->tx.data = (uint8_t *)ps->base + h->data_off + (uint64_t)i * h->ring_bytes;
-    ep->tx.cap = h->ring_bytes;
+    ep->tx.data = (uint8_t *)ps->base + lay->data_off + (uint64_t)i * lay->ring_bytes;
+    ep->tx.cap = lay->ring_bytes;
     ep->tx.pos = 0;
     ep->tx.other = 0;
     ep->tx.index = i;
     ep->has_tx = 1;
     ep->frag = rail->frag;
-    if (ep->frag > h->ring_bytes / 4)
-        ep->frag = (size_t)(h->ring_bytes / 4);
+    if (ep->frag > lay->ring_bytes / 4)
+        ep->frag = (size_t)(lay->ring_bytes / 4);
     ep->frag &= ~(size_t)7;
     if (ep->frag < 8)
         ep->frag = 8;
@@ -575,7 +577,7 @@ madrail_status_t mdr_shm_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
     if (len == 0)
         return MADRAIL_OK;
 
-    if (ep->cma && (uint32_t)k.key < ep->pseg->hdr->nregs) {
+    if (ep->cma && (uint32_t)k.key < ep->pseg->lay.nregs) {
         if (mdr_shm_mem_check_remote(ep->pseg, k.key, raddr, len, &why) != 0) {
             mdr_shm_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "put of %zu bytes rejected: %s", len,
                             why);

@@ -100,11 +100,11 @@ int mdr_shm_mem_check_remote(const mdr_shm_pseg_t *pseg, uint64_t key, uint64_t 
     uint64_t addr, len, valid;
     uint32_t access;
 
-    if (id >= pseg->hdr->nregs) {
+    if (id >= pseg->lay.nregs) {
         *why_p = "key not in the shared table";
         return -1;
     }
-    tab = (const mdr_shm_reg_ent_t *)((const uint8_t *)pseg->base + pseg->hdr->reg_off);
+    tab = (const mdr_shm_reg_ent_t *)((const uint8_t *)pseg->base + pseg->lay.reg_off);
     e = &tab[id];
     if (atomic_load_explicit(&e->gen, memory_order_acquire) != gen) {
         *why_p = mdr_region_why_stale;

@@ -157,13 +157,14 @@ void mdr_shm_seg_name(char *buf, uint64_t pidns, pid_t pid, uint64_t start, uint
              (unsigned long long)tag);
 }
 
-mdr_shm_ring_ctl_t *mdr_shm_ring_ctl(void *base, const mdr_shm_seg_hdr_t *hdr, uint32_t i)
+mdr_shm_ring_ctl_t *mdr_shm_ring_ctl(void *base, const mdr_shm_layout_t *lay, uint32_t i)
 {
-    return (mdr_shm_ring_ctl_t *)((uint8_t *)base + hdr->ctl_off +
+    return (mdr_shm_ring_ctl_t *)((uint8_t *)base + lay->ctl_off +
                                   (uint64_t)i * sizeof(mdr_shm_ring_ctl_t));
 }
 
-/* A header read from a peer's segment describes a layout inside len. */
+/* A header read from a peer's segment (a private copy: the peer may write
+ * the shared one meanwhile) describes a layout inside len. */
 static int mdr_shm_hdr_sane(const mdr_shm_seg_hdr_t *h, size_t len)
 {
     uint64_t end;
@@ -184,6 +185,7 @@ static int mdr_shm_hdr_sane(const mdr_shm_seg_hdr_t *h, size_t len)
 madrail_status_t mdr_shm_pseg_get(mdr_rail_t *rail, const char *name, uint64_t tag,
                                   uint64_t uuid, mdr_shm_pseg_t **pseg_p, const char **why_p)
 {
+    mdr_shm_seg_hdr_t h;
     mdr_shm_pseg_t *ps;
     struct stat st;
     mdr_list_t *l;
@@ -218,9 +220,10 @@ madrail_status_t mdr_shm_pseg_get(mdr_rail_t *rail, const char *name, uint64_t t
         close(fd);
         return MADRAIL_ERR_RAIL_DOWN;
     }
-    if (!mdr_shm_hdr_sane(base, (size_t)st.st_size) ||
-        ((mdr_shm_seg_hdr_t *)base)->tag != tag ||
-        (uuid != 0 && ((mdr_shm_seg_hdr_t *)base)->uuid != uuid)) {
+    /* checked and used from a private copy (the atomics are not used) */
+    memcpy(&h, base, sizeof(h));
+    if (!mdr_shm_hdr_sane(&h, (size_t)st.st_size) || h.tag != tag ||
+        (uuid != 0 && h.uuid != uuid)) {
         *why_p = "the peer's segment is not the one its address names";
         munmap(base, (size_t)st.st_size);
         close(fd);
@@ -239,6 +242,12 @@ madrail_status_t mdr_shm_pseg_get(mdr_rail_t *rail, const char *name, uint64_t t
     ps->base = base;
     ps->len = (size_t)st.st_size;
     ps->hdr = base;
+    ps->lay.ctl_off = h.ctl_off;
+    ps->lay.data_off = h.data_off;
+    ps->lay.ring_bytes = h.ring_bytes;
+    ps->lay.reg_off = h.reg_off;
+    ps->lay.nrings = h.nrings;
+    ps->lay.nregs = h.nregs;
     snprintf(ps->name, sizeof(ps->name), "%s", name);
     mdr_list_push_tail(&rail->psegs, &ps->link);
     *pseg_p = ps;
@@ -259,7 +268,7 @@ void mdr_shm_pseg_put(mdr_rail_t *rail, mdr_shm_pseg_t *ps)
 /* Give ring i of our segment back (its producer is gone or closed). */
 void mdr_shm_ring_release(mdr_rail_t *rail, uint32_t i)
 {
-    mdr_shm_ring_ctl_t *c = mdr_shm_ring_ctl(rail->seg_base, rail->hdr, i);
+    mdr_shm_ring_ctl_t *c = mdr_shm_ring_ctl(rail->seg_base, &rail->lay, i);
 
     if (rail->rx_state[i] == MDR_SHM_RX_ZOMBIE && rail->nzombies > 0)
         rail->nzombies--;
@@ -267,7 +276,7 @@ void mdr_shm_ring_release(mdr_rail_t *rail, uint32_t i)
     rail->rx_eps[i] = NULL;
     /* the data pages go back to the system until the next claim */
     (void)fallocate(rail->seg_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                    (off_t)(rail->hdr->data_off + (uint64_t)i * rail->ring_bytes),
+                    (off_t)(rail->lay.data_off + (uint64_t)i * rail->ring_bytes),
                     (off_t)rail->ring_bytes);
     atomic_store_explicit(&c->tail, 0, memory_order_relaxed);
     atomic_store_explicit(&c->head, 0, memory_order_relaxed);
@@ -462,6 +471,12 @@ static madrail_status_t mdr_shm_seg_create(mdr_rail_t *rail, uint64_t pidns)
     h->data_off = data_off;
     h->ring_bytes = rail->ring_bytes;
     rail->hdr = h;
+    rail->lay.ctl_off = ctl_off;
+    rail->lay.data_off = data_off;
+    rail->lay.ring_bytes = rail->ring_bytes;
+    rail->lay.reg_off = reg_off;
+    rail->lay.nrings = rail->nrings;
+    rail->lay.nregs = MDR_SHM_NREGS;
     rail->regtab = (mdr_shm_reg_ent_t *)((uint8_t *)rail->seg_base + reg_off);
     atomic_store_explicit(&h->alive, 1, memory_order_seq_cst);
     return MADRAIL_OK;
@@ -614,7 +629,7 @@ static void mdr_shm_close(mdr_rail_t *rail)
         mdr_shm_ep_destroy(mdr_container_of(rail->eps_all.next, mdr_ep_t, link));
     mdr_shm_reap(rail);
     for (i = 0; i < rail->nrings; i++) {
-        mdr_shm_ring_ctl_t *c = mdr_shm_ring_ctl(rail->seg_base, rail->hdr, i);
+        mdr_shm_ring_ctl_t *c = mdr_shm_ring_ctl(rail->seg_base, &rail->lay, i);
         if (MDR_SHM_STATE(atomic_load_explicit(&c->state, memory_order_seq_cst)) !=
             MDR_SHM_RING_FREE)
             atomic_fetch_or_explicit(&c->cons_flags, MDR_SHM_F_CLOSED, memory_order_release);
@@ -785,7 +800,7 @@ static void mdr_shm_check(mdr_rail_t *rail)
     }
     /* rings of our segment that nobody will release otherwise */
     for (i = 0; i < rail->nrings; i++) {
-        mdr_shm_ring_ctl_t *c = mdr_shm_ring_ctl(rail->seg_base, rail->hdr, i);
+        mdr_shm_ring_ctl_t *c = mdr_shm_ring_ctl(rail->seg_base, &rail->lay, i);
         uint64_t w = atomic_load_explicit(&c->state, memory_order_acquire);
         if (rail->rx_state[i] == MDR_SHM_RX_ZOMBIE) {
             if (MDR_SHM_STATE(w) != MDR_SHM_RING_OPEN ||
@@ -809,7 +824,7 @@ static void mdr_shm_check(mdr_rail_t *rail)
 /* Refuse ring i (the producer sees the flag and fails its endpoint). */
 static void mdr_shm_ring_refuse(mdr_rail_t *rail, uint32_t i, const char *why)
 {
-    mdr_shm_ring_ctl_t *c = mdr_shm_ring_ctl(rail->seg_base, rail->hdr, i);
+    mdr_shm_ring_ctl_t *c = mdr_shm_ring_ctl(rail->seg_base, &rail->lay, i);
 
     snprintf(c->cons_reason, sizeof(c->cons_reason), "%s", why);
     c->cons_status = MADRAIL_ERR_RAIL_DOWN;
@@ -823,7 +838,7 @@ static void mdr_shm_ring_refuse(mdr_rail_t *rail, uint32_t i, const char *why)
  * the job key. */
 static void mdr_shm_ring_close_silently(mdr_rail_t *rail, uint32_t i)
 {
-    mdr_shm_ring_ctl_t *c = mdr_shm_ring_ctl(rail->seg_base, rail->hdr, i);
+    mdr_shm_ring_ctl_t *c = mdr_shm_ring_ctl(rail->seg_base, &rail->lay, i);
 
     atomic_fetch_or_explicit(&c->cons_flags, MDR_SHM_F_CLOSED, memory_order_release);
     rail->rx_state[i] = MDR_SHM_RX_ZOMBIE;
@@ -832,7 +847,7 @@ static void mdr_shm_ring_close_silently(mdr_rail_t *rail, uint32_t i)
 
 static void mdr_shm_ring_new(mdr_rail_t *rail, uint32_t i)
 {
-    mdr_shm_ring_ctl_t *c = mdr_shm_ring_ctl(rail->seg_base, rail->hdr, i);
+    mdr_shm_ring_ctl_t *c = mdr_shm_ring_ctl(rail->seg_base, &rail->lay, i);
     char seg[MDR_SHM_NAME_MAX];
     uint64_t uuid = c->prod_uuid, tag = c->prod_tag;
     mdr_shm_pseg_t *ps = NULL;
@@ -938,7 +953,7 @@ static int mdr_shm_discover(mdr_rail_t *rail)
         mdr_shm_ring_ctl_t *c;
         if (rail->rx_state[i] != MDR_SHM_RX_UNKNOWN)
             continue;
-        c = mdr_shm_ring_ctl(rail->seg_base, rail->hdr, i);
+        c = mdr_shm_ring_ctl(rail->seg_base, &rail->lay, i);
         if (MDR_SHM_STATE(atomic_load_explicit(&c->state, memory_order_acquire)) !=
             MDR_SHM_RING_OPEN)
             continue;

@@ -331,6 +331,10 @@ struct mdr_rail {
 };
 
 /* ucx_rail.c */
+/* The worker's active-message handler (arg = the rail): copies the message
+ * out and queues it; progress() handles it.  test/fuzz/fuzz_ucx calls it. */
+ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_length, void *data,
+                           size_t length, const ucp_am_recv_param_t *param);
 void mdr_ucx_rx_free(mdr_rail_t *rail, mdr_ucx_rx_t *rx);
 /* Handle one in-order message of ep's incoming connection. */
 void mdr_ucx_dispatch(mdr_ep_t *ep, mdr_ucx_rx_t *rx);

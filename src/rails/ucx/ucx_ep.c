@@ -670,6 +670,16 @@ void mdr_ucx_hello(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
                         h.addr_len, conn, rx->hdr.seq);
         return;
     }
+    /* UCX unpacks a worker address trusting it: a malformed one makes
+     * ucp_ep_create abort the process (UCX 1.13: "Assertion `*addr_version
+     * == UCP_OBJECT_VERSION_V2' failed").  Every process of a job runs the
+     * same UCX, whose addresses start with the same header byte as ours. */
+    if (waddr[0] != rail->addr[MDR_UCX_ADDR_HDR]) {
+        mdr_error("rail %s: connection from %016llx with a worker address of another UCX "
+                  "version or format (header %#x, ours %#x); dropped",
+                  rail->name, (unsigned long long)u, waddr[0], rail->addr[MDR_UCX_ADDR_HDR]);
+        return;
+    }
     /* misdirected: no REFUSE, which would name our uuid */
     if (h.target != rail->uuid || u == rail->uuid) {
         mdr_drv_refusal(&rail->refusals, rail->name, src,

@@ -408,9 +408,10 @@ static void mdr_ucx_rndv_done(void *request, ucs_status_t status, size_t length,
     rx->ready = 1;
 }
 
-/* The active-message handler: copy out and queue; nothing else here. */
-static ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_length,
-                                  void *data, size_t length, const ucp_am_recv_param_t *param)
+/* The active-message handler: copy out and queue; nothing else here.
+ * (Not static: the fuzz target calls it as the worker does.) */
+ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_length, void *data,
+                           size_t length, const ucp_am_recv_param_t *param)
 {
     mdr_rail_t *rail = arg;
     int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
@@ -523,6 +524,12 @@ void mdr_ucx_dispatch(mdr_ep_t *ep, mdr_ucx_rx_t *rx)
 {
     switch (rx->hdr.type) {
     case MDR_UCX_M_CTRL:
+        if (rx->len > ep->rail->slot_size) { /* the core's slots hold no more */
+            mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO,
+                            "control message of %zu bytes exceeds the slot size %zu", rx->len,
+                            ep->rail->slot_size);
+            break;
+        }
         if (ep->cookie != NULL)
             ep->rail->upcalls->ctrl_recv(ep->cookie, rx->data, rx->len);
         break;

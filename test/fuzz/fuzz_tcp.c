@@ -1,0 +1,710 @@
+/*
+ * Fuzz target: the tcp driver's receive side (handshake, frame reassembly,
+ * control frames, puts into registered memory, put acknowledgements), as
+ * a stranger or a broken peer on the other end of a real connection sees
+ * it.
+ *
+ * No refactor of the driver was needed: the harness is the other end of a
+ * loopback TCP connection to a real rail V (127.0.0.1 only).  In "incoming"
+ * mode it connects to V's listener as a client would; in "outgoing" mode V
+ * connects (its ep was created with the address of a second rail H, whose
+ * listening socket the harness accepts on instead of H).  The input is a
+ * setup byte and operations; the main one writes input bytes into the
+ * connection and runs V's progress, so the stream is cut where the input
+ * says and V reassembles it as it does from the network.  Other
+ * operations are what V's core does meanwhile (control messages, puts,
+ * deregistration, destroying the ep), and what the other end does (read
+ * V's output, half-close).
+ *
+ * The harness is V's core: its upcalls check what the driver promises
+ * (control data 8-byte aligned and no longer than a slot, no upcall on a
+ * destroyed ep) and read every byte they are given.  Put targets live in a
+ * fixed-address arena, so inputs can name them.
+ *
+ * The handshake frames come from the driver's own mdr_tcp_hello_fill();
+ * fz_tcp_hello() below is the one place that knows what a HELLO carries
+ * (the job-key work will extend it).
+ */
+#include "mdr_config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rails/tcp/tcp.h"
+#include "util/log.h"
+#include "fuzz_common.h"
+
+FZ_DEFINE_GETRANDOM
+
+#define FZ_V_UUID 0x1111111111111111ull /* the rail under test */
+#define FZ_P_UUID 0x2222222222222222ull /* the harness as a peer connecting to V */
+#define FZ_H_UUID 0x3333333333333333ull /* the rail V connects to (the harness answers) */
+#define FZ_SLOT 1024u
+#define FZ_REGION_OFF 4096u  /* registered window in the arena */
+#define FZ_REGION_LEN 65536u
+#define FZ_MAXOPS 128
+
+enum {
+    FZ_S_OUTGOING = 1,  /* V connects to the harness (else the harness connects to V) */
+    FZ_S_HANDSHAKE = 2, /* the harness completes the handshake before the input's bytes */
+    FZ_S_PUT_ACK = 4,   /* MADRAIL_TCP_PUT_ACK=1 */
+    FZ_S_NO_COALESCE = 8,
+    FZ_S_REGION = 16,   /* V registers [arena+4096, +64 KiB) for remote writes */
+    FZ_S_REFUSE = 32,   /* V's core refuses the connection (ep_accepted says no) */
+    FZ_S_REPLY = 64     /* V's core answers every control message with one */
+};
+
+enum {
+    FZ_OP_WRITE = 0,    /* len(u16) bytes: into the connection, then progress */
+    FZ_OP_PROGRESS = 1, /* n(u8) */
+    FZ_OP_CTRL = 2,     /* len(u16): V sends a control message */
+    FZ_OP_PUT = 3,      /* len(u16) raddr(u64) rkey(u64): V puts to the peer */
+    FZ_OP_DEREG = 4,    /* V deregisters its region (a put may be arriving) */
+    FZ_OP_SHUT = 5,     /* the harness half-closes (EOF for V) */
+    FZ_OP_DRAIN = 6,    /* the harness reads what V wrote */
+    FZ_OP_DESTROY = 7   /* V's core destroys the ep */
+};
+
+typedef struct fz_tcp {
+    mdr_rail_t *v, *h;
+    mdr_ep_t *ep;      /* V's ep to the peer (created, or accepted) */
+    int ep_failed;
+    int fd;            /* the harness's end */
+    uint8_t setup;
+    mdr_memh_t *region;
+    uint64_t sum;
+    unsigned puts, puts_done;
+    mdr_completion_t comp[16];
+    uint8_t put_src[4096];
+} fz_tcp_t;
+
+static fz_tcp_t *fz_cur;
+
+/* ---------------- the one place that knows the handshake ---------------- */
+
+/* A HELLO (or HELLO_ACK) frame into buf; returns its length. */
+static size_t fz_tcp_hello(uint8_t *buf, int type, uint16_t status, uint64_t uuid,
+                           uint64_t target)
+{
+    mdr_tcp_hello_fill(buf, type, status, uuid, target, type == MDR_TCP_F_HELLO ? fz_job_key : NULL);
+    return MDR_TCP_HELLO_LEN;
+}
+
+/* ---------------- V's core ---------------- */
+
+static void fz_ctrl_recv(void *cookie, const void *data, size_t len)
+{
+    fz_tcp_t *s = cookie;
+    const uint8_t *p = data;
+    size_t i;
+
+    if (s != fz_cur || s->ep == NULL) {
+        fprintf(stderr, "fuzz: control message for a destroyed endpoint\n");
+        __builtin_trap();
+    }
+    if (((uintptr_t)data & 7) != 0 || len > FZ_SLOT) {
+        fprintf(stderr, "fuzz: control message of %zu bytes at %p (slot %u, must be 8-byte "
+                "aligned)\n", len, data, FZ_SLOT);
+        __builtin_trap();
+    }
+    for (i = 0; i < len; i++)
+        s->sum = s->sum * 31 + p[i];
+    if ((s->setup & FZ_S_REPLY) && s->ep != NULL && !s->ep_failed) {
+        struct iovec iov = {(void *)data, len < 64 ? len : 64};
+        (void)mdr_tcp_ops.ctrl_send(s->ep, &iov, 1);
+    }
+}
+
+static void *fz_ep_accepted(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
+{
+    fz_tcp_t *s = rail_cookie;
+
+    (void)uuid;
+    if ((s->setup & FZ_S_REFUSE) || s->ep != NULL)
+        return NULL; /* one ep per peer, as the core keeps */
+    s->ep = ep;
+    s->ep_failed = 0;
+    return s;
+}
+
+static void fz_ep_failed(void *cookie, madrail_status_t status, const char *reason)
+{
+    fz_tcp_t *s = cookie;
+
+    (void)status;
+    if (s != fz_cur || s->ep == NULL) {
+        fprintf(stderr, "fuzz: failure reported for a destroyed endpoint: %s\n", reason);
+        __builtin_trap();
+    }
+    s->ep_failed = 1;
+}
+
+static const mdr_rail_upcalls_t fz_upcalls = {fz_ctrl_recv, fz_ep_accepted, fz_ep_failed};
+
+static void fz_put_done(mdr_completion_t *comp, madrail_status_t status)
+{
+    (void)comp;
+    (void)status;
+    fz_cur->puts_done++;
+}
+
+/* ---------------- the harness's end ---------------- */
+
+static void fz_progress(fz_tcp_t *s, unsigned n)
+{
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        mdr_tcp_ops.progress(s->v);
+        if (s->h != NULL)
+            mdr_tcp_ops.progress(s->h);
+    }
+}
+
+static void fz_write(fz_tcp_t *s, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    ssize_t n;
+
+    while (len > 0 && s->fd >= 0) {
+        n = send(s->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n <= 0) {
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                /* V is not reading (closed, or back-pressure): let it run */
+                fz_progress(s, 1);
+                {
+                    uint8_t sink[4096];
+                    while (recv(s->fd, sink, sizeof(sink), MSG_DONTWAIT) > 0)
+                        ;
+                }
+                n = send(s->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n <= 0)
+                    return; /* dropped: V stopped reading */
+            } else {
+                return;
+            }
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+static void fz_drain(fz_tcp_t *s)
+{
+    uint8_t sink[4096];
+
+    if (s->fd < 0)
+        return;
+    while (recv(s->fd, sink, sizeof(sink), MSG_DONTWAIT) > 0)
+        ;
+}
+
+/* Read exactly len bytes from V (progressing it), or give up. */
+static int fz_read(fz_tcp_t *s, uint8_t *buf, size_t len)
+{
+    size_t got = 0;
+    int tries;
+
+    for (tries = 0; tries < 1000 && got < len; tries++) {
+        ssize_t n = recv(s->fd, buf + got, len - got, MSG_DONTWAIT);
+        if (n > 0)
+            got += (size_t)n;
+        else if (n == 0)
+            return -1;
+        else
+            fz_progress(s, 1);
+    }
+    return got == len ? 0 : -1;
+}
+
+static mdr_rail_t *fz_rail_open(uint64_t uuid, uint8_t setup, void *cookie)
+{
+    const char *ov[] = {(setup & FZ_S_PUT_ACK) ? "MADRAIL_TCP_PUT_ACK=1" : "MADRAIL_TCP_PUT_ACK=0",
+                        (setup & FZ_S_NO_COALESCE) ? "MADRAIL_TCP_COALESCE=0"
+                                                   : "MADRAIL_TCP_COALESCE=16k",
+                        NULL};
+    mdr_rail_params_t prm;
+    mdr_rail_t *rail = NULL;
+
+    memset(&prm, 0, sizeof(prm));
+    prm.uuid = uuid;
+    prm.upcalls = &fz_upcalls;
+    prm.rail_cookie = cookie;
+    prm.slot_size = FZ_SLOT;
+    prm.slots = 10;
+    prm.overrides = ov;
+    prm.job_key = fz_job_key;
+    if (mdr_tcp_ops.open("lo", &prm, &rail) != MADRAIL_OK)
+        return NULL;
+    return rail;
+}
+
+static int fz_connect(fz_tcp_t *s)
+{
+    struct linger lg = {1, 0}; /* close with a reset: no TIME_WAIT per input */
+    int one = 1;
+    uint8_t hello[64];
+
+    if (!(s->setup & FZ_S_OUTGOING)) {
+        s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (s->fd < 0)
+            return -1;
+        setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+        setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (connect(s->fd, (struct sockaddr *)&s->v->local, sizeof(s->v->local)) != 0)
+            return -1;
+        fz_progress(s, 1); /* V accepts */
+        if (s->setup & FZ_S_HANDSHAKE) {
+            uint8_t ack[64];
+            fz_write(s, hello, fz_tcp_hello(hello, MDR_TCP_F_HELLO, 0, FZ_P_UUID, FZ_V_UUID));
+            fz_progress(s, 1);
+            if (fz_read(s, ack, MDR_TCP_HELLO_LEN) != 0)
+                return 0; /* refused: the input's bytes go to a closed connection */
+        }
+        return 0;
+    }
+    /* outgoing: V's ep to H's address; the harness takes H's listener */
+    {
+        uint8_t addr[MDR_TCP_ADDR_LEN], msg[16];
+        struct iovec iov = {msg, sizeof(msg)};
+        int i;
+
+        s->h = fz_rail_open(FZ_H_UUID, s->setup, s);
+        if (s->h == NULL || mdr_tcp_ops.addr_pack(s->h, addr, sizeof(addr)) != MADRAIL_OK ||
+            mdr_tcp_ops.ep_create(s->v, FZ_H_UUID, addr, sizeof(addr), s, &s->ep) != MADRAIL_OK)
+            return -1;
+        memset(msg, 0, sizeof(msg));
+        (void)mdr_tcp_ops.ctrl_send(s->ep, &iov, 1); /* connections are lazy: connect now */
+        for (i = 0; i < 100 && s->fd < 0; i++) {
+            mdr_tcp_ops.progress(s->v);
+            s->fd = accept4(s->h->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        }
+        if (s->fd < 0)
+            return -1;
+        setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+        setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (s->setup & FZ_S_HANDSHAKE) {
+            if (fz_read(s, hello, MDR_TCP_HELLO_LEN) != 0)
+                return 0;
+            fz_write(s, hello,
+                     fz_tcp_hello(hello, MDR_TCP_F_HELLO_ACK, MDR_TCP_ACK_OK, FZ_H_UUID, FZ_V_UUID));
+            fz_progress(s, 1);
+        }
+        return 0;
+    }
+}
+
+static void fz_tcp_run(const uint8_t *data, size_t size)
+{
+    static uint8_t buf[65536 + 8];
+    fz_in_t in = {data, size};
+    fz_tcp_t *s = calloc(1, sizeof(*s));
+    uint8_t *arena = fz_arena();
+    int nops = 0;
+
+    if (s == NULL)
+        return;
+    fz_cur = s;
+    fz_rand_reset();
+    s->fd = -1;
+    s->setup = fz_u8(&in);
+    s->v = fz_rail_open(FZ_V_UUID, s->setup, s);
+    if (s->v == NULL)
+        goto out;
+    if ((s->setup & FZ_S_REGION) && arena != NULL &&
+        mdr_tcp_ops.mem_reg(s->v, arena + FZ_REGION_OFF, FZ_REGION_LEN,
+                            MDR_MEM_LOCAL | MDR_MEM_REMOTE_WRITE, &s->region) != MADRAIL_OK)
+        s->region = NULL;
+    if (fz_connect(s) != 0)
+        goto out;
+
+    while (fz_left(&in) > 0 && nops++ < FZ_MAXOPS) {
+        uint8_t op = fz_u8(&in);
+        switch (op & 7) {
+        case FZ_OP_WRITE: {
+            size_t len = fz_u16(&in);
+            if (len > fz_left(&in))
+                len = fz_left(&in);
+            fz_bytes(&in, buf, len);
+            fz_write(s, buf, len);
+            fz_progress(s, 1 + (op >> 3 & 3));
+            break;
+        }
+        case FZ_OP_PROGRESS:
+            fz_progress(s, 1 + (fz_u8(&in) & 15));
+            break;
+        case FZ_OP_CTRL: {
+            size_t len = fz_u16(&in) % (FZ_SLOT + 1);
+            struct iovec iov = {buf, len};
+            memset(buf, 0x6c, len);
+            if (s->ep != NULL && !s->ep_failed)
+                (void)mdr_tcp_ops.ctrl_send(s->ep, &iov, 1);
+            break;
+        }
+        case FZ_OP_PUT: {
+            size_t len = fz_u16(&in) % (sizeof(s->put_src) + 1);
+            uint64_t raddr = fz_u64(&in), rkey = fz_u64(&in);
+            madrail_status_t st;
+            if (s->ep == NULL || s->ep_failed || s->puts >= 16)
+                break;
+            memset(s->put_src, 0x70, len);
+            s->comp[s->puts].cb = fz_put_done;
+            st = mdr_tcp_ops.put(s->ep, s->put_src, len, NULL, raddr, &rkey, sizeof(rkey),
+                                 &s->comp[s->puts]);
+            if (st == MADRAIL_INPROGRESS)
+                s->puts++;
+            break;
+        }
+        case FZ_OP_DEREG:
+            if (s->region != NULL) {
+                mdr_tcp_ops.mem_dereg(s->v, s->region);
+                s->region = NULL;
+            }
+            break;
+        case FZ_OP_SHUT:
+            if (s->fd >= 0)
+                shutdown(s->fd, SHUT_WR);
+            fz_progress(s, 2);
+            break;
+        case FZ_OP_DRAIN:
+            fz_drain(s);
+            break;
+        default:
+            if (s->ep != NULL) {
+                mdr_tcp_ops.ep_destroy(s->ep);
+                s->ep = NULL;
+            }
+            break;
+        }
+    }
+    fz_progress(s, 2);
+
+out:
+    if (s->ep != NULL)
+        mdr_tcp_ops.ep_destroy(s->ep);
+    s->ep = NULL;
+    if (s->region != NULL)
+        mdr_tcp_ops.mem_dereg(s->v, s->region);
+    if (s->v != NULL)
+        mdr_tcp_ops.close(s->v);
+    if (s->h != NULL)
+        mdr_tcp_ops.close(s->h);
+    if (s->fd >= 0)
+        close(s->fd);
+    fz_cur = NULL;
+    free(s);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fz_tcp_run(data, size);
+    return 0;
+}
+
+/* ---------------- the seed corpus ---------------- */
+
+typedef struct fz_seed {
+    uint8_t buf[16384];
+    size_t len;
+} fz_seed_t;
+
+static void sd_put(fz_seed_t *sd, const void *p, size_t n)
+{
+    if (n > 0 && sd->len + n <= sizeof(sd->buf)) {
+        memcpy(sd->buf + sd->len, p, n);
+        sd->len += n;
+    }
+}
+
+static void sd_u8(fz_seed_t *sd, uint8_t v) { sd_put(sd, &v, 1); }
+
+static void sd_u16(fz_seed_t *sd, uint16_t v) { sd_put(sd, &v, 2); }
+
+static void sd_u64(fz_seed_t *sd, uint64_t v) { sd_put(sd, &v, 8); }
+
+/* A write op carrying bytes. */
+static void sd_write(fz_seed_t *sd, const void *p, size_t n)
+{
+    sd_u8(sd, FZ_OP_WRITE);
+    sd_u16(sd, (uint16_t)n);
+    sd_put(sd, p, n);
+}
+
+/* A frame (header + body + padding) into f; returns its length. */
+static size_t sd_frame(uint8_t *f, uint8_t type, uint32_t hlen, const void *body, size_t blen)
+{
+    mdr_tcp_hdr_t h;
+    size_t pad = MDR_TCP_PAD8(blen);
+
+    memset(&h, 0, sizeof(h));
+    h.type = type;
+    h.len = hlen;
+    memcpy(f, &h, sizeof(h));
+    if (blen > 0)
+        memcpy(f + sizeof(h), body, blen);
+    memset(f + sizeof(h) + blen, 0, pad);
+    return sizeof(h) + blen + pad;
+}
+
+static size_t sd_put_frame(uint8_t *f, uint64_t raddr, uint64_t rkey, uint64_t count,
+                           uint8_t fill)
+{
+    mdr_tcp_put_ext_t e;
+    size_t n;
+
+    e.raddr = raddr;
+    e.rkey = rkey;
+    e.count = count;
+    n = sd_frame(f, MDR_TCP_F_PUT, sizeof(e), &e, sizeof(e));
+    if (count <= 4096) {
+        memset(f + n, fill, count);
+        memset(f + n + count, 0, MDR_TCP_PAD8(count));
+        n += count + MDR_TCP_PAD8(count);
+    }
+    return n;
+}
+
+static int sd_save(const char *dir, const char *name, const fz_seed_t *sd)
+{
+    char path[4096];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "wb");
+    if (f == NULL || fwrite(sd->buf, 1, sd->len, f) != sd->len) {
+        fprintf(stderr, "gen_seeds: %s: %s\n", path, strerror(errno));
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    return fclose(f);
+}
+
+static int fz_tcp_seeds(const char *dir)
+{
+    static uint8_t f[8192];
+    const uint64_t base = FZ_ARENA_ADDR + FZ_REGION_OFF;
+    uint64_t key = 0;
+    fz_seed_t sd;
+    size_t n;
+    int rc = 0, k;
+    uint8_t ctl[FZ_SLOT + 8];
+
+    memset(ctl, 0x43, sizeof(ctl));
+    /* the key of the region a run registers, as V packs it */
+    {
+        mdr_rail_t *v = fz_rail_open(FZ_V_UUID, 0, NULL);
+        mdr_memh_t *mh = NULL;
+        size_t klen = sizeof(key);
+        if (v == NULL || fz_arena() == NULL ||
+            mdr_tcp_ops.mem_reg(v, fz_arena() + FZ_REGION_OFF, FZ_REGION_LEN,
+                                MDR_MEM_LOCAL | MDR_MEM_REMOTE_WRITE, &mh) != MADRAIL_OK ||
+            mdr_tcp_ops.rkey_pack(v, mh, &key, &klen) != MADRAIL_OK || klen != sizeof(key)) {
+            fprintf(stderr, "gen_seeds: cannot open a tcp rail on lo and register memory\n");
+            return -1;
+        }
+        mdr_tcp_ops.mem_dereg(v, mh);
+        mdr_tcp_ops.close(v);
+    }
+
+    /* incoming, harness handshake: control frames of edge sizes, cut anywhere */
+    {
+        const size_t sizes[] = {0, 1, 7, 8, 9, 24, FZ_SLOT - 1, FZ_SLOT, FZ_SLOT + 1};
+        memset(&sd, 0, sizeof(sd));
+        sd_u8(&sd, FZ_S_HANDSHAKE | FZ_S_REGION);
+        for (k = 0; k < (int)(sizeof(sizes) / sizeof(sizes[0])); k++) {
+            n = sd_frame(f, MDR_TCP_F_CTRL, (uint32_t)sizes[k], ctl, sizes[k]);
+            sd_write(&sd, f, n);
+        }
+        rc |= sd_save(dir, "ctrl-sizes", &sd);
+
+        memset(&sd, 0, sizeof(sd));
+        sd_u8(&sd, FZ_S_HANDSHAKE | FZ_S_REPLY | FZ_S_NO_COALESCE);
+        n = sd_frame(f, MDR_TCP_F_CTRL, 40, ctl, 40);
+        n += sd_frame(f + n, MDR_TCP_F_CTRL, 100, ctl, 100);
+        sd_write(&sd, f, 3);         /* part of a header */
+        sd_write(&sd, f + 3, 20);    /* rest of it, part of the body */
+        sd_write(&sd, f + 23, n - 23);
+        sd_u8(&sd, FZ_OP_DRAIN);
+        rc |= sd_save(dir, "ctrl-split", &sd);
+    }
+    /* puts: inside the region, at its edges, outside, with stale keys, count 0, huge */
+    {
+        struct {
+            uint64_t raddr, key, count;
+            const char *name;
+        } puts[] = {
+            {base, key, 100, "put-ok"},
+            {base + FZ_REGION_LEN - 8, key, 8, "put-edge"},
+            {base + FZ_REGION_LEN - 8, key, 9, "put-past-end"},
+            {base - 1, key, 4, "put-before"},
+            {base, key + (1ull << 32), 16, "put-stale-key"},
+            {base, key | 7, 16, "put-bad-id"},
+            {base, key, 0, "put-empty"},
+            {base, key, 1ull << 40, "put-huge"},
+            {base + 8, key, 4096, "put-4k"},
+        };
+        for (k = 0; k < (int)(sizeof(puts) / sizeof(puts[0])); k++) {
+            memset(&sd, 0, sizeof(sd));
+            sd_u8(&sd, FZ_S_HANDSHAKE | FZ_S_REGION | (k & 1 ? FZ_S_PUT_ACK : 0));
+            n = sd_put_frame(f, puts[k].raddr, puts[k].key, puts[k].count, (uint8_t)k);
+            if (puts[k].count == 4096) { /* payload in pieces, deregistered half way */
+                sd_write(&sd, f, 200);
+                sd_u8(&sd, FZ_OP_DEREG);
+                sd_write(&sd, f + 200, n - 200);
+            } else {
+                sd_write(&sd, f, n);
+            }
+            n = sd_frame(f, MDR_TCP_F_CTRL, 16, ctl, 16);
+            sd_write(&sd, f, n);
+            sd_u8(&sd, FZ_OP_DRAIN);
+            rc |= sd_save(dir, puts[k].name, &sd);
+        }
+    }
+    /* put acknowledgements: for puts V made, more than it made, none made */
+    for (k = 0; k < 3; k++) {
+        char name[32];
+        memset(&sd, 0, sizeof(sd));
+        sd_u8(&sd, FZ_S_HANDSHAKE | FZ_S_PUT_ACK);
+        if (k < 2) {
+            sd_u8(&sd, FZ_OP_PUT);
+            sd_u16(&sd, 100);
+            sd_u64(&sd, 0x1000);
+            sd_u64(&sd, 1ull << 32);
+            sd_u8(&sd, FZ_OP_PROGRESS);
+            sd_u8(&sd, 2);
+        }
+        n = sd_frame(f, MDR_TCP_F_PUT_ACK, k == 1 ? 2 : 1, NULL, 0);
+        sd_write(&sd, f, n);
+        snprintf(name, sizeof(name), "put-ack-%d", k);
+        rc |= sd_save(dir, name, &sd);
+    }
+    /* incoming without the harness's handshake: HELLOs good and bad */
+    {
+        struct {
+            uint64_t uuid, target;
+            uint8_t type, setup;
+            int corrupt;
+            const char *name;
+        } h[] = {
+            {FZ_P_UUID, FZ_V_UUID, MDR_TCP_F_HELLO, 0, 0, "hello-ok"},
+            {FZ_P_UUID, FZ_V_UUID, MDR_TCP_F_HELLO, FZ_S_REFUSE, 0, "hello-refused"},
+            {FZ_P_UUID, FZ_P_UUID, MDR_TCP_F_HELLO, 0, 0, "hello-wrong-target"},
+            {FZ_V_UUID, FZ_V_UUID, MDR_TCP_F_HELLO, 0, 0, "hello-own-uuid"},
+            {FZ_P_UUID, FZ_V_UUID, MDR_TCP_F_HELLO, 0, 1, "hello-bad-magic"},
+            {FZ_P_UUID, FZ_V_UUID, MDR_TCP_F_HELLO_ACK, 0, 0, "hello-ack-unasked"},
+            {FZ_P_UUID, FZ_V_UUID, MDR_TCP_F_HELLO, 0, 2, "hello-short-len"},
+        };
+        for (k = 0; k < (int)(sizeof(h) / sizeof(h[0])); k++) {
+            memset(&sd, 0, sizeof(sd));
+            sd_u8(&sd, h[k].setup | FZ_S_REGION);
+            n = fz_tcp_hello(f, h[k].type, 0, h[k].uuid, h[k].target);
+            if (h[k].corrupt == 1)
+                f[MDR_TCP_HDR_LEN] ^= 0xff;
+            if (h[k].corrupt == 2)
+                f[4] = 8;
+            sd_write(&sd, f, n);
+            n = sd_frame(f, MDR_TCP_F_CTRL, 24, ctl, 24);
+            sd_write(&sd, f, n);
+            /* a second HELLO on the open connection */
+            n = fz_tcp_hello(f, MDR_TCP_F_HELLO, 0, h[k].uuid, h[k].target);
+            sd_write(&sd, f, n);
+            sd_u8(&sd, FZ_OP_DRAIN);
+            rc |= sd_save(dir, h[k].name, &sd);
+        }
+        /* data before any handshake; a frame of an unknown type; EOF mid-frame */
+        memset(&sd, 0, sizeof(sd));
+        sd_u8(&sd, 0);
+        n = sd_frame(f, MDR_TCP_F_CTRL, 16, ctl, 16);
+        sd_write(&sd, f, n);
+        rc |= sd_save(dir, "data-before-hello", &sd);
+        memset(&sd, 0, sizeof(sd));
+        sd_u8(&sd, FZ_S_HANDSHAKE);
+        n = sd_frame(f, 99, 0, NULL, 0);
+        sd_write(&sd, f, n);
+        rc |= sd_save(dir, "unknown-type", &sd);
+        memset(&sd, 0, sizeof(sd));
+        sd_u8(&sd, FZ_S_HANDSHAKE | FZ_S_REGION);
+        n = sd_put_frame(f, base, key, 1000, 1);
+        sd_write(&sd, f, 500);
+        sd_u8(&sd, FZ_OP_SHUT);
+        rc |= sd_save(dir, "eof-mid-put", &sd);
+        memset(&sd, 0, sizeof(sd));
+        sd_u8(&sd, FZ_S_HANDSHAKE | FZ_S_REGION);
+        n = sd_put_frame(f, base, key, 1000, 1);
+        sd_write(&sd, f, 500);
+        sd_u8(&sd, FZ_OP_DESTROY);
+        sd_write(&sd, f + 500, n - 500);
+        rc |= sd_save(dir, "destroy-mid-put", &sd);
+    }
+    /* outgoing: the harness answers V's HELLO */
+    {
+        struct {
+            uint16_t status;
+            uint64_t uuid, target;
+            const char *name;
+        } a[] = {
+            {MDR_TCP_ACK_OK, FZ_H_UUID, FZ_V_UUID, "ack-ok"},
+            {MDR_TCP_ACK_LOST, FZ_H_UUID, FZ_V_UUID, "ack-lost"},
+            {MDR_TCP_ACK_REFUSED, FZ_H_UUID, FZ_V_UUID, "ack-refused"},
+            {7, FZ_H_UUID, FZ_V_UUID, "ack-bad-status"},
+            {MDR_TCP_ACK_OK, FZ_P_UUID, FZ_V_UUID, "ack-wrong-uuid"},
+            {MDR_TCP_ACK_OK, FZ_H_UUID, FZ_H_UUID, "ack-wrong-target"},
+        };
+        for (k = 0; k < (int)(sizeof(a) / sizeof(a[0])); k++) {
+            memset(&sd, 0, sizeof(sd));
+            sd_u8(&sd, FZ_S_OUTGOING | FZ_S_REGION | (k & 1 ? FZ_S_PUT_ACK : 0));
+            sd_u8(&sd, FZ_OP_DRAIN);
+            n = fz_tcp_hello(f, MDR_TCP_F_HELLO_ACK, a[k].status, a[k].uuid, a[k].target);
+            sd_write(&sd, f, n);
+            n = sd_frame(f, MDR_TCP_F_CTRL, 32, ctl, 32);
+            sd_write(&sd, f, n);
+            sd_u8(&sd, FZ_OP_CTRL);
+            sd_u16(&sd, 300);
+            sd_u8(&sd, FZ_OP_DRAIN);
+            rc |= sd_save(dir, a[k].name, &sd);
+        }
+        memset(&sd, 0, sizeof(sd));
+        sd_u8(&sd, FZ_S_OUTGOING | FZ_S_HANDSHAKE | FZ_S_REGION | FZ_S_PUT_ACK);
+        sd_u8(&sd, FZ_OP_PUT);
+        sd_u16(&sd, 3000);
+        sd_u64(&sd, 0x5000);
+        sd_u64(&sd, 1ull << 32);
+        n = sd_put_frame(f, base, key, 64, 2);
+        n += sd_frame(f + n, MDR_TCP_F_PUT_ACK, 1, NULL, 0);
+        sd_write(&sd, f, n);
+        sd_u8(&sd, FZ_OP_DRAIN);
+        rc |= sd_save(dir, "outgoing-put-both-ways", &sd);
+    }
+    return rc;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    const char *dir = getenv("FZ_GEN_SEEDS");
+
+    (void)argc;
+    fz_env_setup(*argv);
+    /* the driver alone: no context reads MADRAIL_LOG_LEVEL (default: errors) */
+    mdr_log_set_level(getenv("MADRAIL_LOG_LEVEL") != NULL
+                          ? mdr_log_level_parse(getenv("MADRAIL_LOG_LEVEL"))
+                          : MDR_LOG_ERROR);
+    if (dir != NULL) {
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+            fprintf(stderr, "gen_seeds: %s: %s\n", dir, strerror(errno));
+            exit(1);
+        }
+        exit(fz_tcp_seeds(dir) == 0 ? 0 : 1);
+    }
+    return 0;
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# run_fuzz.sh -- run the libFuzzer targets of a tree configured with
+# --enable-fuzz: each over its seed corpus (test/fuzz/corpus/<target>,
+# every input once: the regression part), then for a bounded time (the
+# exploration part).  Fails on any crash, sanitizer report, leak, timeout or
+# out-of-memory; what failed is kept under <builddir>/test/fuzz/artifacts.
+#
+# Usage: test/fuzz/run_fuzz.sh [--time SECONDS] [--build DIR] [--keep] [target...]
+#   --time S    fuzz each target S seconds after its corpus (default 15,
+#               or $MDR_FUZZ_TIME; 0: corpus only)
+#   --build D   the build tree (default $MDR_BUILDDIR, else the current
+#               directory when it has test/fuzz/fuzz_core)
+#   --keep      keep what the timed run added to the corpus, in
+#               <builddir>/test/fuzz/work/<target> (it is never written
+#               into the source tree; see README.md to merge it)
+#   target      core, tcp, shm, ofi, ucx (default: every one built)
+#
+# As a `make check` test it skips (exit 77) in a tree built without
+# --enable-fuzz.  See test/fuzz/README.md for longer campaigns.
+set -u
+
+TIME=${MDR_FUZZ_TIME:-15}
+BUILD=${MDR_BUILDDIR:-}
+KEEP=no
+TARGETS=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --time) TIME=${2:?--time needs a number of seconds}; shift ;;
+        --time=*) TIME=${1#--time=} ;;
+        --build) BUILD=${2:?--build needs a directory}; shift ;;
+        --build=*) BUILD=${1#--build=} ;;
+        --keep) KEEP=yes ;;
+        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -*) echo "run_fuzz.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+        *) TARGETS+=("${1#fuzz_}") ;;
+    esac
+    shift
+done
+case "$TIME" in
+    ''|*[!0-9]*) echo "run_fuzz.sh: --time wants whole seconds, not '$TIME'" >&2; exit 2 ;;
+esac
+
+SRC=${MDR_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+if [ -z "$BUILD" ] && [ -x test/fuzz/fuzz_core ]; then
+    BUILD=$PWD
+fi
+if [ "${MDR_FUZZ_ENABLED:-}" = no ] || [ -z "$BUILD" ] || [ ! -x "$BUILD/test/fuzz/fuzz_core" ]; then
+    echo "SKIP: the fuzz targets are not built here (configure --enable-fuzz, with clang:" \
+         "test/fuzz/README.md)"
+    exit 77
+fi
+
+if [ ${#TARGETS[@]} -eq 0 ]; then
+    for t in core tcp shm ofi ucx; do
+        [ -x "$BUILD/test/fuzz/fuzz_$t" ] && TARGETS+=("$t")
+    done
+fi
+
+OUT=$BUILD/test/fuzz
+mkdir -p "$OUT/artifacts" "$OUT/logs" || exit 1
+# Leaks are failures here whatever the caller's sanitizer options say; the
+# targets re-exec themselves once to switch off UCX's and PSM's own signal
+# handlers (fuzz_common.h), which would hide crashes from the sanitizers.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:allocator_may_return_null=1"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1:halt_on_error=1"
+# Per input: finalize waits up to 30 s for a peer that never answers
+# (test/fuzz/crashers/core); anything slower than that is a hang.
+FLAGS=(-timeout=35 -rss_limit_mb=2048 -malloc_limit_mb=1024 -close_fd_mask=2 -print_final_stats=1)
+
+fail=0
+t0=$(date +%s)
+for t in "${TARGETS[@]}"; do
+    bin=$BUILD/test/fuzz/fuzz_$t
+    corpus=$SRC/test/fuzz/corpus/$t
+    log=$OUT/logs/fuzz_$t.log
+    if [ ! -x "$bin" ]; then
+        echo "FAIL: fuzz_$t: $bin was not built"
+        fail=1
+        continue
+    fi
+    if [ ! -d "$corpus" ]; then
+        echo "FAIL: fuzz_$t: no seed corpus in $corpus"
+        fail=1
+        continue
+    fi
+    work=$OUT/work/$t
+    rm -rf "$work"
+    mkdir -p "$work"
+    ts=$(date +%s)
+    # 1. every seed once (libFuzzer: -runs=0 only runs the given inputs)
+    "$bin" "${FLAGS[@]}" -artifact_prefix="$OUT/artifacts/fuzz_$t-" -runs=0 "$corpus" \
+        >"$log" 2>&1
+    rc=$?
+    nseed=$(find "$corpus" -type f | wc -l)
+    if [ $rc -ne 0 ]; then
+        echo "FAIL: fuzz_$t: an input of the seed corpus failed (log: $log)"
+        grep -E "^(==[0-9]+==ERROR|SUMMARY|fuzz:|Running:|artifact_prefix|Test unit written)" \
+            "$log" | head -20
+        fail=1
+        continue
+    fi
+    if [ "$TIME" -gt 0 ]; then
+        # 2. new inputs for TIME seconds, into a scratch corpus
+        "$bin" "${FLAGS[@]}" -artifact_prefix="$OUT/artifacts/fuzz_$t-" \
+            -max_total_time="$TIME" "$work" "$corpus" >>"$log" 2>&1
+        rc=$?
+        if [ $rc -ne 0 ]; then
+            echo "FAIL: fuzz_$t: the fuzzer found a failing input in ${TIME} s (log: $log)"
+            grep -E "^(==[0-9]+==ERROR|SUMMARY|fuzz:|artifact_prefix|Test unit written|ALARM)" \
+                "$log" | head -20
+            echo "      reproduce: $bin <artifact>; minimize: $bin -minimize_crash=1" \
+                 "-runs=10000 <artifact> (test/fuzz/README.md)"
+            fail=1
+            continue
+        fi
+    fi
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    cov=$(grep -Eo 'cov: [0-9]+' "$log" | tail -1)
+    echo "PASS: fuzz_$t: $nseed seeds, then ${TIME} s: ${runs:-0} runs, ${cov:-cov: ?}" \
+         "($(( $(date +%s) - ts )) s)"
+    [ "$KEEP" = yes ] || rm -rf "$work"
+done
+echo "run_fuzz.sh: ${#TARGETS[@]} targets in $(( $(date +%s) - t0 )) s"
+exit $fail
