@@ -536,6 +536,8 @@ out:
     side_close(&d);
 }
 
+static int first_byte(void *arg);
+
 static void test_put(side_t *a, side_t *b)
 {
     const size_t LEN = 8u << 20, MARGIN = 4096;
@@ -565,6 +567,33 @@ static void test_put(side_t *a, side_t *b)
     st = ops->rkey_pack(b->rail, mh, rkey, &rkey_len);
     CHECK(st == MADRAIL_OK && rkey_len > 0 && rkey_len <= b->attr.max_rkey, "rkey_pack: %zu bytes",
           rkey_len);
+
+    /* puts both ways: B puts to A first, so A's connection carries the
+     * peer's puts (within MDR_TCP_DUPLEX_HOLD) and A cuts its own into
+     * frames */
+    {
+        static uint8_t back[256];
+        uint8_t bkey[16], pat[64];
+        size_t bkey_len = 0;
+        mdr_memh_t *bmh = NULL;
+        rt_comp_t bc = {{rt_comp_cb}, 0, MADRAIL_OK};
+
+        memset(back, 0, sizeof(back));
+        memset(pat, 0xb7, sizeof(pat));
+        st = ops->mem_reg(a->rail, back, sizeof(back), MDR_MEM_REMOTE_WRITE, &bmh);
+        if (st == MADRAIL_OK)
+            st = ops->rkey_pack(a->rail, bmh, bkey, &bkey_len);
+        if (st == MADRAIL_OK)
+            st = ops->put(b->ep, pat, sizeof(pat), NULL, (uint64_t)(uintptr_t)back, bkey,
+                          bkey_len, &bc.c);
+        if (st == MADRAIL_OK)
+            bc.calls = 1;
+        CHECK((st == MADRAIL_OK || st == MADRAIL_INPROGRESS) && pump(flag_set, &bc.calls, 10) &&
+                  pump(first_byte, back + sizeof(pat) - 1, 10) && bc.status == MADRAIL_OK,
+              "B's put of %zu bytes to A arrived", sizeof(pat));
+        if (bmh != NULL)
+            ops->mem_dereg(a->rail, bmh);
+    }
 
     /* 8 MiB put, and a control message sent while it is queued: the message
      * passes the put (replies to the peer's puts must not wait behind our
@@ -1277,6 +1306,71 @@ static void test_put_noack(void)
     side_close(&b);
 }
 
+/* One way (the peer sends no puts): puts stay whole, and a control message
+ * waits for the put being written but passes the ones queued after it. */
+static void test_ctrl_passes_queued(void)
+{
+    const size_t LEN = 8u << 20, N = 4;
+    side_t a, b;
+    uint8_t *src, *dst;
+    mdr_memh_t *mh = NULL;
+    uint8_t rkey[8];
+    size_t rkey_len, i;
+    rt_comp_t pc[4];
+    want_t w;
+    int done;
+
+    src = malloc(LEN);
+    dst = calloc(N, LEN);
+    if (src == NULL || dst == NULL || side_open(&a, "Ap", 0xb1, "lo", NULL) != MADRAIL_OK ||
+        side_open(&b, "Bp", 0xb2, "lo", NULL) != MADRAIL_OK) {
+        CHECK(0, "setup for a message passing queued puts");
+        free(src);
+        free(dst);
+        return;
+    }
+    memset(src, 0x6d, LEN);
+    pump_set(&a, &b);
+    ops->mem_reg(b.rail, dst, N * LEN, MDR_MEM_REMOTE_WRITE, &mh);
+    ops->rkey_pack(b.rail, mh, rkey, &rkey_len);
+    ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.epc, &a.ep);
+    send_msg(&a, 8, 1);
+    w.c = &b.epc;
+    w.n = 1;
+    pump(have_msgs, &w, 5);
+    b.epc.watch = dst + (N - 1) * LEN; /* the last put's target */
+    b.epc.watch_ref = src;
+    b.epc.watch_len = LEN;
+    b.epc.watch_ok_at_msg = -1;
+    for (i = 0; i < N; i++) {
+        pc[i].c.cb = rt_comp_cb;
+        pc[i].calls = 0;
+        pc[i].status = MADRAIL_OK;
+        if (ops->put(a.ep, src, LEN, NULL, (uint64_t)(uintptr_t)(dst + i * LEN), rkey, rkey_len,
+                     &pc[i].c) == MADRAIL_OK)
+            pc[i].calls = 1;
+    }
+    send_msg(&a, 8, 2);
+    w.n = 2;
+    CHECK(pump(have_msgs, &w, 10) && b.epc.watch_ok_at_msg == 0,
+          "one way: a message sent behind %zu queued 8 MiB puts arrived before the last one",
+          N);
+    b.epc.watch = NULL;
+    for (i = 0, done = 1; i < N; i++)
+        done &= pump(flag_set, &pc[i].calls, 20) && pc[i].status == MADRAIL_OK;
+    send_msg(&a, 8, 3); /* after the completions: after the data */
+    w.n = 3;
+    done &= pump(have_msgs, &w, 10);
+    for (i = 0; i < N; i++)
+        done &= memcmp(dst + i * LEN, src, LEN) == 0;
+    CHECK(done, "the %zu puts completed and were in place when the next message came", N);
+    ops->mem_dereg(b.rail, mh);
+    side_close(&a);
+    side_close(&b);
+    free(src);
+    free(dst);
+}
+
 /* Multi-frame puts with MADRAIL_TCP_PUT_ACK=1: the receiver acknowledges
  * every frame, some while the put is still being written. */
 static void test_put_ack(void)
@@ -1506,6 +1600,7 @@ int main(int argc, char **argv)
     test_timeouts();
     test_put_noack();
     test_put_ack();
+    test_ctrl_passes_queued();
     test_raw_cont(0);
     test_raw_cont(1);
     test_raw_cont(2);

@@ -177,8 +177,8 @@ typedef struct mdr_tcp_conn {
     uint64_t rx_put_frames; /* put frames received */
     uint64_t rx_put_seen;   /* rx_put_frames at the last check */
     double duplex_until;    /* the short kernel queue stays until then */
-    int lowat_on;           /* MADRAIL_TCP_NOTSENT_LOWAT is set on the socket */
-    int lowat_failed;       /* setting it failed: not tried again */
+    int duplex;             /* puts flow both ways: frames, short kernel queue */
+    int lowat_failed;       /* setting TCP_NOTSENT_LOWAT failed: not tried again */
 } mdr_tcp_conn_t;
 
 typedef enum {
