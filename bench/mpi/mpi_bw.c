@@ -7,6 +7,13 @@
  * MB/s with MB = 1e6 bytes, after untimed warm-up iterations.  Output uses
  * the OSU columns ("# Size      Bandwidth (MB/s)").
  *
+ * --bibw has osu_bibw's semantics instead: per iteration both ranks post a
+ * window of MPI_Irecv, then a window of MPI_Isend, and wait for all of
+ * them (no ack); bandwidth counts the bytes of both directions,
+ * 2 * size * window * iterations / elapsed on rank 0.  Compare it with the
+ * one-way figure of the same run: on a full-duplex link it should be twice
+ * as much.
+ *
  * As in osu_bw, all messages of a window use one send and one receive
  * buffer (the receives overlap; every message carries the same bytes, so
  * --validate can still check the result).  Our own code rather than OSU's
@@ -35,13 +42,15 @@
 /* mpi_bw's own state: --window and the requests of one window. */
 static struct {
     long window;
-    MPI_Request *reqs;
+    int bibw; /* --bibw: both directions at once (osu_bibw) */
+    MPI_Request *reqs; /* 2 * window: receives, then sends */
     MPI_Status *sts; /* not MPI_STATUSES_IGNORE: gcc 12 -Wstringop-overflow on MPICH's
                       * prototype; the cost is the same for all runs compared */
-} bw = {DEFAULT_WINDOW, NULL, NULL};
+} bw = {DEFAULT_WINDOW, 0, NULL, NULL};
 
 static const mb_opt_t bw_opts[] = {
     {"--window", MB_OPT_COUNT, &bw.window, 1, 100000},
+    {"--bibw", MB_OPT_FLAG, &bw.bibw, 0, 0},
     {NULL, MB_OPT_FLAG, NULL, 0, 0},
 };
 
@@ -49,12 +58,15 @@ static void usage(FILE *f, const char *argv0)
 {
     fprintf(f,
             "Usage: mpiexec -n 2 %s [--min SIZE] [--max SIZE] [--iters N] [--warmup N]\n"
-            "                       [--window N] [--factor F] [--sizes LIST]\n"
+            "                       [--window N] [--bibw] [--factor F] [--sizes LIST]\n"
             "                       [--validate] [-h]\n"
             "Streaming bandwidth (MB/s, 1 MB = 1e6 bytes), OSU osu_bw semantics.\n"
             "  --min SIZE   smallest message (default 1), then x --factor\n"
             "  --max SIZE   largest message (default 16m); suffixes k, m, g (x1024)\n"
             "  --window N   messages in flight per iteration (default 64)\n"
+            "  --bibw       both directions at once, osu_bibw semantics: each rank posts\n"
+            "               a window of receives and a window of sends; MB/s counts the\n"
+            "               bytes of both directions\n"
             "  --iters N    timed iterations (windows) for every size (default: 100 up\n"
             "               to 8 KiB, 20 up to 512 KiB, 5 from 1 MiB)\n"
             "  --warmup N   untimed iterations before (default: 10, 2, 1 likewise)\n"
@@ -68,7 +80,8 @@ static void usage(FILE *f, const char *argv0)
 
 static void bw_header(FILE *f)
 {
-    fprintf(f, "window %ld; ", bw.window);
+    fprintf(f, "window %ld; %s", bw.window,
+            bw.bibw ? "bidirectional (osu_bibw: both directions counted); " : "");
 }
 
 static double bw_measure(mb_bench_t *b, size_t msg, long warmup, long iters)
@@ -78,13 +91,20 @@ static double bw_measure(mb_bench_t *b, size_t msg, long warmup, long iters)
     double t0 = 0.0, t1;
     long i, j;
 
-    if (b->rank == 0)
+    if (b->rank == 0 || bw.bibw)
         mb_fill(b, b->sbuf, msg, (unsigned)msg);
     MPI_Barrier(MPI_COMM_WORLD);
     for (i = 0; i < warmup + iters; i++) {
         if (i == warmup)
             t0 = MPI_Wtime();
-        if (b->rank == 0) {
+        if (bw.bibw) {
+            for (j = 0; j < bw.window; j++)
+                MPI_Irecv(b->rbuf, n, MPI_BYTE, b->peer, TAG_BW, MPI_COMM_WORLD, &bw.reqs[j]);
+            for (j = 0; j < bw.window; j++)
+                MPI_Isend(b->sbuf, n, MPI_BYTE, b->peer, TAG_BW, MPI_COMM_WORLD,
+                          &bw.reqs[bw.window + j]);
+            MPI_Waitall((int)(2 * bw.window), bw.reqs, bw.sts);
+        } else if (b->rank == 0) {
             for (j = 0; j < bw.window; j++)
                 MPI_Isend(b->sbuf, n, MPI_BYTE, b->peer, TAG_BW, MPI_COMM_WORLD, &bw.reqs[j]);
             MPI_Waitall((int)bw.window, bw.reqs, bw.sts);
@@ -97,16 +117,17 @@ static double bw_measure(mb_bench_t *b, size_t msg, long warmup, long iters)
         }
     }
     t1 = MPI_Wtime();
-    if (b->rank == 1)
+    if (b->rank == 1 || bw.bibw)
         mb_check(b, b->rbuf, msg, (unsigned)msg);
-    return (double)msg / 1e6 * (double)iters * (double)bw.window / (t1 - t0);
+    return (double)msg / 1e6 * (double)iters * (double)bw.window * (bw.bibw ? 2.0 : 1.0) /
+           (t1 - t0);
 }
 
 static int bw_setup(mb_bench_t *b)
 {
     (void)b;
-    bw.reqs = malloc(sizeof(MPI_Request) * (size_t)bw.window);
-    bw.sts = malloc(sizeof(MPI_Status) * (size_t)bw.window);
+    bw.reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)bw.window);
+    bw.sts = malloc(sizeof(MPI_Status) * 2 * (size_t)bw.window);
     return bw.reqs && bw.sts ? 0 : -1;
 }
 

@@ -581,6 +581,8 @@ out:
     side_close(&d);
 }
 
+static int first_byte(void *arg);
+
 static void test_put(side_t *a, side_t *b)
 {
     const size_t LEN = 8u << 20, MARGIN = 4096;
@@ -611,11 +613,40 @@ static void test_put(side_t *a, side_t *b)
     CHECK(st == MADRAIL_OK && rkey_len > 0 && rkey_len <= b->attr.max_rkey, "rkey_pack: %zu bytes",
           rkey_len);
 
-    /* 8 MiB put, then a control message: it must arrive after the data */
+    /* puts both ways: B puts to A first, so A's connection carries the
+     * peer's puts (within MDR_TCP_DUPLEX_HOLD) and A cuts its own into
+     * frames */
+    {
+        static uint8_t back[256];
+        uint8_t bkey[16], pat[64];
+        size_t bkey_len = 0;
+        mdr_memh_t *bmh = NULL;
+        rt_comp_t bc = {{rt_comp_cb}, 0, MADRAIL_OK};
+
+        memset(back, 0, sizeof(back));
+        memset(pat, 0xb7, sizeof(pat));
+        st = ops->mem_reg(a->rail, back, sizeof(back), MDR_MEM_REMOTE_WRITE, &bmh);
+        if (st == MADRAIL_OK)
+            st = ops->rkey_pack(a->rail, bmh, bkey, &bkey_len);
+        if (st == MADRAIL_OK)
+            st = ops->put(b->ep, pat, sizeof(pat), NULL, (uint64_t)(uintptr_t)back, bkey,
+                          bkey_len, &bc.c);
+        if (st == MADRAIL_OK)
+            bc.calls = 1;
+        CHECK((st == MADRAIL_OK || st == MADRAIL_INPROGRESS) && pump(flag_set, &bc.calls, 10) &&
+                  pump(first_byte, back + sizeof(pat) - 1, 10) && bc.status == MADRAIL_OK,
+              "B's put of %zu bytes to A arrived", sizeof(pat));
+        if (bmh != NULL)
+            ops->mem_dereg(a->rail, bmh);
+    }
+
+    /* 8 MiB put, and a control message sent while it is queued: the message
+     * passes the put (replies to the peer's puts must not wait behind our
+     * bulk data, or the two directions take turns) */
     b->epc.watch = dst + MARGIN;
     b->epc.watch_ref = src;
     b->epc.watch_len = LEN;
-    b->epc.watch_ok_at_msg = 0;
+    b->epc.watch_ok_at_msg = -1;
     w.c = &b->epc;
     w.n = b->epc.nmsgs + 1;
     t0 = mdr_time_sec();
@@ -624,14 +655,22 @@ static void test_put(side_t *a, side_t *b)
     CHECK(st == MADRAIL_INPROGRESS || st == MADRAIL_OK, "put 8 MiB: %s", madrail_status_str(st));
     if (st == MADRAIL_OK)
         pc.calls = 1;
-    send_msg(a, 8, 4242); /* queued behind the put */
+    send_msg(a, 8, 4242);
+    CHECK(pump(have_msgs, &w, 10) && check_msg(&b->epc.msgs[w.n - 1], 8, 4242),
+          "control message sent while the put was queued arrived");
+    CHECK(b->epc.watch_ok_at_msg == 0,
+          "it passed the put: the data was not complete yet when it arrived");
     CHECK(pump(flag_set, &pc.calls, 10) && pc.status == MADRAIL_OK && pc.calls == 1,
           "put completion fired once with OK (%d)", pc.calls);
-    CHECK(pump(have_msgs, &w, 10), "control message after the put arrived");
+    /* rail.h's ordering promise: sent after the completion, after the data */
+    w.n = b->epc.nmsgs + 1;
+    send_msg(a, 8, 4243);
+    CHECK(pump(have_msgs, &w, 10), "control message after the put's completion arrived");
     dt = mdr_time_sec() - t0;
     CHECK(memcmp(dst + MARGIN, src, LEN) == 0, "8 MiB arrived byte-exact (%.0f MB/s on lo)",
           (double)LEN / 1e6 / dt);
-    CHECK(b->epc.watch_ok_at_msg, "data was complete when the later control message arrived");
+    CHECK(b->epc.watch_ok_at_msg == 1,
+          "data was complete when the control message sent after the completion arrived");
     for (i = 0, intact = 1; i < MARGIN; i++)
         if (dst[i] != 0 || dst[MARGIN + LEN + i] != 0)
             intact = 0;
@@ -1295,6 +1334,218 @@ static void test_put_noack(void)
     side_close(&b);
 }
 
+/* One way (the peer sends no puts): puts stay whole, and a control message
+ * waits for the put being written but passes the ones queued after it. */
+static void test_ctrl_passes_queued(void)
+{
+    const size_t LEN = 8u << 20, N = 4;
+    side_t a, b;
+    uint8_t *src, *dst;
+    mdr_memh_t *mh = NULL;
+    uint8_t rkey[8];
+    size_t rkey_len, i;
+    rt_comp_t pc[4];
+    want_t w;
+    int done;
+
+    src = malloc(LEN);
+    dst = calloc(N, LEN);
+    if (src == NULL || dst == NULL || side_open(&a, "Ap", 0xb1, "lo", NULL) != MADRAIL_OK ||
+        side_open(&b, "Bp", 0xb2, "lo", NULL) != MADRAIL_OK) {
+        CHECK(0, "setup for a message passing queued puts");
+        free(src);
+        free(dst);
+        return;
+    }
+    memset(src, 0x6d, LEN);
+    pump_set(&a, &b);
+    ops->mem_reg(b.rail, dst, N * LEN, MDR_MEM_REMOTE_WRITE, &mh);
+    ops->rkey_pack(b.rail, mh, rkey, &rkey_len);
+    ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.epc, &a.ep);
+    send_msg(&a, 8, 1);
+    w.c = &b.epc;
+    w.n = 1;
+    pump(have_msgs, &w, 5);
+    b.epc.watch = dst + (N - 1) * LEN; /* the last put's target */
+    b.epc.watch_ref = src;
+    b.epc.watch_len = LEN;
+    b.epc.watch_ok_at_msg = -1;
+    for (i = 0; i < N; i++) {
+        pc[i].c.cb = rt_comp_cb;
+        pc[i].calls = 0;
+        pc[i].status = MADRAIL_OK;
+        if (ops->put(a.ep, src, LEN, NULL, (uint64_t)(uintptr_t)(dst + i * LEN), rkey, rkey_len,
+                     &pc[i].c) == MADRAIL_OK)
+            pc[i].calls = 1;
+    }
+    send_msg(&a, 8, 2);
+    w.n = 2;
+    CHECK(pump(have_msgs, &w, 10) && b.epc.watch_ok_at_msg == 0,
+          "one way: a message sent behind %zu queued 8 MiB puts arrived before the last one",
+          N);
+    b.epc.watch = NULL;
+    for (i = 0, done = 1; i < N; i++)
+        done &= pump(flag_set, &pc[i].calls, 20) && pc[i].status == MADRAIL_OK;
+    send_msg(&a, 8, 3); /* after the completions: after the data */
+    w.n = 3;
+    done &= pump(have_msgs, &w, 10);
+    for (i = 0; i < N; i++)
+        done &= memcmp(dst + i * LEN, src, LEN) == 0;
+    CHECK(done, "the %zu puts completed and were in place when the next message came", N);
+    ops->mem_dereg(b.rail, mh);
+    side_close(&a);
+    side_close(&b);
+    free(src);
+    free(dst);
+}
+
+/* Multi-frame puts with MADRAIL_TCP_PUT_ACK=1: the receiver acknowledges
+ * every frame, some while the put is still being written. */
+static void test_put_ack(void)
+{
+    static const char *const ack[] = {"MADRAIL_TCP_PUT_ACK=1", "MADRAIL_TCP_PUT_FRAME=4k",
+                                      NULL};
+    side_t a, b;
+    want_t w;
+
+    if (side_open(&a, "Aa", 0xa1, "lo", ack) != MADRAIL_OK ||
+        side_open(&b, "Ba", 0xa2, "lo", ack) != MADRAIL_OK) {
+        CHECK(0, "open rails with MADRAIL_TCP_PUT_ACK=1");
+        return;
+    }
+    printf("---- MADRAIL_TCP_PUT_ACK=1, 4 KiB put frames\n");
+    pump_set(&a, &b);
+    ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.epc, &a.ep);
+    send_msg(&a, 8, 1);
+    w.c = &b.epc;
+    w.n = 1;
+    if (pump(have_msgs, &w, 5))
+        test_put(&a, &b);
+    else
+        CHECK(0, "connect with MADRAIL_TCP_PUT_ACK=1");
+    side_close(&a);
+    side_close(&b);
+}
+
+/* A raw peer's put frames marked "continuation" (MDR_TCP_PUT_F_CONT): one
+ * that follows no put, or does not start where the last one ended, closes
+ * the connection; one whose region was deregistered since the put began is
+ * dropped, and what follows is delivered. */
+static void test_raw_cont(int kind)
+{
+    static const char *const names[] = {"follows no put", "does not continue the last put",
+                                        "region deregistered since"};
+    side_t b;
+    uint8_t frame[128];
+    uint8_t *dst = NULL;
+    mdr_memh_t *mh = NULL;
+    uint64_t key = 0, u64;
+    size_t klen = 0, flen = 0;
+    uint32_t u32;
+    uint16_t u16;
+    want_t w;
+    int fd = -1, before;
+
+    if (side_open(&b, "Bc", 0xc0 + (uint64_t)kind, "lo", NULL) != MADRAIL_OK) {
+        CHECK(0, "open a rail for the raw continuation test");
+        return;
+    }
+    pump_set(&b, NULL);
+    dst = calloc(1, 4096);
+    if (dst == NULL || ops->mem_reg(b.rail, dst, 4096, MDR_MEM_REMOTE_WRITE, &mh) != MADRAIL_OK ||
+        ops->rkey_pack(b.rail, mh, &key, &klen) != MADRAIL_OK || (fd = raw_connect(&b)) < 0) {
+        CHECK(0, "setup for the raw continuation test");
+        goto out;
+    }
+    memset(frame, 0, sizeof(frame)); /* HELLO from uuid 0x7700 + kind */
+    frame[0] = MDR_TCP_F_HELLO;
+    u32 = sizeof(mdr_tcp_hello_t);
+    memcpy(frame + 4, &u32, 4);
+    u32 = MDR_TCP_MAGIC;
+    memcpy(frame + 8, &u32, 4);
+    u16 = MDR_TCP_VERSION;
+    memcpy(frame + 12, &u16, 2);
+    u64 = 0x7700 + (uint64_t)kind;
+    memcpy(frame + 16, &u64, 8);
+    memcpy(frame + 24, &b.uuid, 8);
+    memcpy(frame + 32, rt_job_key, MDR_JOB_KEY_LEN); /* the job key (tcp.h, version 2) */
+    before = b.accepted;
+    CHECK(send(fd, frame, MDR_TCP_HELLO_LEN, 0) == MDR_TCP_HELLO_LEN, "raw: HELLO sent");
+    {
+        double end = mdr_time_sec() + 5;
+        while (b.accepted == before && mdr_time_sec() < end)
+            ops->progress(b.rail);
+    }
+    CHECK(b.accepted == before + 1, "raw: accepted");
+    b.epc.destroy_on_fail = 1;
+
+    /* frames: [a first put of 8 bytes at dst] PUT CONT (8 bytes) CTRL (8 bytes) */
+    memset(frame, 0, sizeof(frame));
+    if (kind != 0) {
+        frame[flen] = MDR_TCP_F_PUT;
+        u32 = sizeof(mdr_tcp_put_ext_t);
+        memcpy(frame + flen + 4, &u32, 4);
+        u64 = (uint64_t)(uintptr_t)dst;
+        memcpy(frame + flen + 8, &u64, 8);
+        memcpy(frame + flen + 16, &key, 8);
+        u64 = 8;
+        memcpy(frame + flen + 24, &u64, 8);
+        memset(frame + flen + 32, 0x11, 8);
+        flen += MDR_TCP_PUT_HDR_LEN + 8;
+    }
+    frame[flen] = MDR_TCP_F_PUT;
+    frame[flen + 1] = MDR_TCP_PUT_F_CONT;
+    u32 = sizeof(mdr_tcp_put_ext_t);
+    memcpy(frame + flen + 4, &u32, 4);
+    u64 = (uint64_t)(uintptr_t)dst + (kind == 1 ? 16 : 8);
+    memcpy(frame + flen + 8, &u64, 8);
+    memcpy(frame + flen + 16, &key, 8);
+    u64 = 8;
+    memcpy(frame + flen + 24, &u64, 8);
+    memset(frame + flen + 32, 0x22, 8);
+    flen += MDR_TCP_PUT_HDR_LEN + 8;
+    frame[flen] = MDR_TCP_F_CTRL;
+    u32 = 8;
+    memcpy(frame + flen + 4, &u32, 4);
+    memset(frame + flen + 8, 0x33, 8);
+    flen += 16;
+    if (kind == 2) { /* the first frame lands, then the region goes */
+        CHECK(send(fd, frame, MDR_TCP_PUT_HDR_LEN + 8, 0) == MDR_TCP_PUT_HDR_LEN + 8,
+              "raw: first put frame sent");
+        {
+            double end = mdr_time_sec() + 5;
+            while (dst[0] != 0x11 && mdr_time_sec() < end)
+                ops->progress(b.rail);
+        }
+        CHECK(dst[0] == 0x11 && dst[7] == 0x11, "raw: first frame placed");
+        ops->mem_dereg(b.rail, mh);
+        mh = NULL;
+        CHECK(send(fd, frame + MDR_TCP_PUT_HDR_LEN + 8, flen - MDR_TCP_PUT_HDR_LEN - 8, 0) ==
+                  (ssize_t)(flen - MDR_TCP_PUT_HDR_LEN - 8),
+              "raw: continuation and a message sent");
+        w.c = &b.epc;
+        w.n = 1;
+        CHECK(pump(have_msgs, &w, 5) && b.epc.failed == 0 && dst[8] == 0,
+              "raw: continuation %s: dropped, the next message delivered, no failure",
+              names[kind]);
+    } else {
+        CHECK(send(fd, frame, flen, 0) == (ssize_t)flen, "raw: frames sent");
+        pump(have_fail, &b.epc, 5);
+        CHECK(b.epc.failed == 1 && b.epc.fail_status == MADRAIL_ERR_RAIL_PROTO &&
+                  b.epc.nmsgs == 0 && dst[8] == 0 && dst[16] == 0,
+              "raw: continuation that %s -> ep_failed RAIL_PROTO, nothing written (%s)",
+              names[kind], b.epc.fail_reason);
+        CHECK(raw_wait_closed(fd, 5), "raw: connection closed");
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    if (mh != NULL)
+        ops->mem_dereg(b.rail, mh);
+    side_close(&b);
+    free(dst);
+}
+
 /* The accepting side (larger uuid) drops its ep and connects back. */
 static void test_reconnect_back(void)
 {
@@ -1535,6 +1786,11 @@ int main(int argc, char **argv)
     test_timeouts();
     test_put_noack();
     test_auth();
+    test_put_ack();
+    test_ctrl_passes_queued();
+    test_raw_cont(0);
+    test_raw_cont(1);
+    test_raw_cont(2);
 
     return rt_finish();
 }

@@ -37,6 +37,13 @@ enum {
     MDR_TCP_F_PUT_ACK = 5    /* receiver placed hdr.len more puts (in order) */
 };
 
+/* PUT flag: the frame continues the put of the previous PUT frame on this
+ * connection (same key, raddr = its end).  If the region was deregistered
+ * since, the receiver drops it, as it drops the rest of a frame whose
+ * region goes away while it arrives; anything else about it is checked as
+ * for a first frame. */
+#define MDR_TCP_PUT_F_CONT 1
+
 /* Every frame starts with this header and is padded to a multiple of 8
  * bytes, so each frame (and each control payload) starts 8-byte aligned in
  * the receive buffer: the core reads its headers in place. */
@@ -107,6 +114,14 @@ enum {
 #define MDR_TCP_MAX_IOV 64
 #define MDR_TCP_MAX_EVENTS 64
 
+/* A put's payload leaves in frames of at most MADRAIL_TCP_PUT_FRAME bytes
+ * (each with its own PUT header), so a control frame waits for at most one
+ * of them, never for a whole stripe. */
+#define MDR_TCP_PUT_FRAME_MIN 4096
+/* A connection counts as carrying puts both ways for this long (seconds)
+ * after the peer's last put frame arrived (see mdr_tcp_conn_duplex). */
+#define MDR_TCP_DUPLEX_HOLD 0.1
+
 typedef struct mdr_tcp_config {
     size_t sndbuf;          /* MADRAIL_TCP_SNDBUF, 0 = kernel default */
     size_t rcvbuf;          /* MADRAIL_TCP_RCVBUF */
@@ -116,6 +131,9 @@ typedef struct mdr_tcp_config {
     double connect_timeout; /* MADRAIL_TCP_CONNECT_TIMEOUT, seconds */
     int put_ack;            /* MADRAIL_TCP_PUT_ACK: complete puts when the peer placed them */
     size_t coalesce;        /* MADRAIL_TCP_COALESCE: largest coalesced control frame, 0 = off */
+    size_t put_frame;       /* MADRAIL_TCP_PUT_FRAME: put payload bytes per frame */
+    size_t notsent_lowat;   /* MADRAIL_TCP_NOTSENT_LOWAT: TCP_NOTSENT_LOWAT while puts flow
+                             * both ways, 0 = never set */
 } mdr_tcp_config_t;
 
 /* ---------------- objects ---------------- */
@@ -162,6 +180,18 @@ typedef struct mdr_tcp_conn {
     size_t skip;            /* padding bytes to skip */
     uint64_t rx_pos;        /* bytes read so far: frame starts are at 0 mod 8 */
     uint32_t acks_owed;     /* puts placed, PUT_ACK not yet sent */
+
+    /* put continuation: where a CONT frame must start, with which key */
+    uint64_t cont_raddr;
+    uint64_t cont_rkey;
+    int cont_ok;            /* a PUT frame was seen: a CONT frame may follow */
+
+    /* duplex detection: the peer's put frames seen, TCP_NOTSENT_LOWAT state */
+    uint64_t rx_put_frames; /* put frames received */
+    uint64_t rx_put_seen;   /* rx_put_frames at the last check */
+    double duplex_until;    /* the short kernel queue stays until then */
+    int duplex;             /* puts flow both ways: frames, short kernel queue */
+    int lowat_failed;       /* setting TCP_NOTSENT_LOWAT failed: not tried again */
 } mdr_tcp_conn_t;
 
 typedef enum {
@@ -173,7 +203,7 @@ typedef enum {
     MDR_TCP_EP_FAILED      /* connection gone; failure reported (or about to be) */
 } mdr_tcp_ep_state_t;
 
-/* One queued piece of output. */
+/* One queued piece of output: control bytes (copied) or one put. */
 typedef struct mdr_tcp_sitem {
     mdr_list_t link;
     mdr_ep_t *ep;
@@ -183,11 +213,17 @@ typedef struct mdr_tcp_sitem {
     /* copy item: raw frame bytes */
     uint8_t *buf;
     size_t cap;
-    /* put item: header + user data (not copied) + padding */
-    uint8_t hdr[MDR_TCP_PUT_HDR_LEN];
+    /* put item: `frames` frames, frame k = PUT header (raddr + k * frame) +
+     * payload [k * frame, ...) of the user data (not copied); the last one
+     * also carries the padding.  Headers are built when written. */
     const uint8_t *data;
     size_t dlen;
     size_t pad;
+    size_t frame;       /* payload bytes per frame (a multiple of 8) */
+    uint64_t raddr;
+    uint64_t rkey;
+    uint32_t frames;
+    uint32_t acks_left; /* in ep->acks: PUT_ACKs still due (one per frame) */
     mdr_completion_t *comp; /* NULL when put() completed it directly */
 } mdr_tcp_sitem_t;
 
@@ -206,7 +242,9 @@ struct mdr_ep {
     mdr_list_t hs_link;   /* rail->hs_eps while CONNECTING/WAIT_PEER */
     int in_hs_list;
 
-    mdr_list_t sendq;     /* mdr_tcp_sitem_t */
+    mdr_list_t ctrlq;     /* copy items: control frames and PUT_ACKs, in order */
+    mdr_list_t putq;      /* put items, in order; a control frame passes them
+                           * at the next frame boundary */
     size_t backlog;       /* bytes queued, not yet written */
     size_t qcopied;       /* bytes of copy items (memory held) */
     unsigned puts_pending;/* put completions not yet reported */

@@ -7,12 +7,27 @@
  * socket does not take is copied into the ep's queue, so control buffers
  * are reusable on return.  Put data is never copied: the queue keeps a
  * pointer to the caller's buffer (the core keeps it alive until the
- * completion).  Everything on one ep leaves through one queue, so a control
- * message sent after a put is on the wire after the put's last byte.  A put
- * completes when the receiver acknowledges it (PUT_ACK, counted in order):
- * like an RDMA write completion it then means "placed", and a put the
- * receiver rejects fails at the sender too.  MADRAIL_TCP_PUT_ACK=0 completes
- * on the last byte written instead, one round trip earlier.
+ * completion).  A put completes when the receiver acknowledges it (PUT_ACK,
+ * counted in order): like an RDMA write completion it then means "placed",
+ * and a put the receiver rejects fails at the sender too.
+ * MADRAIL_TCP_PUT_ACK=0 completes on the last byte written instead, one
+ * round trip earlier.
+ *
+ * Full duplex: one connection carries our puts and our control messages
+ * for the peer's puts (CTS, FIN, PUT_ACK).  If those waited behind our own
+ * bulk data, the peer's direction would stall whenever ours is busy, and
+ * two processes streaming at each other would take turns (measured: a
+ * bidirectional stream ran at the one-way rate).  So control frames have
+ * their own queue and pass queued puts at the next frame boundary.  While
+ * the peer's puts arrive on the connection too (mdr_tcp_conn_duplex), a
+ * put leaves in frames of MADRAIL_TCP_PUT_FRAME payload bytes, each with
+ * its own header, and TCP_NOTSENT_LOWAT (MADRAIL_TCP_NOTSENT_LOWAT) keeps
+ * the kernel from holding megabytes of our unsent data in front of the
+ * replies; one-way streams send puts whole and keep the kernel's deep
+ * queue (fewer reads at the receiver, and a link kept busy while the
+ * process is not scheduled).  The rail interface only orders a control
+ * message after a put once the put has completed, which still holds: a put
+ * completes after its last frame.
  *
  * Receiving: all connections of a rail share one large receive buffer
  * (progress reads one connection at a time); only an incomplete frame is
@@ -77,6 +92,44 @@ void mdr_tcp_sockopts(mdr_rail_t *rail, int fd)
         v = rail->cfg.rcvbuf > INT_MAX ? INT_MAX : (int)rail->cfg.rcvbuf;
         if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)) != 0)
             mdr_warn("rail %s: SO_RCVBUF=%d: %m", rail->log_name, v);
+    }
+}
+
+/* Before writing puts: do puts flow both ways on this connection (the
+ * peer's put frames arrived within MDR_TCP_DUPLEX_HOLD)?  Then our replies
+ * to them (CTS, FIN, PUT_ACK) must not wait behind our own bulk data: puts
+ * are cut into frames (mdr_tcp_put_layout) and the socket gets
+ * TCP_NOTSENT_LOWAT so the kernel holds little unsent data.  A one-way
+ * stream keeps whole puts (fewer, larger reads at the receiver: 20 times
+ * fewer readv on loopback than 64 KiB frames) and the kernel's deep queue,
+ * which keeps the link busy while the process is not running.  Sets
+ * conn->duplex; costs nothing while the peer sends no puts. */
+static void mdr_tcp_conn_duplex(mdr_tcp_conn_t *conn)
+{
+    mdr_rail_t *rail = conn->rail;
+    double now;
+    int v;
+
+    if (conn->rx_put_frames == conn->rx_put_seen && !conn->duplex)
+        return;
+    now = mdr_time_sec();
+    if (conn->rx_put_frames != conn->rx_put_seen) {
+        conn->rx_put_seen = conn->rx_put_frames;
+        conn->duplex_until = now + MDR_TCP_DUPLEX_HOLD;
+    }
+    if ((now < conn->duplex_until) == conn->duplex)
+        return;
+    conn->duplex = !conn->duplex;
+    mdr_debug("rail %s: connection to %s: puts flow %s", rail->log_name, conn->peer_str,
+              conn->duplex ? "both ways" : "one way again");
+    if (rail->cfg.notsent_lowat == 0 || conn->lowat_failed)
+        return;
+    v = !conn->duplex                   ? 0
+        : rail->cfg.notsent_lowat > INT_MAX ? INT_MAX
+                                            : (int)rail->cfg.notsent_lowat;
+    if (setsockopt(conn->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, sizeof(v)) != 0) {
+        mdr_warn("rail %s: TCP_NOTSENT_LOWAT=%d: %m", rail->log_name, v);
+        conn->lowat_failed = 1;
     }
 }
 
@@ -269,7 +322,8 @@ madrail_status_t mdr_tcp_ep_alloc(mdr_rail_t *rail, uint64_t uuid, void *cookie,
     ep->rail = rail;
     ep->uuid = uuid;
     ep->cookie = cookie;
-    mdr_list_init(&ep->sendq);
+    mdr_list_init(&ep->ctrlq);
+    mdr_list_init(&ep->putq);
     mdr_list_init(&ep->acks);
     mdr_list_init(&ep->hs_link);
     mdr_list_init(&ep->fail_link);
@@ -323,9 +377,11 @@ static void mdr_tcp_ep_drop_queue(mdr_ep_t *ep)
 {
     mdr_list_t *l;
 
+    while ((l = mdr_list_pop_head(&ep->ctrlq)) != NULL)
+        mdr_tcp_sitem_free(ep, mdr_container_of(l, mdr_tcp_sitem_t, link));
     while ((l = mdr_list_pop_head(&ep->acks)) != NULL)
-        mdr_list_push_tail(&ep->sendq, l);
-    while ((l = mdr_list_pop_head(&ep->sendq)) != NULL) {
+        mdr_list_push_tail(&ep->putq, l);
+    while ((l = mdr_list_pop_head(&ep->putq)) != NULL) {
         mdr_tcp_sitem_t *it = mdr_container_of(l, mdr_tcp_sitem_t, link);
         if (it->is_put && it->comp != NULL && ep->puts_pending > 0)
             ep->puts_pending--;
@@ -342,7 +398,8 @@ static void mdr_tcp_ep_update_events(mdr_ep_t *ep)
     if (conn == NULL || conn->state == MDR_TCP_CONN_CLOSED)
         return;
     if (conn->state == MDR_TCP_CONN_CONNECTING || conn->hs_off < conn->hs_len ||
-        (ep->state == MDR_TCP_EP_OPEN && !mdr_list_empty(&ep->sendq)))
+        (ep->state == MDR_TCP_EP_OPEN &&
+         (!mdr_list_empty(&ep->ctrlq) || !mdr_list_empty(&ep->putq))))
         ev |= EPOLLOUT;
     mdr_tcp_conn_set_events(conn, ev);
 }
@@ -380,14 +437,16 @@ void mdr_tcp_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...
     /* Puts waiting for their acknowledgement were issued first: they go in
      * front.  Queued control data is dropped; puts stay to be reported with
      * an error. */
+    while ((l = mdr_list_pop_head(&ep->ctrlq)) != NULL)
+        mdr_tcp_sitem_free(ep, mdr_container_of(l, mdr_tcp_sitem_t, link));
     while (!mdr_list_empty(&ep->acks)) {
         l = ep->acks.prev;
         mdr_list_del(l);
-        mdr_list_push_head(&ep->sendq, l);
+        mdr_list_push_head(&ep->putq, l);
     }
-    mdr_list_for_each_safe(l, tmp, &ep->sendq) {
+    mdr_list_for_each_safe(l, tmp, &ep->putq) {
         mdr_tcp_sitem_t *it = mdr_container_of(l, mdr_tcp_sitem_t, link);
-        if (!it->is_put || it->comp == NULL) {
+        if (it->comp == NULL) {
             mdr_list_del(&it->link);
             mdr_tcp_sitem_free(ep, it);
         }
@@ -411,7 +470,7 @@ void mdr_tcp_ep_report_failures(mdr_rail_t *rail)
             continue;
         if (ep->cookie != NULL)
             rail->upcalls->ep_failed(ep->cookie, ep->fail_status, ep->fail_reason);
-        while (!ep->destroyed && (l = mdr_list_pop_head(&ep->sendq)) != NULL) {
+        while (!ep->destroyed && (l = mdr_list_pop_head(&ep->putq)) != NULL) {
             mdr_tcp_sitem_t *it = mdr_container_of(l, mdr_tcp_sitem_t, link);
             mdr_completion_t *comp = it->comp;
             if (comp != NULL && ep->puts_pending > 0)
@@ -466,46 +525,131 @@ int mdr_tcp_ep_idle(mdr_ep_t *ep)
 {
     if (ep == NULL)
         return 1;
-    return mdr_list_empty(&ep->sendq) && mdr_list_empty(&ep->acks) && ep->puts_pending == 0;
+    return mdr_list_empty(&ep->ctrlq) && mdr_list_empty(&ep->putq) &&
+           mdr_list_empty(&ep->acks) && ep->puts_pending == 0;
 }
 
 /* ---------------- sending ---------------- */
 
-/* Segments of a queued item from its current offset. */
-static int mdr_tcp_sitem_iov(const mdr_tcp_sitem_t *it, struct iovec *iov, int max)
-{
-    const uint8_t *base[3];
-    size_t len[3], off = it->off;
-    int i, n = 0, nseg;
+/* Headers of the put frames one write carries (they live until it returns). */
+typedef struct mdr_tcp_hbuf {
+    uint8_t h[MDR_TCP_MAX_IOV][MDR_TCP_PUT_HDR_LEN];
+    int n;
+} mdr_tcp_hbuf_t;
 
-    if (!it->is_put) {
-        if (max < 1)
-            return 0;
-        iov[0].iov_base = it->buf + off;
-        iov[0].iov_len = it->total - off;
-        return 1;
+/* Frame k of put item it: its first byte in the item, its length. */
+static size_t mdr_tcp_frame_start(const mdr_tcp_sitem_t *it, uint32_t k)
+{
+    return (size_t)k * (MDR_TCP_PUT_HDR_LEN + it->frame);
+}
+
+static uint32_t mdr_tcp_frame_of(const mdr_tcp_sitem_t *it, size_t off)
+{
+    size_t k = off / (MDR_TCP_PUT_HDR_LEN + it->frame);
+    return k >= it->frames ? it->frames - 1 : (uint32_t)k;
+}
+
+static size_t mdr_tcp_frame_payload(const mdr_tcp_sitem_t *it, uint32_t k)
+{
+    size_t start = (size_t)k * it->frame;
+    return it->dlen - start < it->frame ? it->dlen - start : it->frame;
+}
+
+/* True when the put has a frame partly written: nothing may go between. */
+static int mdr_tcp_put_mid_frame(const mdr_tcp_sitem_t *it)
+{
+    return it->off != mdr_tcp_frame_start(it, mdr_tcp_frame_of(it, it->off));
+}
+
+static void mdr_tcp_put_hdr(const mdr_tcp_sitem_t *it, uint32_t k, uint8_t *out)
+{
+    mdr_tcp_hdr_t hdr;
+    mdr_tcp_put_ext_t ext;
+
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = MDR_TCP_F_PUT;
+    hdr.flags = k > 0 ? MDR_TCP_PUT_F_CONT : 0;
+    hdr.len = sizeof(ext);
+    ext.raddr = it->raddr + (uint64_t)k * it->frame;
+    ext.rkey = it->rkey;
+    ext.count = mdr_tcp_frame_payload(it, k);
+    memcpy(out, &hdr, sizeof(hdr));
+    memcpy(out + sizeof(hdr), &ext, sizeof(ext));
+}
+
+/* Cut a put not started yet into frames: of MADRAIL_TCP_PUT_FRAME payload
+ * bytes (a multiple of 8, so only the last one is padded) while puts flow
+ * both ways on the connection, else one frame.  Decided when the put's
+ * first byte goes out, so puts queued before the peer's puts began are
+ * cut too.  queued: it is counted in ep->backlog. */
+static void mdr_tcp_put_layout(mdr_ep_t *ep, mdr_tcp_sitem_t *it, int queued)
+{
+    size_t frame = 0, old = it->total;
+
+    if (ep->conn != NULL && ep->conn->duplex) {
+        frame = ep->rail->cfg.put_frame & ~(size_t)7;
+        if (frame > 0 && frame < MDR_TCP_PUT_FRAME_MIN)
+            frame = MDR_TCP_PUT_FRAME_MIN;
     }
-    base[0] = it->hdr;
-    len[0] = MDR_TCP_PUT_HDR_LEN;
-    base[1] = it->data;
-    len[1] = it->dlen;
-    base[2] = mdr_tcp_zeros;
-    len[2] = it->pad;
-    nseg = 3;
-    for (i = 0; i < nseg && n < max; i++) {
-        if (off >= len[i]) {
-            off -= len[i];
-            continue;
+    if (frame == 0 || frame >= it->dlen) {
+        it->frame = it->dlen;
+        it->frames = 1;
+    } else {
+        it->frame = frame;
+        it->frames = (uint32_t)((it->dlen + frame - 1) / frame);
+    }
+    it->total = (size_t)it->frames * MDR_TCP_PUT_HDR_LEN + it->dlen + it->pad;
+    it->acks_left = it->frames;
+    if (queued)
+        ep->backlog = ep->backlog - old + it->total;
+}
+
+/* Segments of put item it from byte off: whole frames (only the current
+ * one if one_frame) while iov has room for a frame, hb has room for a
+ * header and *want_p < limit.  Returns the iov entries used. */
+static int mdr_tcp_put_iov(const mdr_tcp_sitem_t *it, size_t off, int one_frame,
+                           struct iovec *iov, int max, mdr_tcp_hbuf_t *hb, size_t *want_p,
+                           size_t limit)
+{
+    uint32_t k = mdr_tcp_frame_of(it, off);
+    int n = 0;
+
+    while (off < it->total && n + 3 <= max && *want_p < limit) {
+        size_t pos = off - mdr_tcp_frame_start(it, k);
+        size_t plen = mdr_tcp_frame_payload(it, k);
+        size_t pad = k + 1 == it->frames ? it->pad : 0;
+
+        if (pos < MDR_TCP_PUT_HDR_LEN) {
+            if (hb->n >= MDR_TCP_MAX_IOV)
+                break;
+            mdr_tcp_put_hdr(it, k, hb->h[hb->n]);
+            iov[n].iov_base = hb->h[hb->n] + pos;
+            iov[n++].iov_len = MDR_TCP_PUT_HDR_LEN - pos;
+            hb->n++;
+            pos = MDR_TCP_PUT_HDR_LEN;
         }
-        iov[n].iov_base = (void *)(base[i] + off);
-        iov[n].iov_len = len[i] - off;
-        off = 0;
-        n++;
+        if (pos < MDR_TCP_PUT_HDR_LEN + plen) {
+            size_t p = pos - MDR_TCP_PUT_HDR_LEN;
+            iov[n].iov_base = (void *)(it->data + (size_t)k * it->frame + p);
+            iov[n++].iov_len = plen - p;
+            pos = MDR_TCP_PUT_HDR_LEN + plen;
+        }
+        if (pad > 0) {
+            size_t p = pos - MDR_TCP_PUT_HDR_LEN - plen;
+            iov[n].iov_base = (void *)(mdr_tcp_zeros + p);
+            iov[n++].iov_len = pad - p;
+        }
+        *want_p += MDR_TCP_PUT_HDR_LEN + plen + pad - (off - mdr_tcp_frame_start(it, k));
+        off = mdr_tcp_frame_start(it, k) + MDR_TCP_PUT_HDR_LEN + plen + pad;
+        k++;
+        if (one_frame)
+            break;
     }
     return n;
 }
 
-/* Append bytes [skip, end) of the segments to the queue as copied data. */
+/* Queue bytes [skip, end) of the segments (one control frame, or the rest
+ * of one) as copied data at the tail of the control queue. */
 static madrail_status_t mdr_tcp_q_copy(mdr_ep_t *ep, const struct iovec *seg, int nseg,
                                        size_t skip)
 {
@@ -516,9 +660,9 @@ static madrail_status_t mdr_tcp_q_copy(mdr_ep_t *ep, const struct iovec *seg, in
     for (i = 0; i < nseg; i++)
         need += seg[i].iov_len;
     need -= skip;
-    if (!mdr_list_empty(&ep->sendq)) {
-        it = mdr_container_of(ep->sendq.prev, mdr_tcp_sitem_t, link);
-        if (it->is_put || it->cap - it->total < need)
+    if (!mdr_list_empty(&ep->ctrlq)) {
+        it = mdr_container_of(ep->ctrlq.prev, mdr_tcp_sitem_t, link);
+        if (it->cap - it->total < need)
             it = NULL;
     }
     if (it == NULL) {
@@ -530,7 +674,7 @@ static madrail_status_t mdr_tcp_q_copy(mdr_ep_t *ep, const struct iovec *seg, in
         it->ep = ep;
         it->buf = (uint8_t *)(it + 1);
         it->cap = cap;
-        mdr_list_push_tail(&ep->sendq, &it->link);
+        mdr_list_push_tail(&ep->ctrlq, &it->link);
     }
     for (i = 0; i < nseg; i++) {
         const uint8_t *p = seg[i].iov_base;
@@ -554,20 +698,49 @@ static int mdr_tcp_ep_is_open(const mdr_ep_t *ep)
            ep->conn->state == MDR_TCP_CONN_OPEN && ep->conn->hs_off >= ep->conn->hs_len;
 }
 
+/* A put may go to the socket now: nothing is queued. */
 static int mdr_tcp_ep_can_write(const mdr_ep_t *ep)
 {
-    return mdr_tcp_ep_is_open(ep) && mdr_list_empty(&ep->sendq);
+    return mdr_tcp_ep_is_open(ep) && mdr_list_empty(&ep->ctrlq) && mdr_list_empty(&ep->putq);
 }
 
-/* Write queued data (from progress); written puts go to rail->doneq. */
+/* A control frame may go to the socket now, ahead of queued puts: no
+ * control byte waits and no put frame is half written. */
+static int mdr_tcp_ep_can_write_ctrl(const mdr_ep_t *ep)
+{
+    if (!mdr_tcp_ep_is_open(ep) || !mdr_list_empty(&ep->ctrlq))
+        return 0;
+    return mdr_list_empty(&ep->putq) ||
+           !mdr_tcp_put_mid_frame(mdr_container_of(ep->putq.next, mdr_tcp_sitem_t, link));
+}
+
+/* A put item whose last byte was written: wait for the PUT_ACKs, report,
+ * or free. */
+static void mdr_tcp_put_written(mdr_ep_t *ep, mdr_tcp_sitem_t *it)
+{
+    mdr_list_del(&it->link);
+    if (ep->rail->cfg.put_ack) {
+        mdr_list_push_tail(&ep->acks, &it->link); /* completes on PUT_ACK */
+    } else if (it->comp != NULL) {
+        mdr_list_push_tail(&ep->rail->doneq, &it->link);
+    } else {
+        mdr_tcp_sitem_free(ep, it);
+    }
+}
+
+/* Write queued data (from progress); written puts go to rail->doneq.  Each
+ * write carries, in this order: the rest of a put frame half written, the
+ * whole control queue, then put frames. */
 static void mdr_tcp_ep_flush(mdr_ep_t *ep)
 {
     mdr_tcp_conn_t *conn = ep->conn;
     struct iovec iov[MDR_TCP_MAX_IOV];
-    size_t written = 0, want, n;
+    mdr_tcp_hbuf_t hb;
+    mdr_tcp_sitem_t *head, *it;
+    size_t written = 0, want, rest, n, take, hoff;
     mdr_list_t *l;
     ssize_t rc;
-    int cnt, r;
+    int cnt, r, all_ctrl;
 
     if (conn == NULL || conn->state == MDR_TCP_CONN_CLOSED ||
         conn->state == MDR_TCP_CONN_CONNECTING)
@@ -581,18 +754,49 @@ static void mdr_tcp_ep_flush(mdr_ep_t *ep)
         mdr_tcp_ep_update_events(ep);
         return;
     }
-    while (!mdr_list_empty(&ep->sendq) && written < MDR_TCP_TX_BUDGET) {
+    if (!mdr_list_empty(&ep->putq))
+        mdr_tcp_conn_duplex(conn);
+    while ((!mdr_list_empty(&ep->ctrlq) || !mdr_list_empty(&ep->putq)) &&
+           written < MDR_TCP_TX_BUDGET) {
         cnt = 0;
         want = 0;
-        mdr_list_for_each(l, &ep->sendq) {
-            mdr_tcp_sitem_t *it = mdr_container_of(l, mdr_tcp_sitem_t, link);
-            int k, c = mdr_tcp_sitem_iov(it, iov + cnt, MDR_TCP_MAX_IOV - cnt);
-            for (k = 0; k < c; k++)
-                want += iov[cnt + k].iov_len;
-            cnt += c;
-            if (cnt >= MDR_TCP_MAX_IOV || want >= MDR_TCP_TX_BUDGET)
-                break;
+        hb.n = 0;
+        head = mdr_list_empty(&ep->putq) ? NULL
+                                          : mdr_container_of(ep->putq.next, mdr_tcp_sitem_t, link);
+        hoff = head != NULL ? head->off : 0;
+        if (head != NULL && mdr_tcp_put_mid_frame(head)) {
+            cnt = mdr_tcp_put_iov(head, head->off, 1, iov, MDR_TCP_MAX_IOV, &hb, &want,
+                                  MDR_TCP_TX_BUDGET);
+            hoff += want;
         }
+        rest = want;
+        all_ctrl = 1;
+        mdr_list_for_each(l, &ep->ctrlq) {
+            it = mdr_container_of(l, mdr_tcp_sitem_t, link);
+            if (cnt >= MDR_TCP_MAX_IOV) {
+                all_ctrl = 0;
+                break;
+            }
+            iov[cnt].iov_base = it->buf + it->off;
+            iov[cnt++].iov_len = it->total - it->off;
+            want += it->total - it->off;
+        }
+        if (all_ctrl) {
+            mdr_list_for_each(l, &ep->putq) {
+                it = mdr_container_of(l, mdr_tcp_sitem_t, link);
+                if (it == head && hoff >= it->total)
+                    continue;
+                if (it->off == 0 && (it != head || hoff == 0))
+                    mdr_tcp_put_layout(ep, it, 1);
+                cnt += mdr_tcp_put_iov(it, it == head ? hoff : it->off, 0, iov + cnt,
+                                       MDR_TCP_MAX_IOV - cnt, &hb, &want, MDR_TCP_TX_BUDGET);
+                if (cnt + 3 > MDR_TCP_MAX_IOV || want >= MDR_TCP_TX_BUDGET ||
+                    hb.n >= MDR_TCP_MAX_IOV)
+                    break;
+            }
+        }
+        if (cnt == 0)
+            break;
         rc = mdr_tcp_writev(conn->fd, iov, cnt);
         if (rc < 0) {
             mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "send failed: %s", strerror(errno));
@@ -601,22 +805,36 @@ static void mdr_tcp_ep_flush(mdr_ep_t *ep)
         n = (size_t)rc;
         written += n;
         ep->backlog -= n < ep->backlog ? n : ep->backlog;
+        /* account in the order written */
+        if (rest > 0) {
+            take = n < rest ? n : rest;
+            head->off += take;
+            n -= take;
+            if (head->off == head->total)
+                mdr_tcp_put_written(ep, head);
+        }
+        while (n > 0 && !mdr_list_empty(&ep->ctrlq)) {
+            it = mdr_container_of(ep->ctrlq.next, mdr_tcp_sitem_t, link);
+            take = it->total - it->off;
+            if (n < take) {
+                it->off += n;
+                n = 0;
+                break;
+            }
+            n -= take;
+            mdr_list_del(&it->link);
+            mdr_tcp_sitem_free(ep, it);
+        }
         while (n > 0) {
-            mdr_tcp_sitem_t *it = mdr_container_of(ep->sendq.next, mdr_tcp_sitem_t, link);
-            size_t left = it->total - it->off;
-            if (n < left) {
+            it = mdr_container_of(ep->putq.next, mdr_tcp_sitem_t, link);
+            take = it->total - it->off;
+            if (n < take) {
                 it->off += n;
                 break;
             }
-            n -= left;
+            n -= take;
             it->off = it->total;
-            mdr_list_del(&it->link);
-            if (it->is_put && ep->rail->cfg.put_ack)
-                mdr_list_push_tail(&ep->acks, &it->link); /* completes on PUT_ACK */
-            else if (it->is_put && it->comp != NULL)
-                mdr_list_push_tail(&ep->rail->doneq, &it->link);
-            else
-                mdr_tcp_sitem_free(ep, it);
+            mdr_tcp_put_written(ep, it);
         }
         if ((size_t)rc < want)
             break; /* socket full */
@@ -692,7 +910,7 @@ madrail_status_t mdr_tcp_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
         seg[nseg++].iov_len = pad;
     }
 
-    if (mdr_tcp_ep_can_write(ep) && sizeof(hdr) + len + pad > ep->rail->cfg.coalesce) {
+    if (mdr_tcp_ep_can_write_ctrl(ep) && sizeof(hdr) + len + pad > ep->rail->cfg.coalesce) {
         n = mdr_tcp_writev(ep->conn->fd, seg, nseg);
         if (n < 0) { /* nothing sent; the failure is reported by the next progress() */
             mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "send failed: %s", strerror(errno));
@@ -742,9 +960,9 @@ madrail_status_t mdr_tcp_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
                              mdr_completion_t *comp)
 {
     mdr_tcp_sitem_t *it;
-    mdr_tcp_hdr_t hdr;
-    mdr_tcp_put_ext_t ext;
-    struct iovec seg[3];
+    struct iovec seg[MDR_TCP_MAX_IOV];
+    mdr_tcp_hbuf_t hb;
+    size_t want = 0;
     ssize_t n = 0;
     int nseg;
 
@@ -764,23 +982,20 @@ madrail_status_t mdr_tcp_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
     if (it == NULL)
         return MADRAIL_ERR_NORESOURCE;
     memset(it, 0, sizeof(*it));
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.type = MDR_TCP_F_PUT;
-    hdr.len = sizeof(ext);
-    ext.raddr = raddr;
-    memcpy(&ext.rkey, rkey, sizeof(ext.rkey));
-    ext.count = len;
-    memcpy(it->hdr, &hdr, sizeof(hdr));
-    memcpy(it->hdr + sizeof(hdr), &ext, sizeof(ext));
     it->ep = ep;
     it->is_put = 1;
     it->data = local;
     it->dlen = len;
     it->pad = MDR_TCP_PAD8(len);
-    it->total = MDR_TCP_PUT_HDR_LEN + len + it->pad;
+    it->raddr = raddr;
+    memcpy(&it->rkey, rkey, sizeof(it->rkey));
+    if (mdr_tcp_ep_can_write(ep))
+        mdr_tcp_conn_duplex(ep->conn);
+    mdr_tcp_put_layout(ep, it, 0);
 
     if (mdr_tcp_ep_can_write(ep)) {
-        nseg = mdr_tcp_sitem_iov(it, seg, 3);
+        hb.n = 0;
+        nseg = mdr_tcp_put_iov(it, 0, 0, seg, MDR_TCP_MAX_IOV, &hb, &want, (size_t)-1);
         n = mdr_tcp_writev(ep->conn->fd, seg, nseg);
         if (n < 0) {
             free(it);
@@ -801,7 +1016,7 @@ madrail_status_t mdr_tcp_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
         return comp != NULL ? MADRAIL_INPROGRESS : MADRAIL_OK;
     }
     ep->backlog += it->total - it->off;
-    mdr_list_push_tail(&ep->sendq, &it->link);
+    mdr_list_push_tail(&ep->putq, &it->link);
     mdr_tcp_ep_update_events(ep);
     return comp != NULL ? MADRAIL_INPROGRESS : MADRAIL_OK;
 }
@@ -971,10 +1186,28 @@ static void mdr_tcp_ack_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
     }
 }
 
+/* The put a PUT_ACK (one frame) is for: the oldest written one, else the
+ * put being written when that frame of it is out; NULL if none is due. */
+static mdr_tcp_sitem_t *mdr_tcp_ack_target(mdr_ep_t *ep)
+{
+    mdr_tcp_sitem_t *it;
+
+    if (!mdr_list_empty(&ep->acks))
+        return mdr_container_of(ep->acks.next, mdr_tcp_sitem_t, link);
+    if (mdr_list_empty(&ep->putq))
+        return NULL;
+    it = mdr_container_of(ep->putq.next, mdr_tcp_sitem_t, link);
+    /* frames written whole: those before the one off is in */
+    if (it->frames - it->acks_left >= mdr_tcp_frame_of(it, it->off))
+        return NULL;
+    return it;
+}
+
 static void mdr_tcp_put_finish(mdr_tcp_conn_t *conn)
 {
     conn->acks_owed++;
-    mdr_tcp_mem_unref(conn->put_mh);
+    if (conn->put_mh != NULL)
+        mdr_tcp_mem_unref(conn->put_mh);
     conn->put_mh = NULL;
     conn->put_dst = NULL;
     conn->skip = conn->put_pad;
@@ -983,7 +1216,7 @@ static void mdr_tcp_put_finish(mdr_tcp_conn_t *conn)
 /* Write n payload bytes from p into the put target (or drop them). */
 static void mdr_tcp_put_bytes(mdr_tcp_conn_t *conn, const uint8_t *p, size_t n)
 {
-    if (conn->put_mh->dead)
+    if (conn->put_mh != NULL && conn->put_mh->dead)
         conn->put_dst = NULL;
     if (conn->put_dst != NULL) {
         memcpy(conn->put_dst, p, n);
@@ -1055,8 +1288,18 @@ static void mdr_tcp_process(mdr_tcp_conn_t *conn, uint8_t *buf, size_t len)
             if (avail < MDR_TCP_PUT_HDR_LEN)
                 goto partial;
             memcpy(&ext, buf + off + sizeof(hdr), sizeof(ext));
-            reg = mdr_region_check_put(&rail->regions, ext.rkey, ext.raddr, ext.count, &why);
-            if (reg == NULL) {
+            if ((hdr.flags & MDR_TCP_PUT_F_CONT) &&
+                (!conn->cont_ok || ext.rkey != conn->cont_rkey || ext.raddr != conn->cont_raddr)) {
+                mdr_tcp_conn_proto(conn, "put continuation at 0x%llx (key %016llx) follows no "
+                                   "put ending there", (unsigned long long)ext.raddr,
+                                   (unsigned long long)ext.rkey);
+                return;
+            }
+            if ((hdr.flags & MDR_TCP_PUT_F_CONT) &&
+                mdr_region_lookup(&rail->regions, ext.rkey, &why) == NULL)
+                reg = NULL; /* deregistered since the put began: drop the rest */
+            else if ((reg = mdr_region_check_put(&rail->regions, ext.rkey, ext.raddr, ext.count,
+                                                 &why)) == NULL) {
                 mdr_tcp_conn_proto(conn, "put of %llu bytes at 0x%llx (key %016llx): %s",
                                    (unsigned long long)ext.count,
                                    (unsigned long long)ext.raddr,
@@ -1064,16 +1307,25 @@ static void mdr_tcp_process(mdr_tcp_conn_t *conn, uint8_t *buf, size_t len)
                 return;
             }
             off += MDR_TCP_PUT_HDR_LEN;
+            conn->rx_put_frames++;
+            conn->cont_ok = 1;
+            conn->cont_rkey = ext.rkey;
+            conn->cont_raddr = ext.raddr + ext.count;
             conn->put_pad = MDR_TCP_PAD8(ext.count);
             if (ext.count == 0) {
                 conn->skip = conn->put_pad;
                 conn->acks_owed++;
                 break;
             }
-            mh = mdr_container_of(reg, mdr_memh_t, reg);
-            mh->refs++;
-            conn->put_mh = mh;
-            conn->put_dst = (uint8_t *)(uintptr_t)ext.raddr;
+            if (reg != NULL) {
+                mh = mdr_container_of(reg, mdr_memh_t, reg);
+                mh->refs++;
+                conn->put_mh = mh;
+                conn->put_dst = (uint8_t *)(uintptr_t)ext.raddr;
+            } else {
+                conn->put_mh = NULL;
+                conn->put_dst = NULL;
+            }
             conn->put_left = ext.count;
             break;
         }
@@ -1087,15 +1339,17 @@ static void mdr_tcp_process(mdr_tcp_conn_t *conn, uint8_t *buf, size_t len)
             off += sizeof(hdr);
             if (!rail->cfg.put_ack)
                 break; /* our puts completed when written */
-            for (k = 0; k < hdr.len; k++) {
-                mdr_list_t *l = mdr_list_pop_head(&conn->ep->acks);
+            for (k = 0; k < hdr.len; k++) { /* one per put frame */
                 mdr_tcp_sitem_t *it;
-                if (l == NULL) {
-                    mdr_tcp_conn_proto(conn, "acknowledgement of %u puts, %u were outstanding",
-                                       hdr.len, k);
+                it = mdr_tcp_ack_target(conn->ep);
+                if (it == NULL) {
+                    mdr_tcp_conn_proto(conn, "acknowledgement of %u put frames, %u were "
+                                       "outstanding", hdr.len, k);
                     return;
                 }
-                it = mdr_container_of(l, mdr_tcp_sitem_t, link);
+                if (--it->acks_left > 0)
+                    continue;
+                mdr_list_del(&it->link);
                 if (it->comp != NULL)
                     mdr_list_push_tail(&rail->doneq, &it->link);
                 else
@@ -1176,15 +1430,18 @@ static void mdr_tcp_conn_read_frames(mdr_tcp_conn_t *conn)
            conn->state != MDR_TCP_CONN_CONNECTING) {
         if (conn->put_left > 0) {
             /* payload straight into place; what follows lands in rbuf */
-            if (conn->put_mh->dead)
+            if (conn->put_mh != NULL && conn->put_mh->dead)
                 conn->put_dst = NULL;
             if (conn->put_dst != NULL) {
                 base = (size_t)((conn->rx_pos + conn->put_left) & 7);
                 iov[0].iov_base = conn->put_dst;
                 iov[0].iov_len = conn->put_left > SSIZE_MAX / 2 ? SSIZE_MAX / 2
                                                                  : (size_t)conn->put_left;
+                /* then only up to a following put header: that put's payload
+                 * (the next frame of this one, often) goes straight into
+                 * place too instead of through rbuf */
                 iov[1].iov_base = rail->rbuf + base;
-                iov[1].iov_len = rail->rbuf_len - base;
+                iov[1].iov_len = MDR_TCP_PUT_HDR_LEN;
                 cnt = 2;
             } else {
                 base = (size_t)(conn->rx_pos & 7);
@@ -1262,7 +1519,7 @@ static void mdr_tcp_conn_send_acks(mdr_tcp_conn_t *conn)
     conn->acks_owed = 0;
     seg.iov_base = &hdr;
     seg.iov_len = sizeof(hdr);
-    if (mdr_tcp_ep_can_write(ep)) {
+    if (mdr_tcp_ep_can_write_ctrl(ep)) {
         n = mdr_tcp_writev(conn->fd, &seg, 1);
         if (n < 0) {
             mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "send failed: %s", strerror(errno));

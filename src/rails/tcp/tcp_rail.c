@@ -70,6 +70,17 @@ static const mdr_cfg_entry_t mdr_tcp_cfg_entries[] = {
                 "tcp rails: control frames up to this size are queued and written together "
                 "by the next progress (one writev for a burst of small messages); 0 writes "
                 "each at once."),
+    MDR_TCP_CFG("MADRAIL_TCP_PUT_FRAME", MDR_CFG_SIZE, "64k", 0, 1073741824.0, put_frame,
+                "tcp rails: while puts flow both ways on a connection, a put leaves in frames "
+                "of this many payload bytes (at least 4k), so our replies to the peer's puts "
+                "(CTS, FIN, acknowledgements) pass our bulk data at a frame boundary; one-way "
+                "streams send each put whole.  0 = never cut."),
+    MDR_TCP_CFG("MADRAIL_TCP_NOTSENT_LOWAT", MDR_CFG_SIZE, "512k", 0, 1073741824.0,
+                notsent_lowat,
+                "tcp rails: while puts flow both ways on a connection, the unsent bytes "
+                "the kernel may hold for it (TCP_NOTSENT_LOWAT); more waits in madrail's "
+                "queue, where the replies to the peer's puts pass it.  One-way streams keep "
+                "the kernel's setting.  0 = never set."),
 };
 
 const mdr_cfg_table_t mdr_tcp_cfg_table = MDR_CFG_TABLE("tcp", mdr_tcp_cfg_entries);
