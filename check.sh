@@ -40,10 +40,11 @@ Run as root on Debian 12 (root is needed only if a package is missing).
   9/9  MPICH's own test suite (test/mpi of the same source) over the same
        rails: the fixed quick subset of pt2pt, coll, comm, part and init
        (README.md lists what it leaves out and why), or all of those
-       directories with --full
+       directories with --full; then the namespace-cluster tests that run
+       our MPICH (cl_mpi, cl_slurm), which skip in step 2 on a fresh clone
 
 Options:
-  --full           step 8 runs the five MPICH test-suite directories complete
+  --full           step 9 runs the five MPICH test-suite directories complete
                    (about an hour more on 2 cores)
   --no-mpi         skip steps 7 to 9 (libmadrail alone: a few minutes)
   --no-asan        skip the sanitizer tree (steps 3 and 4)
@@ -338,6 +339,11 @@ elif [ "$BUILD_OK" = yes ]; then
         test/mpich-suite/run_mpich_suite.sh --subset "$SUBSET" 2>&1 |
             tee "$SRC/_build/mpich-suite.out" | sed -u 's/^/[check]     /'
         collect_line "MPICH suite" "$SRC/_build/mpich-suite.out"
+        # The cluster tests that run our MPICH skipped in step 2 on a fresh
+        # clone (MPICH did not exist yet): run them now that it does.
+        say "    the cluster tests that need our MPICH, now that it is built: cl_mpi, cl_slurm ($(elapsed))"
+        run_check "$SRC/_build" "_build (cluster MPI tests)" \
+            TESTS="test/cluster/cl_mpi.sh test/cluster/cl_slurm.sh"
     else
         say "8-9/$NSTEPS MPI tests: skipped, MPICH did not build"
     fi
