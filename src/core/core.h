@@ -27,6 +27,8 @@
 
 #define MDR_MAX_RAILS 8
 
+#include "core/health.h"
+
 /* ---------------- wire format ---------------- */
 
 enum {
@@ -140,6 +142,10 @@ typedef struct mdr_core_config {
     unsigned rcache_max; /* MADRAIL_RCACHE_MAX */
     size_t pack_inline;  /* MADRAIL_PACK_INLINE_MAX */
     size_t recv_mem_max; /* MADRAIL_RECV_MEM_MAX: bytes held per peer for unmatched messages */
+    int adapt;           /* MADRAIL_ADAPT: stripe weights and rail choice from measurements */
+    double adapt_gain;   /* MADRAIL_ADAPT_GAIN: EWMA gain per throughput sample */
+    unsigned adapt_probe;/* MADRAIL_ADAPT_PROBE: plans between probes of a starved rail */
+    double adapt_sample; /* MADRAIL_ADAPT_SAMPLE: busy seconds per throughput sample */
     int stats;           /* MADRAIL_STATS */
     char *log_level;     /* MADRAIL_LOG_LEVEL */
 } mdr_core_config_t;
@@ -184,6 +190,7 @@ typedef struct mdr_peer_rail {
     int have_addr;     /* the peer's address for this rail is known */
     uint8_t addr[256];
     size_t addr_len;
+    mdr_health_rail_t health; /* measured throughput and latency (health.c) */
 } mdr_peer_rail_t;
 
 /* An outbound control message that could not be sent at once (no credit or
@@ -220,6 +227,7 @@ struct mdr_peer {
     int anonymous;                         /* connected to us before we knew its address */
     uint32_t pack_next_id;                 /* pack API: next message id to this peer */
     mdr_list_t dead_eps;                   /* failed eps replaced by a reconnection */
+    mdr_health_peer_t health;              /* stripe weights, probes (health.c) */
 };
 
 /* A failed ep kept until finalize (never destroyed inside a driver upcall). */
@@ -250,6 +258,8 @@ typedef struct mdr_put_op {
     uint64_t offset, len, raddr;
     const uint8_t *rkey;
     size_t rkey_len;
+    uint32_t hgen; /* health.c: busy-time generation when issued */
+    int timed;     /* health.c: counted as in flight */
 } mdr_put_op_t;
 
 struct madrail_request {
@@ -281,6 +291,8 @@ struct madrail_request {
     uint64_t peer_req_id; /* rendezvous: the other side's request id */
     int rfs_consumed;     /* send: this send consumed a receiver-first CTS */
     int queued;           /* send: in peer->sendq */
+    uint64_t rts_ns;      /* send: when the RTS left (health.c: RTS -> CTS round trip) */
+    int rts_rail;         /* send: the rail it left on */
 
     /* receive progress */
     int matched;

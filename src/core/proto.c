@@ -160,7 +160,6 @@ static madrail_status_t mdr_plan_puts(mdr_peer_rail_t *pr, mdr_req_t *req, const
         }
         if (n < MDR_MAX_RAILS && mdr_rail_can_put(ctx, peer, d.rail)) {
             rails[n] = d.rail;
-            w[n] = ctx->rails[d.rail].weight;
             kp[n] = req->cts + off;
             kl[n] = d.key_len;
             raddr[n] = d.raddr;
@@ -175,6 +174,8 @@ static madrail_status_t mdr_plan_puts(mdr_peer_rail_t *pr, mdr_req_t *req, const
                   (unsigned long long)xfer);
         return MADRAIL_ERR_PEER_UNREACHABLE;
     }
+    if (n > 0 && xfer > 0)
+        mdr_health_plan_weights(peer, rails, n, xfer, w); /* static or measured */
     nch = mdr_stripe_plan(rails, w, n, (uintptr_t)req->buf, xfer, &ctx->stripe, ch);
     free(req->puts);
     req->puts = nch ? calloc((size_t)nch, sizeof(*req->puts)) : NULL;
@@ -216,7 +217,10 @@ static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status)
 {
     mdr_put_op_t *op = (mdr_put_op_t *)comp;
     mdr_req_t *req = op->req;
+    mdr_peer_t *peer = mdr_peer_get(req->ctx, req->peer);
 
+    if (peer)
+        mdr_health_put_done(&peer->rails[op->rail], op, status == MADRAIL_OK);
     op->state = 2;
     if (status != MADRAIL_OK) {
         mdr_warn("peer %u rail %d: put of %llu bytes failed: %s", req->peer, op->rail,
@@ -278,6 +282,7 @@ static int mdr_issue_puts(mdr_req_t *req)
             waiting++;
             continue;
         }
+        mdr_health_put_issued(pr, op);
         rs->stats.tx_puts++;
         rs->stats.tx_put_bytes += op->len;
         rs->stats.tx_bytes += op->len;
@@ -377,6 +382,13 @@ madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req)
         r.total = req->len;
         r.sreq_id = req->id;
         req->rndv = 1;
+        {
+            int rail = mdr_ctrl_try_send(peer, -1, &r.h, sizeof(r), NULL, 0);
+            if (rail >= 0) {
+                mdr_health_rts_sent(req, rail); /* RTS -> CTS round trip */
+                return MADRAIL_OK;
+            }
+        }
         return mdr_ctrl_send(peer, -1, &r.h, sizeof(r), NULL, 0);
     }
 }
@@ -536,6 +548,7 @@ static void mdr_handle_cts(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
                        (unsigned long long)c->xfer_len, req->len);
         return;
     }
+    mdr_health_cts_rcvd(req, pr);
     req->peer_req_id = c->rreq_id;
     req->rndv = 2;
     st = mdr_plan_puts(pr, req, (const uint8_t *)(c + 1), len - sizeof(*c), c->nkeys,
