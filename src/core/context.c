@@ -79,7 +79,7 @@ static const mdr_cfg_entry_t core_entries[] = {
               "Every this many stripe plans to a peer, a rail whose measured share is too "
               "small for a chunk gets one minimum chunk, so a rail that sped up is noticed; "
               "0: never."),
-    CFG_ENTRY("MADRAIL_ADAPT_SAMPLE", MDR_CFG_TIME, "500us", 0, 10, adapt_sample,
+    CFG_ENTRY("MADRAIL_ADAPT_SAMPLE", MDR_CFG_TIME, "100us", 0, 10, adapt_sample,
               "Busy time (puts in flight) gathered into one throughput sample."),
     CFG_ENTRY("MADRAIL_STATS", MDR_CFG_BOOL, "0", 1, 0, stats,
               "Print per-rail statistics to stderr at finalize, and per peer each rail's "

@@ -161,7 +161,9 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
     }
     /* adaptive: shortest expected completion (health.c) */
     if (ctx->cfg.adapt) {
-        r = mdr_health_pick_rail(peer);
+        r = mdr_health_pick_rail(peer, hdr_len + payload_len);
+        if (r == MDR_HEALTH_WAIT)
+            return -1; /* the best rail has no credit yet */
         if (r >= 0 && mdr_pr_send(&peer->rails[r], hdr, hdr_len, payload, payload_len, 0) ==
                           MADRAIL_OK) {
             mdr_seq_started(peer, hdr, hdr_len);

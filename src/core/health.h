@@ -105,10 +105,13 @@ void mdr_health_plan_weights(struct mdr_peer *peer, const int *rails, int n, siz
 void mdr_health_rts_sent(struct madrail_request *req, int rail);
 void mdr_health_cts_rcvd(struct madrail_request *req, struct mdr_peer_rail *pr);
 
-/* Rail for a small message to peer: the shortest expected completion
- * (queued bytes over speed, plus latency) among rails with a credit;
- * -1 when none. */
-int mdr_health_pick_rail(struct mdr_peer *peer);
+/* Rail for a control message of len bytes to peer: the shortest expected
+ * completion (queued bytes and len over speed, plus latency).  Returns a
+ * rail with a credit, MDR_HEALTH_WAIT when a rail without one is still
+ * expected to deliver first (the message waits for its credit), or -1
+ * when no rail is usable. */
+#define MDR_HEALTH_WAIT (-2)
+int mdr_health_pick_rail(struct mdr_peer *peer, size_t len);
 
 /* MADRAIL_STATS: measured throughput and weights per peer. */
 void mdr_health_stats_print(struct madrail_context *ctx, FILE *out, const char *prefix);
