@@ -264,8 +264,14 @@ static void mdr_health_log_plan(mdr_peer_t *peer, const int *rails, int n, const
     char line[512];
     size_t off = 0;
     uint64_t now;
-    int i, moved = !peer->health.logged;
+    int i, moved = 0;
 
+    if (!peer->health.logged) { /* the first plan: the static weights madrail_info shows */
+        for (i = 0; i < n; i++)
+            peer->rails[rails[i]].health.logged_share = peer->rails[rails[i]].health.share;
+        peer->health.logged = 1;
+        return;
+    }
     for (i = 0; i < n; i++) {
         mdr_health_rail_t *h = &peer->rails[rails[i]].health;
         if (fabs(h->share - h->logged_share) > MDR_HEALTH_LOG_SHARE)
@@ -274,9 +280,8 @@ static void mdr_health_log_plan(mdr_peer_t *peer, const int *rails, int n, const
     if (!moved || mdr_log_level < MDR_LOG_INFO)
         return;
     now = mdr_time_ns();
-    if (peer->health.logged && now - peer->health.last_log_ns < MDR_HEALTH_LOG_NS)
+    if (peer->health.last_log_ns && now - peer->health.last_log_ns < MDR_HEALTH_LOG_NS)
         return;
-    peer->health.logged = 1;
     peer->health.last_log_ns = now;
     for (i = 0; i < n && off < sizeof(line); i++) {
         mdr_peer_rail_t *pr = &peer->rails[rails[i]];

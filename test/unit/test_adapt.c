@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "rails/loop/loop.h"
@@ -317,14 +318,71 @@ static void print_health(pair_t *p)
     }
 }
 
-/* Caps 3:1 (equal profiles), then 1:3 in the middle of the run. */
+/* stderr into a temporary file while a test runs (the log goes there). */
+static int stderr_saved = -1;
+static FILE *stderr_file;
+
+static void capture_stderr(void)
+{
+    fflush(stderr);
+    stderr_file = tmpfile();
+    if (!stderr_file)
+        return;
+    stderr_saved = dup(2);
+    dup2(fileno(stderr_file), 2);
+}
+
+/* Stop capturing; returns what was written (malloc'ed) or NULL. */
+static char *captured_stderr(void)
+{
+    char *text;
+    long n;
+
+    if (!stderr_file)
+        return NULL;
+    fflush(stderr);
+    dup2(stderr_saved, 2);
+    close(stderr_saved);
+    n = ftell(stderr_file);
+    text = malloc(n > 0 ? (size_t)n + 1 : 1);
+    if (text) {
+        rewind(stderr_file);
+        n = n > 0 ? (long)fread(text, 1, (size_t)n, stderr_file) : 0;
+        text[n] = '\0';
+    }
+    fclose(stderr_file);
+    stderr_file = NULL;
+    return text;
+}
+
+static int count_lines(const char *text, const char *needle)
+{
+    int n = 0;
+    const char *p = text;
+    while (p && (p = strstr(p, needle)) != NULL) {
+        n++;
+        p += strlen(needle);
+    }
+    return n;
+}
+
+/* Caps 3:1 (equal profiles), then 1:3 in the middle of the run.  Also what
+ * a user sees: the info log records the weight changes, rate-limited, and
+ * MADRAIL_STATS prints the measured throughput and weight per peer. */
 static void test_switch(void)
 {
-    const char *ov[] = {"MADRAIL_RAILS=loop:sw0;bw=24m;mbs=100,loop:sw1;bw=8m;mbs=100", NULL};
+    const char *ov[] = {"MADRAIL_RAILS=loop:sw0;bw=24m;mbs=100,loop:sw1;bw=8m;mbs=100",
+                        "MADRAIL_LOG_LEVEL=info", NULL};
     pair_t p;
-    double f;
+    double f, t0 = mdr_time_sec(), el;
+    char *log, *stats = NULL;
+    size_t stats_len = 0;
+    FILE *mem;
+    int nlog;
 
+    capture_stderr();
     if (pair_open(&p, ov, MIB, 4) != 0) {
+        free(captured_stderr());
         check(0, "switch: open");
         return;
     }
@@ -337,7 +395,29 @@ static void test_switch(void)
     check(f >= 0.20 && f <= 0.30, "caps changed to 1:3: rail 0 carries %.1f%% (want 25 +- 5)",
           100 * f);
     print_health(&p);
+    mem = open_memstream(&stats, &stats_len);
+    if (mem) {
+        madrail_stats_print(p.a, mem);
+        fclose(mem);
+    }
     pair_close(&p);
+    el = mdr_time_sec() - t0;
+    log = captured_stderr();
+    fputs(log ? log : "", stdout);
+    nlog = count_lines(log, "stripe weights measured");
+    check(nlog >= 2, "info log: %d lines record the weight changes (want >= 2: the first measured "
+          "split, the swap)", nlog);
+    /* rate limit: at most one line a second per peer, and 56 plans were made */
+    check(nlog <= 1 + (int)el, "info log: %d lines in %.1f s (at most one a second)", nlog, el);
+    check(log && strstr(log, "rail loop:sw0") && strstr(log, "MB/s"),
+          "info log names the rails and their measured speeds");
+    fputs(stats ? stats : "", stdout);
+    check(stats && count_lines(stats, "peer 0 rail ") == 2 &&
+              strstr(stats, "weights measured") && strstr(stats, "measured ") &&
+              strstr(stats, "samples"),
+          "MADRAIL_STATS prints each rail's measured throughput and weight for the peer");
+    free(log);
+    free(stats);
 }
 
 /* Equal caps, profiles claiming 3:1: the split goes to 50/50. */
