@@ -27,8 +27,9 @@
  * MADRAIL_ADAPT_PROBE plans, such a rail gets one minimum chunk.
  *
  * Control-message latency is half the smallest of the last 8 RTS -> CTS
- * round trips that went and came on one rail (the peer's matching delay
- * only ever adds, so the minimum is the wire).  Small messages pick the
+ * round trips that went and came on one rail, timed only when the RTS
+ * found the rail idle (the peer's matching delay only ever adds, so the
+ * minimum is the wire; a queue is counted apart).  Small messages pick the
  * rail with the shortest expected completion: queued bytes over speed plus
  * latency plus the message's own length over speed.  A rail without a
  * credit is a candidate too (its credits come back as its backlog drains,
@@ -368,6 +369,19 @@ void mdr_health_plan_weights(mdr_peer_t *peer, const int *rails, int n, size_t l
 
 void mdr_health_rts_sent(mdr_req_t *req, int rail)
 {
+    mdr_ctx_t *ctx = req->ctx;
+    mdr_peer_t *peer = mdr_peer_get(ctx, req->peer);
+    mdr_peer_rail_t *pr;
+
+    /* Timed only when the RTS found the rail idle: behind a queue of puts
+     * the round trip measures the queue, which the rail choice counts
+     * apart (queued bytes over speed). */
+    if (!peer || rail < 0 || rail >= ctx->nrails)
+        return;
+    pr = &peer->rails[rail];
+    if (pr->health.busy.inflight != 0 || !pr->ep ||
+        ctx->rails[rail].ops->ep_backlog(pr->ep) > ctx->cfg.slot_size)
+        return;
     req->rts_ns = mdr_time_ns();
     req->rts_rail = rail;
 }
