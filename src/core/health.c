@@ -18,11 +18,12 @@
  * estimate), then an EWMA with gain MADRAIL_ADAPT_GAIN (docs/configuration.md
  * gives the measurements behind the defaults).
  *
- * The stripe planner takes the measured values as weights once every rail
- * it plans has MDR_HEALTH_MIN_SAMPLES samples (a rail without them keeps its
- * static weight, rescaled to the measured ones' units).  Until then, with
- * MADRAIL_ADAPT=0, or when MADRAIL_RAIL_WEIGHTS is set, the static weights
- * stand.  A rail whose share is so small that the planner would drop it
+ * The stripe planner takes a rail's measured speed as its weight once it
+ * has MDR_HEALTH_MIN_SAMPLES samples; a rail without them keeps its static
+ * weight, rescaled to the measured rails' units (times their measured sum
+ * over their static sum), so it still gets chunks and samples.  Before any
+ * rail has them, with MADRAIL_ADAPT=0, or when MADRAIL_RAIL_WEIGHTS is
+ * set, the static weights stand.  A rail whose share is so small that the planner would drop it
  * gets no samples, so it could never be seen to speed up: every
  * MADRAIL_ADAPT_PROBE plans, such a rail gets one minimum chunk.
  *
