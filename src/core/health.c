@@ -396,15 +396,16 @@ static void mdr_health_sort(mdr_peer_t *peer)
     for (r = 0; r < ctx->nrails; r++)
         if (mdr_health_usable(&peer->rails[r]) && peer->rails[r].health.lat.n == 0)
             return;
+    peer->health.order_valid = 1; /* the keys below are what pick_rail uses */
     for (i = 0; i < ctx->nrails; i++) {
+        double key = mdr_health_latency(ctx, peer, &peer->rails[i]);
         r = i;
-        for (j = i; j > 0 && peer->rails[peer->health.order[j - 1]].health.lat.us >
-                                 peer->rails[r].health.lat.us;
+        for (j = i; j > 0 && mdr_health_latency(ctx, peer,
+                                                &peer->rails[peer->health.order[j - 1]]) > key;
              j--)
             peer->health.order[j] = peer->health.order[j - 1];
         peer->health.order[j] = r;
     }
-    peer->health.order_valid = 1;
 }
 
 void mdr_health_cts_rcvd(mdr_req_t *req, mdr_peer_rail_t *pr)

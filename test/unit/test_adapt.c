@@ -585,7 +585,8 @@ int main(int argc, char **argv)
     if (want(argc, argv, "equal"))
         test_equal();
     if (want(argc, argv, "off"))
-        test_static("MADRAIL_ADAPT=0", "MADRAIL_RAILS=loop:of0;bw=8m;mbs=300,loop:of1;bw=24m;mbs=100");
+        test_static("MADRAIL_ADAPT=0",
+                    "MADRAIL_RAILS=loop:of0;bw=8m;mbs=300,loop:of1;bw=24m;mbs=100");
     if (want(argc, argv, "weights"))
         test_static("MADRAIL_RAIL_WEIGHTS=3,1",
                     "MADRAIL_RAILS=loop:wt0;bw=8m;mbs=100,loop:wt1;bw=24m;mbs=100");
