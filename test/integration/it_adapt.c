@@ -26,6 +26,13 @@
  * those messages, each rail's share of their put bytes and what
  * adaptation measured (madrail_peer_rail_health).  Rank 1 checks every
  * byte.
+ *
+ * On the namespace cluster (test/cluster/cluster.sh), e.g. rails of
+ * 1 Gbit and 300 Mbit, then rail 1 cut to 100 Mbit between the phases (a
+ * share is expected near the rates' ratio: 1000/1300 = 77%, then
+ * 1000/1100 = 91%; tbf framing overhead shifts it a little):
+ *   cluster.sh up --rate 1gbit,300mbit
+ *   cluster.sh exec 0 env MADRAIL_RAILS=tcp:rail0,tcp:rail1  *       mpiexec -f HOSTS -n 2 -ppn 1 it_adapt  *       --between 'cluster.sh rate 1 100mbit' 64:0.72:0.82 64:0.86:0.95
  */
 #include "mdr_config.h"
 
