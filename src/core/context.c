@@ -73,13 +73,13 @@ static const mdr_cfg_entry_t core_entries[] = {
               "enough samples exist; small messages take the rail with the shortest expected "
               "completion. 0: static weights (profile or MADRAIL_RAIL_WEIGHTS, which wins "
               "anyway) and the lowest-latency idle rail."),
-    CFG_ENTRY("MADRAIL_ADAPT_GAIN", MDR_CFG_DOUBLE, "0.25", 0.01, 1, adapt_gain,
+    CFG_ENTRY("MADRAIL_ADAPT_GAIN", MDR_CFG_DOUBLE, "0.1", 0.01, 1, adapt_gain,
               "Weight of a new throughput sample in the moving average (after a median of 3)."),
     CFG_ENTRY("MADRAIL_ADAPT_PROBE", MDR_CFG_UINT, "32", 0, 1u << 30, adapt_probe,
               "Every this many stripe plans to a peer, a rail whose measured share is too "
               "small for a chunk gets one minimum chunk, so a rail that sped up is noticed; "
               "0: never."),
-    CFG_ENTRY("MADRAIL_ADAPT_SAMPLE", MDR_CFG_TIME, "100us", 0, 10, adapt_sample,
+    CFG_ENTRY("MADRAIL_ADAPT_SAMPLE", MDR_CFG_TIME, "5ms", 0, 10, adapt_sample,
               "Busy time (puts in flight) gathered into one throughput sample."),
     CFG_ENTRY("MADRAIL_STATS", MDR_CFG_BOOL, "0", 1, 0, stats,
               "Print per-rail statistics to stderr at finalize, and per peer each rail's "
