@@ -30,6 +30,7 @@ static madrail_status_t wait2(madrail_context_t a, madrail_context_t b, madrail_
 int main(int argc, char **argv)
 {
     const char *ov[] = {"MADRAIL_RAILS=loop:cost", NULL};
+    char rails[256];
     /* contexts of one process that peer each other share a job key */
     madrail_context_params_t prm = {.overrides = ov,
                                     .job_key = (const uint8_t *)"madrail-test-key"};
@@ -45,8 +46,12 @@ int main(int argc, char **argv)
         iters = atol(argv[1]);
     if (argc > 2)
         size = (size_t)atol(argv[2]);
+    if (argc > 3) { /* e.g. loop:c0,loop:c1: the rail choice over two rails */
+        snprintf(rails, sizeof(rails), "MADRAIL_RAILS=%s", argv[3]);
+        ov[0] = rails;
+    }
     if (iters <= 0 || size > sizeof(buf)) {
-        fprintf(stderr, "usage: %s [iterations>0] [size<=%zu]\n", argv[0], sizeof(buf));
+        fprintf(stderr, "usage: %s [iterations>0] [size<=%zu] [rails]\n", argv[0], sizeof(buf));
         return 2;
     }
     if (madrail_context_init(&prm, &a) != MADRAIL_OK || madrail_context_init(&prm, &b) != MADRAIL_OK)

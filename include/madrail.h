@@ -425,6 +425,27 @@ madrail_status_t madrail_rail_stats(madrail_context_t ctx, int index,
 /** @brief Print every rail's counters to @p out in a table. */
 void madrail_stats_print(madrail_context_t ctx, FILE *out);
 
+/**
+ * What rail adaptation measured for one peer on one rail, and the weight
+ * it gave the rail (MADRAIL_ADAPT; docs/configuration.md).  Throughput is
+ * measured at the sender, from its puts to that peer.
+ */
+typedef struct {
+    double measured_mbs; /**< delivered put throughput, smoothed, MB/s (10^6 B/s); 0: none yet */
+    uint64_t samples;    /**< throughput samples taken */
+    double latency_us;   /**< control latency: half the smallest recent RTS->CTS round trip on
+                              this rail; 0: none measured */
+    double weight;       /**< the rail's weight in the last stripe plan to this peer */
+    double share;        /**< that weight's share of the plan, 0..1 */
+    int measured;        /**< 1: that plan used measured weights; 0: static ones */
+    uint64_t plans;      /**< stripe plans made for this peer */
+    uint64_t probes;     /**< of which gave a starved rail a probe share */
+} madrail_rail_health_t;
+
+/** @brief Read what adaptation knows of rail @p rail towards @p peer. */
+madrail_status_t madrail_peer_rail_health(madrail_context_t ctx, madrail_peer_t peer, int rail,
+                                          madrail_rail_health_t *health_p);
+
 /** @} */
 
 /* ------------------------------------------------------------------ */

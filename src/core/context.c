@@ -81,8 +81,22 @@ static const mdr_cfg_entry_t core_entries[] = {
               "cannot be refused without losing it. 256m keeps about 4,000 unexpected messages "
               "just below MADRAIL_RNDV_THRESH from each peer (larger ones wait as ~160-byte "
               "rendezvous envelopes); out-of-order data is bounded by the credits anyway."),
+    CFG_ENTRY("MADRAIL_ADAPT", MDR_CFG_BOOL, "1", 1, 0, adapt,
+              "Measure each rail's delivered put throughput per peer and stripe by it once "
+              "enough samples exist; small messages take the rail with the shortest expected "
+              "completion. 0: static weights (profile or MADRAIL_RAIL_WEIGHTS, which wins "
+              "anyway) and the lowest-latency idle rail."),
+    CFG_ENTRY("MADRAIL_ADAPT_GAIN", MDR_CFG_DOUBLE, "0.1", 0.01, 1, adapt_gain,
+              "Weight of a new throughput sample in the moving average (after a median of 3)."),
+    CFG_ENTRY("MADRAIL_ADAPT_PROBE", MDR_CFG_UINT, "32", 0, 1u << 30, adapt_probe,
+              "Every this many stripe plans to a peer, a rail whose measured share is too "
+              "small for a chunk gets one minimum chunk, so a rail that sped up is noticed; "
+              "0: never."),
+    CFG_ENTRY("MADRAIL_ADAPT_SAMPLE", MDR_CFG_TIME, "5ms", 0, 10, adapt_sample,
+              "Busy time (puts in flight) gathered into one throughput sample."),
     CFG_ENTRY("MADRAIL_STATS", MDR_CFG_BOOL, "0", 1, 0, stats,
-              "Print per-rail statistics to stderr at finalize."),
+              "Print per-rail statistics to stderr at finalize, and per peer each rail's "
+              "measured throughput and stripe weight."),
     CFG_ENTRY("MADRAIL_LOG_LEVEL", MDR_CFG_STRING, "warn", 1, 0, log_level,
               "Log level: error, warn, info, debug, trace."),
     CFG_ENTRY("MADRAIL_JOB_KEY", MDR_CFG_STRING, "", 1, 0, job_key,
@@ -1015,6 +1029,11 @@ void madrail_stats_print(madrail_context_t ctx, FILE *out)
                 put_total ? 100.0 * (double)s->tx_put_bytes / (double)put_total : 0.0,
                 (unsigned long long)s->rx_msgs, (unsigned long long)s->rx_bytes,
                 (unsigned long long)s->rx_put_bytes, (unsigned long long)s->credit_stalls);
+    }
+    {
+        char prefix[128];
+        snprintf(prefix, sizeof(prefix), "[%s:%d] madrail stats:", host, (int)getpid());
+        mdr_health_stats_print(ctx, out, prefix);
     }
     fflush(out);
 }

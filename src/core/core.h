@@ -27,6 +27,8 @@
 
 #define MDR_MAX_RAILS 8
 
+#include "core/health.h"
+
 /* ---------------- wire format ---------------- */
 
 enum {
@@ -142,6 +144,10 @@ typedef struct mdr_core_config {
     unsigned rcache_max; /* MADRAIL_RCACHE_MAX */
     size_t pack_inline;  /* MADRAIL_PACK_INLINE_MAX */
     size_t recv_mem_max; /* MADRAIL_RECV_MEM_MAX: bytes held per peer for unmatched messages */
+    int adapt;           /* MADRAIL_ADAPT: stripe weights and rail choice from measurements */
+    double adapt_gain;   /* MADRAIL_ADAPT_GAIN: EWMA gain per throughput sample */
+    unsigned adapt_probe;/* MADRAIL_ADAPT_PROBE: plans between probes of a starved rail */
+    double adapt_sample; /* MADRAIL_ADAPT_SAMPLE: busy seconds per throughput sample */
     int stats;           /* MADRAIL_STATS */
     char *log_level;     /* MADRAIL_LOG_LEVEL */
     char *job_key;       /* MADRAIL_JOB_KEY: 32 hex digits or empty */
@@ -192,6 +198,7 @@ typedef struct mdr_peer_rail {
     int have_addr;     /* the peer's address for this rail is known */
     uint8_t addr[256];
     size_t addr_len;
+    mdr_health_rail_t health; /* measured throughput and latency (health.c) */
 } mdr_peer_rail_t;
 
 /* An outbound control message that could not be sent at once (no credit or
@@ -237,6 +244,7 @@ struct mdr_peer {
     int unreachable_pending;               /* last rail lost outside an upcall: fail at progress */
     int broken;                            /* given up: a message to it was lost unsent */
     mdr_list_t retired_link;               /* ctx->retired once retired (context.c) */
+    mdr_health_peer_t health;              /* stripe weights, probes (health.c) */
 };
 
 /* A failed ep kept until finalize (never destroyed inside a driver upcall). */
@@ -298,6 +306,8 @@ typedef struct mdr_put_op {
     uint64_t offset, len, raddr;
     const uint8_t *rkey;
     size_t rkey_len;
+    uint32_t hgen; /* health.c: busy-time generation when issued */
+    int timed;     /* health.c: counted as in flight */
 } mdr_put_op_t;
 
 struct madrail_request {
@@ -343,6 +353,8 @@ struct madrail_request {
     int proto_done;       /* protocol over: complete with success once nothing is unsent */
     int on_unsent;        /* in ctx->unsent by unsent_link */
     mdr_list_t unsent_link;
+    uint64_t rts_ns;      /* send: when the RTS left (health.c: RTS -> CTS round trip) */
+    int rts_rail;         /* send: the rail it left on */
 
     /* receive progress */
     int matched;

@@ -169,7 +169,18 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
         mdr_seq_started(peer, hdr, hdr_len);
         return rail;
     }
-    /* lowest-latency rail that is idle and has a credit */
+    /* adaptive: shortest expected completion (health.c) */
+    if (ctx->cfg.adapt) {
+        r = mdr_health_pick_rail(peer, hdr_len + payload_len);
+        if (r == MDR_HEALTH_WAIT)
+            return -1; /* the best rail has no credit yet */
+        if (r >= 0 && mdr_pr_send(&peer->rails[r], hdr, hdr_len, payload, payload_len, 0) ==
+                          MADRAIL_OK) {
+            mdr_seq_started(peer, hdr, hdr_len);
+            return r;
+        }
+    }
+    /* static: lowest-latency rail that is idle and has a credit */
     for (i = 0; i < ctx->nrails; i++) {
         mdr_peer_rail_t *pr = &peer->rails[ctx->rail_order[i]];
         if (!mdr_pr_usable(pr) || pr->credits == 0)
@@ -500,6 +511,7 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
         pr->credit_queued = 0;
         mdr_match_rail_reset(peer, rs->index);
         pr->untracked_sent = 0;
+        mdr_health_rail_reset(pr);
         mdr_info("rail %s peer %u: reconnected", rs->attr.name, peer->index);
     }
     pr->ep = ep;

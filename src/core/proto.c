@@ -181,7 +181,6 @@ static madrail_status_t mdr_plan_puts(mdr_peer_t *peer, mdr_req_t *req, const ui
             return MADRAIL_ERR_RAIL_PROTO;
         if (n < MDR_MAX_RAILS && mdr_rail_can_put(ctx, peer, d.rail)) {
             rails[n] = d.rail;
-            w[n] = ctx->rails[d.rail].weight;
             kp[n] = req->cts + off;
             kl[n] = d.key_len;
             raddr[n] = d.raddr;
@@ -196,6 +195,8 @@ static madrail_status_t mdr_plan_puts(mdr_peer_t *peer, mdr_req_t *req, const ui
                   (unsigned long long)xfer);
         return MADRAIL_ERR_PEER_UNREACHABLE;
     }
+    if (n > 0 && xfer > 0)
+        mdr_health_plan_weights(peer, rails, n, xfer, w); /* static or measured */
     nch = mdr_stripe_plan(rails, w, n, (uintptr_t)req->buf, xfer, &ctx->stripe, ch);
     free(req->puts);
     req->puts = nch ? calloc((size_t)nch, sizeof(*req->puts)) : NULL;
@@ -281,7 +282,10 @@ static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status)
 {
     mdr_put_op_t *op = (mdr_put_op_t *)comp;
     mdr_req_t *req = op->req;
+    mdr_peer_t *peer = mdr_peer_get(req->ctx, req->peer);
 
+    if (peer)
+        mdr_health_put_done(&peer->rails[op->rail], op, status == MADRAIL_OK);
     if (status == MADRAIL_ERR_RAIL_CONNECT && req->info.status == MADRAIL_OK &&
         mdr_replan_put(req, op)) {
         /* its rail never connected, nothing of it was sent: progress puts
@@ -372,6 +376,7 @@ static int mdr_issue_puts(mdr_req_t *req)
             i--; /* the ep refused it, nothing was sent: another rail */
             continue;
         }
+        mdr_health_put_issued(pr, op);
         rs->stats.tx_puts++;
         rs->stats.tx_put_bytes += op->len;
         rs->stats.tx_bytes += op->len;
@@ -419,6 +424,14 @@ static madrail_status_t mdr_send_rts(mdr_peer_t *peer, mdr_req_t *req)
     r.total = req->len;
     r.sreq_id = req->id;
     req->rndv = MDR_RNDV_RTS_SENT;
+    if (mdr_peer_reachable(peer)) {
+        int rail = mdr_ctrl_try_send(peer, -1, &r.h, sizeof(r), NULL, 0);
+        if (rail >= 0) {
+            mdr_send_track(req, rail, 1);
+            mdr_health_rts_sent(req, rail); /* RTS -> CTS round trip */
+            return MADRAIL_OK;
+        }
+    }
     return mdr_ctrl_send_req(peer, -1, req, &r.h, sizeof(r), NULL, 0);
 }
 
@@ -835,6 +848,7 @@ static void mdr_handle_cts(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
     if (mdr_keys_check(pr, "CTS", (const uint8_t *)(c + 1), len - sizeof(*c), c->nkeys,
                        c->xfer_len) != 0)
         return;
+    mdr_health_cts_rcvd(req, pr);
     req->peer_req_id = c->rreq_id;
     req->rndv = MDR_RNDV_PUTTING;
     req->seq_unsent = 0; /* the CTS answers the RTS: it arrived */

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "rails/common/drv.h"
+#include "rails/loop/loop.h"
 #include "rails/common/region.h"
 #include "rails/rail.h"
 #include "util/cfg.h"
@@ -54,6 +55,7 @@ typedef struct mdr_loop_config {
     unsigned fail_after;  /* the rail dies after N operations, 0: never */
     double latency_us;    /* profile latency */
     int reg;              /* registration is not cheap: no MDR_RAIL_CAP_REG_CHEAP */
+    double profile_mbs;   /* profile bandwidth, 0: from the cap */
 } mdr_loop_config_t;
 
 static const mdr_cfg_entry_t mdr_loop_cfg_entries[] = {
@@ -83,6 +85,11 @@ static const mdr_cfg_entry_t mdr_loop_cfg_entries[] = {
     {"MADRAIL_LOOP_REG", MDR_CFG_BOOL, "0", 1, 0, offsetof(mdr_loop_config_t, reg),
      "loop rails: do not report registration as cheap, so the core registers send buffers "
      "too and caches registrations, as on an RDMA rail (spec option reg=)"},
+    {"MADRAIL_LOOP_PROFILE_MBS", MDR_CFG_DOUBLE, "0", 0, 1e9,
+     offsetof(mdr_loop_config_t, profile_mbs),
+     "loop rails: bandwidth in MB/s reported in the profile, whatever the cap; 0: the cap "
+     "(10000 when uncapped). Lets a test give rails a profile that is wrong "
+     "(spec option mbs=)"},
 };
 
 const mdr_cfg_table_t mdr_loop_cfg_table = MDR_CFG_TABLE("loop", mdr_loop_cfg_entries);
@@ -94,6 +101,7 @@ static const struct {
 } mdr_loop_spec_opts[] = {
     {"delay", 0}, {"reorder", 1}, {"seed", 2}, {"nores", 3},
     {"bw", 4},    {"fail", 5},    {"latency", 6}, {"reg", 7},
+    {"mbs", 8},
 };
 
 /* ---------------- objects ---------------- */
@@ -635,7 +643,7 @@ static madrail_status_t mdr_loop_spec_opt(const char *key, const char *val, void
             e = &mdr_loop_cfg_entries[mdr_loop_spec_opts[i].entry];
     if (e == NULL) {
         mdr_error("rail spec loop:%s: unknown option '%s' (known: delay, reorder, seed, nores, "
-                  "bw, fail, latency, reg)",
+                  "bw, fail, latency, reg, mbs)",
                   sa->spec, key);
         return MADRAIL_ERR_CONFIG;
     }
@@ -804,7 +812,11 @@ static void mdr_loop_query(mdr_rail_t *rail, mdr_rail_attr_t *attr)
     snprintf(attr->name, sizeof(attr->name), "%s", rail->name);
     attr->caps = MDR_RAIL_CAP_PUT | (rail->cfg.reg ? 0 : MDR_RAIL_CAP_REG_CHEAP);
     attr->latency_us = rail->cfg.latency_us;
-    attr->bandwidth_mbs = rail->cfg.bandwidth != 0 ? (double)rail->cfg.bandwidth / 1e6 : 10000.0;
+    if (rail->cfg.profile_mbs > 0)
+        attr->bandwidth_mbs = rail->cfg.profile_mbs;
+    else
+        attr->bandwidth_mbs =
+            rail->cfg.bandwidth != 0 ? (double)rail->cfg.bandwidth / 1e6 : 10000.0;
     attr->max_ctrl = rail->slot_size;
     attr->addr_len = sizeof(mdr_loop_addr_t);
     attr->max_rkey = sizeof(mdr_loop_rkey_t);
@@ -1034,6 +1046,23 @@ static madrail_status_t mdr_loop_put(mdr_ep_t *ep, const void *local, size_t len
 out:
     pthread_mutex_unlock(&mdr_loop_lock);
     return st;
+}
+
+int mdr_loop_set_bandwidth(const char *fabric, size_t bandwidth)
+{
+    uint64_t id;
+    int n = 0;
+
+    pthread_mutex_lock(&mdr_loop_lock);
+    for (id = 1; id < mdr_loop_next_id; id++) {
+        mdr_rail_t *rail = mdr_loop_lookup(id);
+        if (rail != NULL && strcmp(rail->fabric, fabric) == 0) {
+            rail->cfg.bandwidth = bandwidth;
+            n++;
+        }
+    }
+    pthread_mutex_unlock(&mdr_loop_lock);
+    return n;
 }
 
 static int mdr_loop_progress(mdr_rail_t *rail)
