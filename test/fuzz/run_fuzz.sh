@@ -5,9 +5,18 @@
 # exploration part).  Fails on any crash, sanitizer report, leak, timeout or
 # out-of-memory; what failed is kept under <builddir>/test/fuzz/artifacts.
 #
-# Usage: test/fuzz/run_fuzz.sh [--time SECONDS] [--build DIR] [--keep] [target...]
+# Usage: test/fuzz/run_fuzz.sh [--time SECONDS | --runs N] [--seed S] [--build DIR]
+#                               [--keep] [target...]
 #   --time S    fuzz each target S seconds after its corpus (default 15,
 #               or $MDR_FUZZ_TIME; 0: corpus only)
+#   --runs N    fuzz each target for N inputs after its corpus instead (or
+#               $MDR_FUZZ_RUNS): with --seed, the same inputs on every
+#               machine, however fast, which is how ./check.sh runs it, so
+#               that a run that passed passes again (random exploration
+#               that finds a new bug belongs in --time campaigns and
+#               ./check.sh --full)
+#   --seed S    libFuzzer's random seed (default: a new one each run, or
+#               $MDR_FUZZ_SEED)
 #   --build D   the build tree (default $MDR_BUILDDIR, else the current
 #               directory when it has test/fuzz/fuzz_core)
 #   --keep      keep what the timed run added to the corpus, in
@@ -20,6 +29,8 @@
 set -u
 
 TIME=${MDR_FUZZ_TIME:-15}
+RUNS=${MDR_FUZZ_RUNS:-}
+SEED=${MDR_FUZZ_SEED:-}
 BUILD=${MDR_BUILDDIR:-}
 KEEP=no
 TARGETS=()
@@ -27,10 +38,14 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --time) TIME=${2:?--time needs a number of seconds}; shift ;;
         --time=*) TIME=${1#--time=} ;;
+        --runs) RUNS=${2:?--runs needs a number of inputs}; shift ;;
+        --runs=*) RUNS=${1#--runs=} ;;
+        --seed) SEED=${2:?--seed needs a number}; shift ;;
+        --seed=*) SEED=${1#--seed=} ;;
         --build) BUILD=${2:?--build needs a directory}; shift ;;
         --build=*) BUILD=${1#--build=} ;;
         --keep) KEEP=yes ;;
-        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "run_fuzz.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
         *) TARGETS+=("${1#fuzz_}") ;;
     esac
@@ -38,6 +53,12 @@ while [ $# -gt 0 ]; do
 done
 case "$TIME" in
     ''|*[!0-9]*) echo "run_fuzz.sh: --time wants whole seconds, not '$TIME'" >&2; exit 2 ;;
+esac
+case "$RUNS" in
+    *[!0-9]*) echo "run_fuzz.sh: --runs wants a whole number of inputs, not '$RUNS'" >&2; exit 2 ;;
+esac
+case "$SEED" in
+    *[!0-9]*) echo "run_fuzz.sh: --seed wants a whole number, not '$SEED'" >&2; exit 2 ;;
 esac
 
 SRC=${MDR_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -99,13 +120,22 @@ for t in "${TARGETS[@]}"; do
         fail=1
         continue
     fi
-    if [ "$TIME" -gt 0 ]; then
-        # 2. new inputs for TIME seconds, into a scratch corpus
+    if [ -n "$RUNS" ]; then
+        bound=(-runs="$RUNS")
+        what="$RUNS inputs"
+    else
+        bound=(-max_total_time="$TIME")
+        what="${TIME} s"
+    fi
+    seedopt=()
+    [ -n "$SEED" ] && seedopt=(-seed="$SEED") && what="$what, seed $SEED"
+    if [ -n "$RUNS" ] && [ "$RUNS" -gt 0 ] || [ -z "$RUNS" ] && [ "$TIME" -gt 0 ]; then
+        # 2. new inputs (TIME seconds or RUNS inputs), into a scratch corpus
         "$bin" "${FLAGS[@]}" -artifact_prefix="$OUT/artifacts/fuzz_$t-" \
-            -max_total_time="$TIME" "$work" "$corpus" >>"$log" 2>&1
+            "${bound[@]}" "${seedopt[@]}" "$work" "$corpus" >>"$log" 2>&1
         rc=$?
         if [ $rc -ne 0 ]; then
-            echo "FAIL: fuzz_$t: the fuzzer found a failing input in ${TIME} s (log: $log)"
+            echo "FAIL: fuzz_$t: the fuzzer found a failing input in $what (log: $log)"
             grep -E "^(==[0-9]+==ERROR|SUMMARY|fuzz:|artifact_prefix|Test unit written|ALARM)" \
                 "$log" | head -20
             echo "      reproduce: $bin <artifact>; minimize: $bin -minimize_crash=1" \
@@ -116,7 +146,7 @@ for t in "${TARGETS[@]}"; do
     fi
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     cov=$(grep -Eo 'cov: [0-9]+' "$log" | tail -1)
-    echo "PASS: fuzz_$t: $nseed seeds, then ${TIME} s: ${runs:-0} runs, ${cov:-cov: ?}" \
+    echo "PASS: fuzz_$t: $nseed seeds, then $what: ${runs:-0} runs, ${cov:-cov: ?}" \
          "($(( $(date +%s) - ts )) s)"
     [ "$KEEP" = yes ] || rm -rf "$work"
 done
