@@ -164,7 +164,9 @@ mdr_shm_ring_ctl_t *mdr_shm_ring_ctl(void *base, const mdr_shm_layout_t *lay, ui
 }
 
 /* A header read from a peer's segment (a private copy: the peer may write
- * the shared one meanwhile) describes a layout inside len. */
+ * the shared one meanwhile) describes a layout inside len.  Each offset is
+ * bounded by len before any sum, so that no sum below can wrap (an offset
+ * near 2^64 plus a table size used to wrap to a small number and pass). */
 static int mdr_shm_hdr_sane(const mdr_shm_seg_hdr_t *h, size_t len)
 {
     uint64_t end;
@@ -172,6 +174,8 @@ static int mdr_shm_hdr_sane(const mdr_shm_seg_hdr_t *h, size_t len)
     if (h->magic != MDR_SHM_MAGIC || h->version != MDR_SHM_VERSION || h->nrings == 0 ||
         h->nrings > 65535 || h->ring_bytes < MDR_SHM_PAGE || h->ring_bytes > (1ull << 32) ||
         (h->ring_bytes & 7) != 0 || h->nregs > (1u << 20))
+        return 0;
+    if (h->reg_off > len || h->ctl_off > len || h->data_off > len)
         return 0;
     if (h->reg_off < sizeof(*h) || h->reg_off + (uint64_t)h->nregs * sizeof(mdr_shm_reg_ent_t) >
                                        h->ctl_off)
