@@ -46,7 +46,7 @@ enum {
 };
 
 /* mdr_hdr_t.flags.  Which types may carry which flag is one table in
- * proto.c (mdr_msg_rules); any other bit, or a flag on a type it does not
+ * ctrl.c (mdr_msg_rules); any other bit, or a flag on a type it does not
  * apply to, is a protocol error. */
 enum {
     MDR_HF_SYNC = 1u << 0,         /* EAGER: sender wants an ACK when matched */
@@ -153,6 +153,11 @@ typedef struct mdr_core_config {
     char *job_key;       /* MADRAIL_JOB_KEY: 32 hex digits or empty */
 } mdr_core_config_t;
 
+/* Bytes of key descriptors in one CTS/RFS. */
+#define MDR_KEYS_MAX 4096
+
+static inline size_t mdr_pad8(size_t n) { return (n + 7) & ~(size_t)7; }
+
 /* Number of reserved slots per ring for CREDIT messages: with returns sent
  * once ceil(credits/2) are owed (and each CREDIT carrying all of them), at
  * most two CREDIT messages can be in flight (ctrl.c). */
@@ -190,7 +195,7 @@ typedef struct mdr_peer_rail {
     unsigned credits;  /* normal slots we may still fill at the peer */
     unsigned ret_pending; /* messages we processed, credits not yet returned */
     unsigned held;     /* messages stored out of order: their credits are withheld
-                        * until their sequence number comes up (match.c) */
+                        * until their sequence number comes up (tag.c) */
     unsigned credit_msgs; /* CREDIT messages we sent (statistics) */
     int down;          /* ep failed */
     int credit_queued; /* a CREDIT message waits in txq */
@@ -223,7 +228,7 @@ struct mdr_peer {
                                             * a first fragment (ctrl.c: they start in order) */
     uint64_t expected_seq;
     size_t held_bytes;                     /* memory held for its messages no receive has
-                                            * taken (MADRAIL_RECV_MEM_MAX, match.c) */
+                                            * taken (MADRAIL_RECV_MEM_MAX, tag.c) */
     mdr_hash_t inflight;                   /* seq -> mdr_inmsg_t arrived, not done */
     mdr_list_t txq;                        /* mdr_txq_item_t waiting */
     mdr_list_t sendq;                      /* send requests with fragments left */
@@ -243,7 +248,7 @@ struct mdr_peer {
     mdr_list_t dead_eps;                   /* failed eps replaced by a reconnection */
     int unreachable_pending;               /* last rail lost outside an upcall: fail at progress */
     int broken;                            /* given up: a message to it was lost unsent */
-    mdr_list_t retired_link;               /* ctx->retired once retired (context.c) */
+    mdr_list_t retired_link;               /* ctx->retired once retired (peer.c)    */
     mdr_health_peer_t health;              /* stripe weights, probes (health.c) */
 };
 
@@ -266,8 +271,8 @@ typedef struct mdr_rfs {
 
 enum { MDR_REQ_SEND = 1, MDR_REQ_RECV = 2 };
 
-/* Protocol states of a request (transitions in proto.c and match.c).  What
- * a peer may answer in each state is checked by the handlers in proto.c. */
+/* Protocol states of a request (transitions in eager.c, rndv.c, rfs.c and tag.c).  What
+ * a peer may answer in each state is checked by their handlers. */
 
 /* req->rndv: where a rendezvous stands, on either side. */
 enum mdr_rndv_state {
@@ -368,7 +373,7 @@ struct madrail_request {
 };
 
 /* One stored fragment of a message no receive has taken yet: memory is
- * spent on what arrived, never on what a header claims (match.c). */
+ * spent on what arrived, never on what a header claims (tag.c). */
 typedef struct mdr_frag {
     struct mdr_frag *next;
     uint64_t off;
@@ -455,7 +460,7 @@ madrail_status_t mdr_tagged_improbe(mdr_ctx_t *ctx, madrail_peer_t src, uint64_t
                                     uint64_t ignore, unsigned flags, madrail_message_t *msg_p,
                                     madrail_info_t *info_p);
 
-/* Peers (context.c) */
+/* Peers (peer.c) */
 madrail_status_t mdr_peer_lookup_or_create(mdr_ctx_t *ctx, uint64_t uuid, mdr_peer_t **peer_p);
 /* A peer that connected to us before we knew it (anonymous) and lost every
  * rail before anything came of it (nothing received from it, nothing sent
@@ -513,7 +518,7 @@ int mdr_send_check_all(mdr_ctx_t *ctx);
  * rail to it down, refuses its reconnections and fails its requests. */
 void mdr_peer_give_up(mdr_peer_t *peer);
 
-/* Peers and control messages (ctrl.c) */
+/* Peers (peer.c) and control messages (ctrl.c) */
 madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail);
 /* Send a control message to peer; rail -1 lets the core choose.  The
  * buffers may be reused on return (queued copies are made if needed). */
@@ -529,7 +534,6 @@ int mdr_peer_reachable(const mdr_peer_t *peer);
  * credit right now (nothing was sent). */
 int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
                       const void *payload, size_t payload_len);
-int mdr_ctrl_progress_peer(mdr_peer_t *peer);
 void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len);
 /* The message being handled on pr is stored out of order: withhold its
  * credit (true when it was withheld). */
@@ -540,7 +544,7 @@ void mdr_ctrl_unhold(mdr_peer_rail_t *pr, unsigned n, int released);
 void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep);
 void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *reason);
 
-/* Protocol handlers (proto.c) */
+/* Protocols (ctrl.c: checks and dispatch; request.c: sends; rndv.c, rfs.c) */
 /* Check a message's length and flags against its type's rule (before
  * anything, credits included, is taken from it); 0 if it may be handled,
  * else the rail was closed (mdr_proto_fail). */
@@ -570,7 +574,7 @@ void mdr_recv_finish(mdr_req_t *req, madrail_status_t st);
 /* Report a malformed message: close the rail to this peer. */
 void mdr_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Matching (match.c) */
+/* Matching (tag.c); peer failure (peer.c) */
 void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
 int mdr_match_fits(const mdr_req_t *req, const mdr_peer_t *peer, uint64_t tag, unsigned hflags);
 /* The same test from the receive's fields (no request needed). */
@@ -599,6 +603,48 @@ void mdr_match_peer_release(mdr_peer_t *peer, int all, int keep_complete);
 void mdr_match_rail_reset(mdr_peer_t *peer, int rail);
 void mdr_peer_activate(mdr_peer_t *peer);
 void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status);
+
+/* ---- moved in the cut (issue 12); each module's header follows ---- */
+
+/* peer.c */
+void mdr_peer_destroy(mdr_ctx_t *ctx, mdr_peer_t *peer);
+void mdr_peer_reap_retired(mdr_ctx_t *ctx);
+int mdr_pr_usable(const mdr_peer_rail_t *pr);
+/* ctrl.c: send the peer's queued control messages its credits allow */
+int mdr_ctrl_txq_progress(mdr_peer_t *peer);
+/* eager.c */
+int mdr_send_frags(mdr_peer_t *peer, mdr_req_t *req);
+void mdr_send_ack(mdr_peer_t *peer, uint64_t sreq_id);
+void mdr_handle_ack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
+/* am.c */
+void mdr_am_deliver(mdr_ctx_t *ctx, mdr_peer_t *peer, uint64_t id, const void *data, size_t len);
+/* rfs.c */
+void mdr_rfs_on_match(mdr_req_t *req, mdr_peer_t *peer, const mdr_inmsg_t *m);
+mdr_rfs_t *mdr_rfs_take(mdr_peer_t *peer, const mdr_req_t *req);
+madrail_status_t mdr_rfs_send_data(mdr_peer_t *peer, mdr_req_t *req, mdr_rfs_t *offer);
+void mdr_rfs_data_in_order(mdr_peer_rail_t *pr, mdr_inmsg_t *m);
+void mdr_rfs_revoke(mdr_req_t *req);
+void mdr_handle_rfs(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
+void mdr_handle_nack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
+void mdr_handle_revoke(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
+/* rndv.c */
+madrail_status_t mdr_plan_puts(mdr_peer_t *peer, mdr_req_t *req, const uint8_t *keys,
+                               size_t keys_len, uint32_t nkeys, uint64_t xfer);
+int mdr_issue_puts(mdr_req_t *req);
+madrail_status_t mdr_send_rts(mdr_peer_t *peer, mdr_req_t *req);
+madrail_status_t mdr_build_keys(mdr_peer_t *peer, mdr_req_t *req, size_t len, uint8_t *out,
+                                size_t *out_len_p, uint32_t *nkeys_p);
+int mdr_keys_check(mdr_peer_rail_t *pr, const char *what, const uint8_t *keys, size_t keys_len,
+                   uint32_t nkeys, uint64_t xfer);
+void mdr_handle_cts(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
+void mdr_handle_fin(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
+/* request.c */
+void mdr_sendq_add(mdr_peer_t *peer, mdr_req_t *req);
+void mdr_sendq_del(mdr_req_t *req);
+mdr_req_t *mdr_proto_req(mdr_peer_rail_t *pr, const char *what, uint64_t id, int type);
+/* tag.c */
+void mdr_recv_set_info(mdr_req_t *req, mdr_peer_t *peer, uint64_t tag, uint64_t total);
+void mdr_inmsg_free(mdr_ctx_t *ctx, mdr_inmsg_t *m);
 
 /* Config table of the core */
 extern const mdr_cfg_table_t mdr_core_cfg_table;

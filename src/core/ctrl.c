@@ -14,7 +14,7 @@
  * makes it hold memory it never agreed to: per peer-rail it counts the
  * normal messages consumed and not yet returned (ret_pending, plus `held`:
  * messages stored out of order, whose credits are withheld until their
- * turn comes, see match.c).  A message that finds that count at `credits`
+ * turn comes, see tag.c).  A message that finds that count at `credits`
  * is beyond what the sender can have been given, and a CREDIT returning
  * fewer than t would need a third reserved slot: both close the rail as
  * protocol errors.  The count is exact across piggy-backed returns
@@ -31,7 +31,16 @@
  * predecessor has not sent a first fragment yet waits.  The receiver
  * withholds the credits of out-of-order messages, so a message that
  * overtook an unsent predecessor could hold every credit the predecessor
- * needs; and in-order starts are what bound the reorder window (match.c).
+ * needs; and in-order starts are what bound the reorder window (tag.c).
+ *
+ * Every reply a peer sends (CTS, FIN, ACK, RFS_NACK, RFS_REVOKE, and the
+ * RFS_DATA / RFS_CONSUMED answers checked in tag.c) names one of our
+ * requests or offers; it is honoured only from the peer that request is
+ * bound to, in the state that waits for it, with sizes that fit.  Anything
+ * else closes the rail it came on (mdr_proto_fail) before the request is
+ * touched: a peer that is broken or hostile must not be able to complete,
+ * fail or redirect a transfer that belongs to someone else.  The rules are
+ * listed in one place, the "what a peer may send" section below.
  */
 #include "mdr_config.h"
 
@@ -71,51 +80,6 @@ static void mdr_seq_started(mdr_peer_t *peer, const mdr_hdr_t *hdr, size_t hdr_l
     uint64_t seq;
     if (mdr_hdr_seq(hdr, hdr_len, &seq) && seq == peer->tx_seq_started)
         peer->tx_seq_started++;
-}
-
-void mdr_peer_activate(mdr_peer_t *peer)
-{
-    if (!peer->active) {
-        peer->active = 1;
-        mdr_list_push_tail(&peer->ctx->active, &peer->active_link);
-    }
-}
-
-static int mdr_pr_usable(const mdr_peer_rail_t *pr)
-{
-    return !pr->down && (pr->ep || pr->have_addr);
-}
-
-madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail)
-{
-    mdr_ctx_t *ctx = peer->ctx;
-    mdr_peer_rail_t *pr = &peer->rails[rail];
-    madrail_status_t st;
-
-    if (pr->ep)
-        return MADRAIL_OK;
-    if (pr->down || !pr->have_addr)
-        return MADRAIL_ERR_RAIL_DOWN;
-    st = ctx->rails[rail].ops->ep_create(ctx->rails[rail].rail, peer->uuid, pr->addr,
-                                         pr->addr_len, pr, &pr->ep);
-    if (st != MADRAIL_OK) {
-        pr->down = 1;
-        ctx->rails[rail].stats.failovers++;
-        if (mdr_peer_reachable(peer)) {
-            mdr_warn("rail %s peer %u: connect failed: %s; the other rails carry its traffic",
-                     ctx->rails[rail].attr.name, peer->index, madrail_status_str(st));
-        } else {
-            /* no upcall will come: fail the peer's requests from progress
-             * (the caller may be in the middle of one of them) */
-            mdr_error("rail %s peer %u: connect failed: %s; no rail left to the peer",
-                      ctx->rails[rail].attr.name, peer->index, madrail_status_str(st));
-            peer->unreachable_pending = 1;
-            mdr_peer_activate(peer);
-        }
-        return st;
-    }
-    mdr_debug("rail %s peer %u: connecting", ctx->rails[rail].attr.name, peer->index);
-    return MADRAIL_OK;
 }
 
 /* Hand one message to the driver on pr; returns the driver's status. */
@@ -208,15 +172,6 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
     return -1;
 }
 
-int mdr_peer_reachable(const mdr_peer_t *peer)
-{
-    int r;
-    for (r = 0; r < peer->ctx->nrails; r++)
-        if (mdr_pr_usable(&peer->rails[r]))
-            return 1;
-    return 0;
-}
-
 static void mdr_stall(mdr_peer_t *peer, int rail)
 {
     mdr_ctx_t *ctx = peer->ctx;
@@ -300,16 +255,12 @@ static void mdr_credit_maybe_return(mdr_peer_rail_t *pr)
         pr->credit_queued = 1;
 }
 
-int mdr_ctrl_progress_peer(mdr_peer_t *peer)
+int mdr_ctrl_txq_progress(mdr_peer_t *peer)
 {
     mdr_ctx_t *ctx = peer->ctx;
     mdr_list_t *it, *tmp;
     int n = 0;
 
-    if (peer->unreachable_pending) {
-        peer->unreachable_pending = 0;
-        mdr_peer_fail(peer, MADRAIL_ERR_PEER_UNREACHABLE);
-    }
     mdr_list_for_each_safe(it, tmp, &peer->txq) {
         mdr_txq_item_t *item = mdr_container_of(it, mdr_txq_item_t, link);
         mdr_hdr_t *hdr = (mdr_hdr_t *)item->data;
@@ -356,33 +307,7 @@ int mdr_ctrl_progress_peer(mdr_peer_t *peer)
         free(item);
         n++;
     }
-    mdr_list_for_each_safe(it, tmp, &peer->sendq) {
-        mdr_req_t *req = mdr_container_of(it, mdr_req_t, link);
-        n += mdr_send_progress(req);
-    }
-    if (mdr_list_empty(&peer->txq) && mdr_list_empty(&peer->sendq) && peer->active) {
-        peer->active = 0;
-        mdr_list_del(&peer->active_link);
-    }
     return n;
-}
-
-void mdr_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...)
-{
-    mdr_ctx_t *ctx = pr->peer->ctx;
-    char why[256];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
-    va_end(ap);
-    mdr_error("rail %s peer %u: malformed message: %s; closing this rail to the peer",
-              ctx->rails[pr->rail].attr.name, pr->peer->index, why);
-    pr->down = 1;
-    ctx->rails[pr->rail].stats.failovers++;
-    mdr_send_rail_lost(pr, 0);
-    if (!mdr_peer_reachable(pr->peer))
-        mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_PROTO);
 }
 
 void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
@@ -405,7 +330,7 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
         mdr_proto_fail(pr, "header says %u bytes, %zu arrived", hdr.len, len);
         return;
     }
-    if (mdr_proto_check_hdr(pr, &hdr, len) != 0) /* type, length, flags: proto.c's table */
+    if (mdr_proto_check_hdr(pr, &hdr, len) != 0) /* type, length, flags: the table below */
         return;
     if (hdr.type == MDR_MSG_CREDIT && hdr.credits < mdr_credit_threshold(ctx)) {
         mdr_proto_fail(pr, "CREDIT message returning %u credits (they are sent once %u are "
@@ -471,81 +396,112 @@ void mdr_ctrl_unhold(mdr_peer_rail_t *pr, unsigned n, int released)
     mdr_credit_maybe_return(pr);
 }
 
-void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
-{
-    mdr_rail_slot_t *rs = rail_cookie;
-    mdr_ctx_t *ctx = rs->ctx;
-    mdr_peer_t *peer = mdr_hash_get(&ctx->peer_by_uuid, uuid);
-    mdr_peer_rail_t *pr;
+/* ---------------- what a peer may send, and when ---------------- */
 
-    if (!peer) {
-        if (mdr_peer_lookup_or_create(ctx, uuid, &peer) != MADRAIL_OK)
-            return NULL;
-        peer->anonymous = 1;
-        mdr_info("rail %s: connection from unknown peer %016llx (now peer %u)",
-                 rs->attr.name, (unsigned long long)uuid, peer->index);
+/*
+ * Per message type: its length (exact, or the fixed part when a body of
+ * variable length follows) and the header flags it may carry.  Checked
+ * for every message before anything is taken from it (credits included).
+ * Further, per type (the handlers in eager.c, rndv.c, rfs.c and tag.c):
+ *
+ *   EAGER     AM only alone; RFS_CONSUMED not with SYNC; a consumed
+ *             eager must answer one of our offers to that peer and go to
+ *             the receive that made it (tag.c)
+ *   RTS       nothing to check against our state: it starts a transfer
+ *   RFS_DATA  answers an offer of ours to that peer, still unanswered;
+ *             xfer_len == min(total, offered buffer) (tag.c)
+ *   CTS       a send of ours to that peer, RTS sent and no CTS yet;
+ *             xfer_len <= its length; keys as mdr_keys_check says
+ *   FIN       a receive of ours from that peer that waits for puts (CTS
+ *             sent, or an offer of ours out or spent by RFS_DATA), on a
+ *             rail we gave a key for, 0 < bytes <= bytes not yet reported
+ *   ACK       a synchronous eager send of ours to that peer, waiting for it
+ *   CREDIT    returns at least ceil(credits/2) (ctrl.c, with the
+ *             over-return and overrun checks that apply to every message)
+ *   RFS       keys as mdr_keys_check says; at most MDR_RFS_WAIT_MAX kept
+ *             from one peer, no id twice
+ *   RFS_NACK  answers an offer of ours to that peer, still unanswered
+ *   RFS_REVOKE  from a peer with more offers to us than revokes (an offer
+ *             already spent or declined may still be revoked: the cancel
+ *             crossed the answer)
+ */
+typedef struct mdr_msg_rule {
+    const char *name;
+    size_t len;    /* exact length, or the minimum when body */
+    int body;      /* a variable-length body follows */
+    uint8_t flags; /* MDR_HF_* the type may carry */
+} mdr_msg_rule_t;
+
+static const mdr_msg_rule_t mdr_msg_rules[MDR_MSG_MAX] = {
+    [MDR_MSG_EAGER] = {"EAGER", sizeof(mdr_eager_hdr_t), 1,
+                       MDR_HF_SYNC | MDR_HF_INTERNAL | MDR_HF_RFS_CONSUMED | MDR_HF_AM},
+    [MDR_MSG_RTS] = {"RTS", sizeof(mdr_rts_hdr_t), 0, MDR_HF_INTERNAL},
+    [MDR_MSG_RFS_DATA] = {"RFS_DATA", sizeof(mdr_rfs_data_hdr_t), 0, MDR_HF_INTERNAL},
+    [MDR_MSG_CTS] = {"CTS", sizeof(mdr_cts_hdr_t), 1, 0},
+    [MDR_MSG_FIN] = {"FIN", sizeof(mdr_fin_hdr_t), 0, 0},
+    [MDR_MSG_ACK] = {"ACK", sizeof(mdr_id_hdr_t), 0, 0},
+    [MDR_MSG_CREDIT] = {"CREDIT", sizeof(mdr_hdr_t), 0, 0},
+    [MDR_MSG_RFS] = {"RFS", sizeof(mdr_rfs_hdr_t), 1, 0},
+    [MDR_MSG_RFS_NACK] = {"RFS_NACK", sizeof(mdr_id_hdr_t), 0, 0},
+    [MDR_MSG_RFS_REVOKE] = {"RFS_REVOKE", sizeof(mdr_id_hdr_t), 0, 0},
+};
+
+int mdr_proto_check_hdr(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+{
+    const mdr_msg_rule_t *rule;
+
+    if (hdr->type >= MDR_MSG_MAX || !mdr_msg_rules[hdr->type].name) {
+        mdr_proto_fail(pr, "unknown type %u", hdr->type);
+        return -1;
     }
-    if (peer->broken) {
-        mdr_warn("rail %s peer %u: connection refused: the peer was given up", rs->attr.name,
-                 peer->index);
-        return NULL;
+    rule = &mdr_msg_rules[hdr->type];
+    if (rule->body ? len < rule->len : len != rule->len) {
+        mdr_proto_fail(pr, "%s of %zu bytes (%s%zu)", rule->name, len, rule->body ? ">= " : "",
+                       rule->len);
+        return -1;
     }
-    pr = &peer->rails[rs->index];
-    if (pr->ep && pr->ep != ep) {
-        mdr_dead_ep_t *d;
-        if (!pr->down) {
-            mdr_warn("rail %s peer %u: second connection refused", rs->attr.name, peer->index);
-            return NULL;
-        }
-        /* the peer reconnected after this rail failed: start afresh on the
-         * new connection; the old ep is destroyed at finalize */
-        d = malloc(sizeof(*d));
-        if (!d)
-            return NULL;
-        d->rail = rs->index;
-        d->ep = pr->ep;
-        mdr_list_push_tail(&peer->dead_eps, &d->link);
-        pr->down = 0;
-        pr->credits = ctx->cfg.credits;
-        pr->ret_pending = 0;
-        pr->credit_queued = 0;
-        mdr_match_rail_reset(peer, rs->index);
-        pr->untracked_sent = 0;
-        mdr_health_rail_reset(pr);
-        mdr_info("rail %s peer %u: reconnected", rs->attr.name, peer->index);
+    if (hdr->flags & ~rule->flags) {
+        mdr_proto_fail(pr, "%s with flags 0x%x (allowed: 0x%x)", rule->name, hdr->flags,
+                       rule->flags);
+        return -1;
     }
-    pr->ep = ep;
-    return pr;
+    if (((hdr->flags & MDR_HF_AM) && hdr->flags != MDR_HF_AM) ||
+        ((hdr->flags & MDR_HF_RFS_CONSUMED) && (hdr->flags & MDR_HF_SYNC))) {
+        mdr_proto_fail(pr, "%s with flags 0x%x that exclude each other", rule->name,
+                       hdr->flags);
+        return -1;
+    }
+    return 0;
 }
 
-void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *reason)
+void mdr_proto_handle(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
-    mdr_peer_rail_t *pr = ep_cookie;
-    mdr_ctx_t *ctx = pr->peer->ctx;
-
-    if (pr->down || mdr_peer_rail_failed_unused(pr, reason))
-        return;
-    if (ctx->finalizing &&
-        (status == MADRAIL_ERR_RAIL_DOWN || status == MADRAIL_ERR_RAIL_CONNECT))
-        mdr_debug("rail %s peer %u closed: %s", ctx->rails[pr->rail].attr.name,
-                  pr->peer->index, reason ? reason : "");
-    else
-        mdr_warn("rail %s peer %u failed: %s (%s)", ctx->rails[pr->rail].attr.name,
-                 pr->peer->index, reason ? reason : "", madrail_status_str(status));
-    pr->down = 1;
-    ctx->rails[pr->rail].stats.failovers++;
-    mdr_send_rail_lost(pr, status == MADRAIL_ERR_RAIL_CONNECT);
-    if (status == MADRAIL_ERR_RAIL_CONNECT && pr->untracked_sent &&
-        mdr_peer_reachable(pr->peer)) {
-        /* an active message or a protocol reply queued on it is lost for
-         * sure and no request can send it again */
-        mdr_error("rail %s peer %u: a message no request can send again was lost with the "
-                  "connection; failing every request to the peer",
-                  ctx->rails[pr->rail].attr.name, pr->peer->index);
-        mdr_peer_give_up(pr->peer);
-    } else if (!mdr_peer_reachable(pr->peer)) {
-        mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_UNREACHABLE);
-    } else {
-        mdr_peer_activate(pr->peer);
+    switch (hdr->type) {
+    case MDR_MSG_EAGER:
+    case MDR_MSG_RTS:
+    case MDR_MSG_RFS_DATA:
+        mdr_match_incoming(pr, hdr, len);
+        break;
+    case MDR_MSG_CTS:
+        mdr_handle_cts(pr, hdr, len);
+        break;
+    case MDR_MSG_FIN:
+        mdr_handle_fin(pr, hdr, len);
+        break;
+    case MDR_MSG_ACK:
+        mdr_handle_ack(pr, hdr, len);
+        break;
+    case MDR_MSG_RFS:
+        mdr_handle_rfs(pr, hdr, len);
+        break;
+    case MDR_MSG_RFS_NACK:
+        mdr_handle_nack(pr, hdr, len);
+        break;
+    case MDR_MSG_RFS_REVOKE:
+        mdr_handle_revoke(pr, hdr, len);
+        break;
+    default: /* CREDIT is taken in ctrl.c; others fail mdr_proto_check_hdr */
+        mdr_proto_fail(pr, "unexpected type %u", hdr->type);
+        break;
     }
 }

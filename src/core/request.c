@@ -275,20 +275,6 @@ static void mdr_send_lost(mdr_req_t *req)
     }
 }
 
-void mdr_peer_give_up(mdr_peer_t *peer)
-{
-    mdr_ctx_t *ctx = peer->ctx;
-    int r;
-
-    peer->broken = 1;
-    for (r = 0; r < ctx->nrails; r++)
-        if (!peer->rails[r].down) {
-            peer->rails[r].down = 1;
-            ctx->rails[r].stats.failovers++;
-        }
-    mdr_peer_fail(peer, MADRAIL_ERR_PEER_UNREACHABLE);
-}
-
 /* Clear the bits of rails whose ep has nothing unsent left; note failed
  * ones.  Completes req when its protocol is over and nothing is unsent;
  * leaves losses to the caller.  Returns 1 when req completed. */
@@ -516,4 +502,117 @@ madrail_status_t madrail_recv(madrail_context_t ctx, madrail_peer_t src, void *b
     if (st != MADRAIL_OK)
         return st;
     return madrail_wait(&req, info_p);
+}
+
+void mdr_recv_finish(mdr_req_t *req, madrail_status_t st)
+{
+    mdr_peer_t *peer = mdr_peer_get(req->ctx, req->info.source);
+    mdr_rfs_release(req);
+    if (peer && peer->rfs_out == req)
+        peer->rfs_out = NULL;
+    if (req->peer != MADRAIL_ANY_PEER) {
+        peer = mdr_peer_get(req->ctx, req->peer);
+        if (peer && peer->rfs_out == req)
+            peer->rfs_out = NULL;
+    }
+    mdr_req_complete(req, st);
+}
+
+void mdr_sendq_add(mdr_peer_t *peer, mdr_req_t *req)
+{
+    if (!req->queued) {
+        req->queued = 1;
+        mdr_list_push_tail(&peer->sendq, &req->link);
+        mdr_peer_activate(peer);
+    }
+}
+
+void mdr_sendq_del(mdr_req_t *req)
+{
+    if (req->queued) {
+        req->queued = 0;
+        mdr_list_del(&req->link);
+    }
+}
+
+int mdr_send_progress(mdr_req_t *req)
+{
+    mdr_peer_t *peer = mdr_peer_get(req->ctx, req->peer);
+    if (req->rndv == MDR_RNDV_PUTTING)
+        return mdr_issue_puts(req);
+    if (req->rndv == MDR_RNDV_NONE && req->frag_off <= req->len)
+        return mdr_send_frags(peer, req);
+    mdr_sendq_del(req);
+    return 0;
+}
+
+madrail_status_t mdr_send_restart(mdr_req_t *req)
+{
+    mdr_peer_t *peer = mdr_peer_get(req->ctx, req->peer);
+
+    if (req->rndv == MDR_RNDV_NONE) { /* eager fragments: all again, same sequence number */
+        req->frag_off = 0;
+        req->wait_ack = ((req->flags & MADRAIL_SEND_SYNC) && !req->rfs_consumed) ? MDR_ACK_WAIT
+                                                                                 : MDR_ACK_NONE;
+        req->proto_done = 0;
+        mdr_sendq_add(peer, req);
+        return MADRAIL_OK;
+    }
+    if (req->rndv == MDR_RNDV_RTS_SENT) /* the RTS: no CTS can have come */
+        return mdr_send_rts(peer, req);
+    return MADRAIL_ERR_RAIL_DOWN; /* RFS_DATA went with puts: not repeatable here */
+}
+
+madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req)
+{
+    mdr_ctx_t *ctx = peer->ctx;
+    mdr_rfs_t *offer = mdr_rfs_take(peer, req);
+
+    req->seq = peer->next_send_seq++;
+    if (offer) {
+        req->rfs_consumed = 1;
+        req->peer_req_id = offer->rreq_id;
+    }
+    if (req->len < ctx->cfg.rndv_thresh || (offer && req->len <= ctx->eager_max)) {
+        free(offer);
+        if ((req->flags & MADRAIL_SEND_SYNC) && !req->rfs_consumed)
+            req->wait_ack = MDR_ACK_WAIT;
+        mdr_send_frags(peer, req);
+        return MADRAIL_OK;
+    }
+    if (offer)
+        return mdr_rfs_send_data(peer, req, offer);
+    return mdr_send_rts(peer, req);
+}
+
+madrail_peer_t mdr_req_bound_peer(const mdr_req_t *req)
+{
+    if (req->type == MDR_REQ_RECV && req->matched)
+        return req->info.source;
+    return req->peer;
+}
+
+/* Our request named by id in a message of `what` from pr's peer: live (the
+ * id's generation and index, see mdr_req_lookup), of that type, not
+ * complete, bound to that peer.  NULL (and the rail closed) otherwise. */
+mdr_req_t *mdr_proto_req(mdr_peer_rail_t *pr, const char *what, uint64_t id, int type)
+{
+    mdr_req_t *req = mdr_req_lookup(pr->peer->ctx, id);
+
+    if (!req || req->type != type || req->complete) {
+        mdr_proto_fail(pr, "%s for unknown %s %llx", what, type == MDR_REQ_SEND ? "send" : "receive",
+                       (unsigned long long)id);
+        return NULL;
+    }
+    if (mdr_req_bound_peer(req) != pr->peer->index) {
+        madrail_peer_t b = mdr_req_bound_peer(req);
+        if (b == MADRAIL_ANY_PEER)
+            mdr_proto_fail(pr, "%s for receive %llx, which no peer has matched yet", what,
+                           (unsigned long long)id);
+        else
+            mdr_proto_fail(pr, "%s for %s %llx, which is bound to peer %u", what,
+                           type == MDR_REQ_SEND ? "send" : "receive", (unsigned long long)id, b);
+        return NULL;
+    }
+    return req;
 }

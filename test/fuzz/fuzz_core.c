@@ -203,7 +203,7 @@ static void fz_check_held(fz_state_t *s)
         uint64_t held;
         if (peer == NULL)
             continue; /* retired */
-        held = peer->held_bytes; /* match.c's count of what it holds for the peer */
+        held = peer->held_bytes; /* tag.c's count of what it holds for the peer */
         if (held > FZ_HELD_MAX) {
             fprintf(stderr, "fuzz: %llu bytes held for peer %u's unreceived messages (more "
                     "than %llu)\n", (unsigned long long)held, p,
