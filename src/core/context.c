@@ -533,6 +533,18 @@ madrail_status_t madrail_context_init(const madrail_context_params_t *params,
     }
     ctx->stripe.align = ctx->cfg.stripe_align;
     ctx->stripe.min_chunk = ctx->cfg.stripe_min;
+    /* the message types and their handlers, before any rail can deliver */
+    st = mdr_ctrl_init(ctx);
+    if (st == MADRAIL_OK)
+        st = mdr_tag_init(ctx);
+    if (st == MADRAIL_OK)
+        st = mdr_eager_init(ctx);
+    if (st == MADRAIL_OK)
+        st = mdr_rndv_init(ctx);
+    if (st == MADRAIL_OK)
+        st = mdr_rfs_init(ctx);
+    if (st != MADRAIL_OK)
+        goto err_cfg;
     ctx->upcalls.ctrl_recv = mdr_ctrl_recv_upcall;
     ctx->upcalls.ep_accepted = mdr_ep_accepted_upcall;
     ctx->upcalls.ep_failed = mdr_ep_failed_upcall;

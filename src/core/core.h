@@ -129,6 +129,22 @@ typedef struct mdr_id_hdr { /* ACK, RFS_NACK, RFS_REVOKE */
     uint64_t id;
 } mdr_id_hdr_t;
 
+/* ---------------- dispatch ---------------- */
+
+typedef struct mdr_peer_rail mdr_peer_rail_t;
+
+/* Handles a message that passed the checks of its type's entry. */
+typedef void (*mdr_ctrl_handler_fn)(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
+
+/* One message type, as its module registers it (mdr_ctrl_register). */
+typedef struct mdr_ctrl_handler {
+    const char *name;       /* NULL: not registered, an unknown type */
+    size_t len;             /* exact length, or the minimum when body */
+    int body;               /* a variable-length body follows */
+    uint8_t flags;          /* MDR_HF_* the type may carry */
+    mdr_ctrl_handler_fn fn; /* NULL: taken by ctrl.c itself (CREDIT) */
+} mdr_ctrl_handler_t;
+
 /* ---------------- configuration ---------------- */
 
 typedef struct mdr_core_config {
@@ -188,7 +204,7 @@ typedef struct mdr_rail_slot {
 } mdr_rail_slot_t;
 
 /* One peer on one rail. */
-typedef struct mdr_peer_rail {
+struct mdr_peer_rail {
     mdr_peer_t *peer;
     int rail;          /* index in ctx->rails */
     mdr_ep_t *ep;      /* NULL until first traffic */
@@ -204,7 +220,7 @@ typedef struct mdr_peer_rail {
     uint8_t addr[256];
     size_t addr_len;
     mdr_health_rail_t health; /* measured throughput and latency (health.c) */
-} mdr_peer_rail_t;
+};
 
 /* An outbound control message that could not be sent at once (no credit or
  * driver said no-resource): copied, queued on the peer, sent by progress. */
@@ -435,6 +451,7 @@ struct madrail_context {
     unsigned nreq_cache;
     const char *const *overrides;
     int in_progress;               /* progress recursion guard */
+    mdr_ctrl_handler_t handlers[MDR_MSG_MAX]; /* by message type (ctrl.c dispatch) */
     madrail_am_handler_t am_cb;    /* active-message handler */
     void *am_arg;
     uint8_t *am_scratch;           /* gathers an active message (slot_size bytes) */
@@ -549,7 +566,7 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
  * anything, credits included, is taken from it); 0 if it may be handled,
  * else the rail was closed (mdr_proto_fail). */
 int mdr_proto_check_hdr(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
-/* Handle a message that passed mdr_proto_check_hdr. */
+/* Handle a message that passed mdr_proto_check_hdr: its type's handler. */
 void mdr_proto_handle(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
 /* The peer a request is bound to: a send's destination; a receive's
  * matched source, else its posted source (MADRAIL_ANY_PEER: none yet). */
@@ -575,7 +592,6 @@ void mdr_recv_finish(mdr_req_t *req, madrail_status_t st);
 void mdr_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Matching (tag.c); peer failure (peer.c) */
-void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
 int mdr_match_fits(const mdr_req_t *req, const mdr_peer_t *peer, uint64_t tag, unsigned hflags);
 /* The same test from the receive's fields (no request needed). */
 static inline int mdr_match_test(madrail_peer_t src, uint64_t rtag, uint64_t ignore,
@@ -615,7 +631,6 @@ int mdr_ctrl_txq_progress(mdr_peer_t *peer);
 /* eager.c */
 int mdr_send_frags(mdr_peer_t *peer, mdr_req_t *req);
 void mdr_send_ack(mdr_peer_t *peer, uint64_t sreq_id);
-void mdr_handle_ack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
 /* am.c */
 void mdr_am_deliver(mdr_ctx_t *ctx, mdr_peer_t *peer, uint64_t id, const void *data, size_t len);
 /* rfs.c */
@@ -624,9 +639,6 @@ mdr_rfs_t *mdr_rfs_take(mdr_peer_t *peer, const mdr_req_t *req);
 madrail_status_t mdr_rfs_send_data(mdr_peer_t *peer, mdr_req_t *req, mdr_rfs_t *offer);
 void mdr_rfs_data_in_order(mdr_peer_rail_t *pr, mdr_inmsg_t *m);
 void mdr_rfs_revoke(mdr_req_t *req);
-void mdr_handle_rfs(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
-void mdr_handle_nack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
-void mdr_handle_revoke(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
 /* rndv.c */
 madrail_status_t mdr_plan_puts(mdr_peer_t *peer, mdr_req_t *req, const uint8_t *keys,
                                size_t keys_len, uint32_t nkeys, uint64_t xfer);
@@ -636,8 +648,6 @@ madrail_status_t mdr_build_keys(mdr_peer_t *peer, mdr_req_t *req, size_t len, ui
                                 size_t *out_len_p, uint32_t *nkeys_p);
 int mdr_keys_check(mdr_peer_rail_t *pr, const char *what, const uint8_t *keys, size_t keys_len,
                    uint32_t nkeys, uint64_t xfer);
-void mdr_handle_cts(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
-void mdr_handle_fin(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
 /* request.c */
 void mdr_sendq_add(mdr_peer_t *peer, mdr_req_t *req);
 void mdr_sendq_del(mdr_req_t *req);
@@ -645,6 +655,15 @@ mdr_req_t *mdr_proto_req(mdr_peer_rail_t *pr, const char *what, uint64_t id, int
 /* tag.c */
 void mdr_recv_set_info(mdr_req_t *req, mdr_peer_t *peer, uint64_t tag, uint64_t total);
 void mdr_inmsg_free(mdr_ctx_t *ctx, mdr_inmsg_t *m);
+
+/* Message types and their handlers: each protocol module registers the
+ * types it owns at context init (ctrl.c checks and dispatches by it). */
+madrail_status_t mdr_ctrl_register(mdr_ctx_t *ctx, int type, const mdr_ctrl_handler_t *h);
+madrail_status_t mdr_ctrl_init(mdr_ctx_t *ctx);
+madrail_status_t mdr_tag_init(mdr_ctx_t *ctx);
+madrail_status_t mdr_eager_init(mdr_ctx_t *ctx);
+madrail_status_t mdr_rndv_init(mdr_ctx_t *ctx);
+madrail_status_t mdr_rfs_init(mdr_ctx_t *ctx);
 
 /* Config table of the core */
 extern const mdr_cfg_table_t mdr_core_cfg_table;

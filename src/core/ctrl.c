@@ -400,8 +400,12 @@ void mdr_ctrl_unhold(mdr_peer_rail_t *pr, unsigned n, int released)
 
 /*
  * Per message type: its length (exact, or the fixed part when a body of
- * variable length follows) and the header flags it may carry.  Checked
- * for every message before anything is taken from it (credits included).
+ * variable length follows) and the header flags it may carry, registered
+ * with its handler by the module that owns the type (mdr_ctrl_register,
+ * from each module's _init at context init: tag.c the sequenced types,
+ * eager.c ACK, rndv.c CTS and FIN, rfs.c the offers, this file CREDIT).
+ * Checked for every message before anything is taken from it (credits
+ * included); a type nobody registered is a protocol error.
  * Further, per type (the handlers in eager.c, rndv.c, rfs.c and tag.c):
  *
  *   EAGER     AM only alone; RFS_CONSUMED not with SYNC; a consumed
@@ -425,36 +429,33 @@ void mdr_ctrl_unhold(mdr_peer_rail_t *pr, unsigned n, int released)
  *             already spent or declined may still be revoked: the cancel
  *             crossed the answer)
  */
-typedef struct mdr_msg_rule {
-    const char *name;
-    size_t len;    /* exact length, or the minimum when body */
-    int body;      /* a variable-length body follows */
-    uint8_t flags; /* MDR_HF_* the type may carry */
-} mdr_msg_rule_t;
+madrail_status_t mdr_ctrl_register(mdr_ctx_t *ctx, int type, const mdr_ctrl_handler_t *h)
+{
+    if (type <= 0 || type >= MDR_MSG_MAX || !h->name || ctx->handlers[type].name) {
+        mdr_error("message type %d (%s): %s", type, h->name ? h->name : "?",
+                  type > 0 && type < MDR_MSG_MAX ? "registered twice" : "out of range");
+        return MADRAIL_ERR_INVALID;
+    }
+    ctx->handlers[type] = *h;
+    return MADRAIL_OK;
+}
 
-static const mdr_msg_rule_t mdr_msg_rules[MDR_MSG_MAX] = {
-    [MDR_MSG_EAGER] = {"EAGER", sizeof(mdr_eager_hdr_t), 1,
-                       MDR_HF_SYNC | MDR_HF_INTERNAL | MDR_HF_RFS_CONSUMED | MDR_HF_AM},
-    [MDR_MSG_RTS] = {"RTS", sizeof(mdr_rts_hdr_t), 0, MDR_HF_INTERNAL},
-    [MDR_MSG_RFS_DATA] = {"RFS_DATA", sizeof(mdr_rfs_data_hdr_t), 0, MDR_HF_INTERNAL},
-    [MDR_MSG_CTS] = {"CTS", sizeof(mdr_cts_hdr_t), 1, 0},
-    [MDR_MSG_FIN] = {"FIN", sizeof(mdr_fin_hdr_t), 0, 0},
-    [MDR_MSG_ACK] = {"ACK", sizeof(mdr_id_hdr_t), 0, 0},
-    [MDR_MSG_CREDIT] = {"CREDIT", sizeof(mdr_hdr_t), 0, 0},
-    [MDR_MSG_RFS] = {"RFS", sizeof(mdr_rfs_hdr_t), 1, 0},
-    [MDR_MSG_RFS_NACK] = {"RFS_NACK", sizeof(mdr_id_hdr_t), 0, 0},
-    [MDR_MSG_RFS_REVOKE] = {"RFS_REVOKE", sizeof(mdr_id_hdr_t), 0, 0},
-};
+madrail_status_t mdr_ctrl_init(mdr_ctx_t *ctx)
+{
+    /* taken in mdr_ctrl_recv_upcall itself: no handler */
+    static const mdr_ctrl_handler_t credit = {"CREDIT", sizeof(mdr_hdr_t), 0, 0, NULL};
+    return mdr_ctrl_register(ctx, MDR_MSG_CREDIT, &credit);
+}
 
 int mdr_proto_check_hdr(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
-    const mdr_msg_rule_t *rule;
+    const mdr_ctrl_handler_t *rule;
 
-    if (hdr->type >= MDR_MSG_MAX || !mdr_msg_rules[hdr->type].name) {
+    if (hdr->type >= MDR_MSG_MAX || !pr->peer->ctx->handlers[hdr->type].name) {
         mdr_proto_fail(pr, "unknown type %u", hdr->type);
         return -1;
     }
-    rule = &mdr_msg_rules[hdr->type];
+    rule = &pr->peer->ctx->handlers[hdr->type];
     if (rule->body ? len < rule->len : len != rule->len) {
         mdr_proto_fail(pr, "%s of %zu bytes (%s%zu)", rule->name, len, rule->body ? ">= " : "",
                        rule->len);
@@ -476,32 +477,10 @@ int mdr_proto_check_hdr(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 
 void mdr_proto_handle(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
-    switch (hdr->type) {
-    case MDR_MSG_EAGER:
-    case MDR_MSG_RTS:
-    case MDR_MSG_RFS_DATA:
-        mdr_match_incoming(pr, hdr, len);
-        break;
-    case MDR_MSG_CTS:
-        mdr_handle_cts(pr, hdr, len);
-        break;
-    case MDR_MSG_FIN:
-        mdr_handle_fin(pr, hdr, len);
-        break;
-    case MDR_MSG_ACK:
-        mdr_handle_ack(pr, hdr, len);
-        break;
-    case MDR_MSG_RFS:
-        mdr_handle_rfs(pr, hdr, len);
-        break;
-    case MDR_MSG_RFS_NACK:
-        mdr_handle_nack(pr, hdr, len);
-        break;
-    case MDR_MSG_RFS_REVOKE:
-        mdr_handle_revoke(pr, hdr, len);
-        break;
-    default: /* CREDIT is taken in ctrl.c; others fail mdr_proto_check_hdr */
-        mdr_proto_fail(pr, "unexpected type %u", hdr->type);
-        break;
-    }
+    const mdr_ctrl_handler_t *h = &pr->peer->ctx->handlers[hdr->type];
+
+    if (h->fn) /* mdr_proto_check_hdr let only registered types through */
+        h->fn(pr, hdr, len);
+    else /* CREDIT is taken in mdr_ctrl_recv_upcall */
+        mdr_proto_fail(pr, "unexpected %s", h->name);
 }

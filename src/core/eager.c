@@ -73,7 +73,7 @@ int mdr_send_frags(mdr_peer_t *peer, mdr_req_t *req)
     return n;
 }
 
-void mdr_handle_ack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+static void mdr_handle_ack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
     const mdr_id_hdr_t *a = (const mdr_id_hdr_t *)hdr;
     mdr_req_t *req;
@@ -103,4 +103,10 @@ void mdr_send_ack(mdr_peer_t *peer, uint64_t sreq_id)
     ack.id = sreq_id;
     if (mdr_ctrl_send(peer, -1, &ack.h, sizeof(ack), NULL, 0) != MADRAIL_OK)
         mdr_warn("peer %u: cannot send ACK", peer->index);
+}
+
+madrail_status_t mdr_eager_init(mdr_ctx_t *ctx)
+{
+    static const mdr_ctrl_handler_t ack = {"ACK", sizeof(mdr_id_hdr_t), 0, 0, mdr_handle_ack};
+    return mdr_ctrl_register(ctx, MDR_MSG_ACK, &ack);
 }

@@ -109,7 +109,7 @@ static void mdr_send_nack(mdr_peer_t *peer, uint64_t rreq_id)
     mdr_ctrl_send(peer, -1, &n.h, sizeof(n), NULL, 0);
 }
 
-void mdr_handle_rfs(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+static void mdr_handle_rfs(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
     mdr_peer_t *peer = pr->peer;
     const mdr_rfs_hdr_t *r = (const mdr_rfs_hdr_t *)hdr;
@@ -157,7 +157,7 @@ void mdr_handle_rfs(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
     peer->nrfs_stored++;
 }
 
-void mdr_handle_nack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+static void mdr_handle_nack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
     mdr_ctx_t *ctx = pr->peer->ctx;
     const mdr_id_hdr_t *n = (const mdr_id_hdr_t *)hdr;
@@ -190,7 +190,7 @@ void mdr_handle_nack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
     }
 }
 
-void mdr_handle_revoke(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+static void mdr_handle_revoke(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
     mdr_peer_t *peer = pr->peer;
     const mdr_id_hdr_t *v = (const mdr_id_hdr_t *)hdr;
@@ -349,4 +349,19 @@ void mdr_rfs_revoke(mdr_req_t *req)
         if (mdr_ctrl_send(peer, req->rfs_rail, &rv.h, sizeof(rv), NULL, 0) != MADRAIL_OK)
             req->cancel_pending = 0;
     }
+}
+
+madrail_status_t mdr_rfs_init(mdr_ctx_t *ctx)
+{
+    static const mdr_ctrl_handler_t rfs = {"RFS", sizeof(mdr_rfs_hdr_t), 1, 0, mdr_handle_rfs};
+    static const mdr_ctrl_handler_t nack = {"RFS_NACK", sizeof(mdr_id_hdr_t), 0, 0,
+                                            mdr_handle_nack};
+    static const mdr_ctrl_handler_t revoke = {"RFS_REVOKE", sizeof(mdr_id_hdr_t), 0, 0,
+                                              mdr_handle_revoke};
+    madrail_status_t st = mdr_ctrl_register(ctx, MDR_MSG_RFS, &rfs);
+    if (st == MADRAIL_OK)
+        st = mdr_ctrl_register(ctx, MDR_MSG_RFS_NACK, &nack);
+    if (st == MADRAIL_OK)
+        st = mdr_ctrl_register(ctx, MDR_MSG_RFS_REVOKE, &revoke);
+    return st;
 }

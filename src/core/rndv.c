@@ -435,7 +435,7 @@ int mdr_keys_check(mdr_peer_rail_t *pr, const char *what, const uint8_t *keys,
     return 0;
 }
 
-void mdr_handle_cts(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+static void mdr_handle_cts(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
     const mdr_cts_hdr_t *c = (const mdr_cts_hdr_t *)hdr;
     mdr_req_t *req;
@@ -474,7 +474,7 @@ void mdr_handle_cts(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
     mdr_issue_puts(req);
 }
 
-void mdr_handle_fin(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+static void mdr_handle_fin(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
     mdr_ctx_t *ctx = pr->peer->ctx;
     const mdr_fin_hdr_t *f = (const mdr_fin_hdr_t *)hdr;
@@ -512,4 +512,14 @@ void mdr_handle_fin(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
     if (req->rndv != MDR_RNDV_NONE && req->fin_bytes == req->xfer_len)
         mdr_recv_finish(req, req->info.sent_length > req->len ? MADRAIL_ERR_TRUNCATE
                                                                : MADRAIL_OK);
+}
+
+madrail_status_t mdr_rndv_init(mdr_ctx_t *ctx)
+{
+    static const mdr_ctrl_handler_t cts = {"CTS", sizeof(mdr_cts_hdr_t), 1, 0, mdr_handle_cts};
+    static const mdr_ctrl_handler_t fin = {"FIN", sizeof(mdr_fin_hdr_t), 0, 0, mdr_handle_fin};
+    madrail_status_t st = mdr_ctrl_register(ctx, MDR_MSG_CTS, &cts);
+    if (st == MADRAIL_OK)
+        st = mdr_ctrl_register(ctx, MDR_MSG_FIN, &fin);
+    return st;
 }

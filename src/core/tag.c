@@ -354,7 +354,7 @@ madrail_status_t mdr_match_check_config(const mdr_ctx_t *ctx)
     return MADRAIL_OK;
 }
 
-void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
     mdr_peer_t *peer = pr->peer;
     mdr_ctx_t *ctx = peer->ctx;
@@ -749,3 +749,22 @@ void mdr_match_rail_reset(mdr_peer_t *peer, int rail)
     peer->rails[rail].held = 0;
 }
 
+
+/* The sequenced messages all go through matching in sequence order (their
+ * rules beyond length and flags are checked by mdr_match_incoming). */
+madrail_status_t mdr_tag_init(mdr_ctx_t *ctx)
+{
+    static const mdr_ctrl_handler_t eager = {
+        "EAGER", sizeof(mdr_eager_hdr_t), 1,
+        MDR_HF_SYNC | MDR_HF_INTERNAL | MDR_HF_RFS_CONSUMED | MDR_HF_AM, mdr_match_incoming};
+    static const mdr_ctrl_handler_t rts = {"RTS", sizeof(mdr_rts_hdr_t), 0, MDR_HF_INTERNAL,
+                                           mdr_match_incoming};
+    static const mdr_ctrl_handler_t rfs_data = {"RFS_DATA", sizeof(mdr_rfs_data_hdr_t), 0,
+                                                MDR_HF_INTERNAL, mdr_match_incoming};
+    madrail_status_t st = mdr_ctrl_register(ctx, MDR_MSG_EAGER, &eager);
+    if (st == MADRAIL_OK)
+        st = mdr_ctrl_register(ctx, MDR_MSG_RTS, &rts);
+    if (st == MADRAIL_OK)
+        st = mdr_ctrl_register(ctx, MDR_MSG_RFS_DATA, &rfs_data);
+    return st;
+}
