@@ -1,7 +1,9 @@
 /*
- * Core internals: the context, peers, requests, inbound messages and the
- * wire format of control messages.  Everything here is private to
- * libmadrail; the public face is include/madrail.h.
+ * Core internals: the shared types (context, peers, requests, inbound
+ * messages, protocol states) and the wire format of control messages.
+ * The functions of each module are declared in its own header, included
+ * at the end.  Everything here is private to libmadrail; the public face
+ * is include/madrail.h.
  *
  * Wire format: every control message starts with mdr_hdr_t followed by a
  * per-type body; all integers are in host order (madrail assumes a
@@ -464,213 +466,20 @@ struct madrail_context {
     uint32_t npeer_free, peer_free_cap;
 };
 
-/* ---------------- internal API ---------------- */
-
-/* Tagged operations with internal flags (MDR_FLAG_INTERNAL selects the
- * internal tag space, which never matches user messages). */
-madrail_status_t mdr_tagged_isend(mdr_ctx_t *ctx, madrail_peer_t peer, const void *buf,
-                                  size_t len, uint64_t tag, unsigned flags, mdr_req_t **req_p);
-madrail_status_t mdr_tagged_irecv(mdr_ctx_t *ctx, madrail_peer_t src, void *buf, size_t len,
-                                  uint64_t tag, uint64_t ignore, unsigned flags,
-                                  mdr_req_t **req_p);
-madrail_status_t mdr_tagged_improbe(mdr_ctx_t *ctx, madrail_peer_t src, uint64_t tag,
-                                    uint64_t ignore, unsigned flags, madrail_message_t *msg_p,
-                                    madrail_info_t *info_p);
-
-/* Peers (peer.c) */
-madrail_status_t mdr_peer_lookup_or_create(mdr_ctx_t *ctx, uint64_t uuid, mdr_peer_t **peer_p);
-/* A peer that connected to us before we knew it (anonymous) and lost every
- * rail before anything came of it (nothing received from it, nothing sent
- * to it, never named by madrail_peer_add): nobody can know its index, so
- * it is taken out of the peer table at once (its index is reused) and
- * freed by the next progress, outside the driver upcall that reported its
- * failure.  Returns 1 if it was retired, 0 if the peer must stay. */
-int mdr_peer_retire_unused(mdr_peer_t *peer);
-/* The ep_failed upcall of such a peer's rail: marks it down, logs at debug
- * level only, retires the peer when no rail is left; returns 1 if the peer
- * was one of those (the upcall has nothing more to do), 0 otherwise. */
-int mdr_peer_rail_failed_unused(mdr_peer_rail_t *pr, const char *reason);
-
-/* Requests */
-mdr_req_t *mdr_req_alloc(mdr_ctx_t *ctx, int type);
-mdr_req_t *mdr_req_lookup(mdr_ctx_t *ctx, uint64_t id);
-void mdr_req_complete(mdr_req_t *req, madrail_status_t status);
-void mdr_req_release(mdr_req_t *req);
-void mdr_req_cache_cleanup(mdr_ctx_t *ctx);
-
-/* Sends and the data they handed to drivers (request.c).  A send is
- * complete only once its data left the process (or was acknowledged);
- * data lost with a failed rail before it left fails the send. */
-/* req's bytes were accepted by the ep of rail (a control message;
- * sequenced: a fragment, RTS or RFS_DATA); rail -1 only notes that req
- * has messages in the txq. */
-void mdr_send_track(mdr_req_t *req, int rail, int sequenced);
-/* The same for an eager fragment, without watching req yet: the caller
- * calls mdr_send_watch or mdr_send_done before it lets req go. */
-static inline void mdr_send_note(mdr_req_t *req, int rail)
-{
-    uint8_t bit = (uint8_t)(1u << rail);
-    req->unsent_rails |= bit;
-    req->seq_unsent |= bit;
-    req->seq_rails |= bit;
-}
-/* Watch req's unsent data from progress while its protocol goes on. */
-void mdr_send_watch(mdr_req_t *req);
-/* req's protocol is over with success: complete it once nothing is unsent. */
-void mdr_send_done(mdr_req_t *req);
-/* Fail a send now, or once its puts in flight report (their status wins
- * only if it is an error). */
-void mdr_send_fail(mdr_req_t *req, madrail_status_t status);
-/* pr's ep failed or was closed: what it held of any send is lost;
- * never_connected: none of it reached the peer. */
-void mdr_send_rail_lost(mdr_peer_rail_t *pr, int never_connected);
-/* A txq message of send sreq_id went out on rail, or was dropped with it. */
-void mdr_send_txq_sent(mdr_ctx_t *ctx, uint64_t sreq_id, int rail, int sequenced);
-void mdr_send_txq_lost(mdr_ctx_t *ctx, uint64_t sreq_id, int rail);
-/* From progress: settle the sends whose data left or was lost; returns
- * how many completed. */
-int mdr_send_check_all(mdr_ctx_t *ctx);
-/* A message to peer was lost before it left and cannot be sent again: its
- * sequence (or a reply it waits for) has a hole for good.  Marks every
- * rail to it down, refuses its reconnections and fails its requests. */
-void mdr_peer_give_up(mdr_peer_t *peer);
-
-/* Peers (peer.c) and control messages (ctrl.c) */
-madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail);
-/* Send a control message to peer; rail -1 lets the core choose.  The
- * buffers may be reused on return (queued copies are made if needed). */
-madrail_status_t mdr_ctrl_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
-                               const void *payload, size_t payload_len);
-/* The same for a message that is part of send req (RTS, RFS_DATA, FIN):
- * req is not reported complete before the message left or failed. */
-madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, mdr_hdr_t *hdr,
-                                   size_t hdr_len, const void *payload, size_t payload_len);
-/* Some rail can still carry messages to peer. */
-int mdr_peer_reachable(const mdr_peer_t *peer);
-/* Try to send directly; returns the rail used, or -1 when no rail has a
- * credit right now (nothing was sent). */
-int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
-                      const void *payload, size_t payload_len);
-void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len);
-/* The message being handled on pr is stored out of order: withhold its
- * credit (true when it was withheld). */
-int mdr_ctrl_hold(mdr_peer_rail_t *pr);
-/* n withheld credits of pr become returnable (their message came in
- * order); released says whether to return them (0: just forget them). */
-void mdr_ctrl_unhold(mdr_peer_rail_t *pr, unsigned n, int released);
-void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep);
-void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *reason);
-
-/* Protocols (ctrl.c: checks and dispatch; request.c: sends; rndv.c, rfs.c) */
-/* Check a message's length and flags against its type's rule (before
- * anything, credits included, is taken from it); 0 if it may be handled,
- * else the rail was closed (mdr_proto_fail). */
-int mdr_proto_check_hdr(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
-/* Handle a message that passed mdr_proto_check_hdr: its type's handler. */
-void mdr_proto_handle(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
-/* The peer a request is bound to: a send's destination; a receive's
- * matched source, else its posted source (MADRAIL_ANY_PEER: none yet). */
-madrail_peer_t mdr_req_bound_peer(const mdr_req_t *req);
-/* Our receiver-first offers to peer still waiting for an answer. */
-int mdr_rfs_wait_has(const mdr_peer_t *peer, uint64_t rreq_id);
-void mdr_rfs_wait_del(mdr_peer_t *peer, uint64_t rreq_id);
-/* Drive a send request (fragments, puts); returns 1 when it made progress. */
-int mdr_send_progress(mdr_req_t *req);
-/* Start a send (eager/medium/rendezvous, with receiver-first CTS if one is stored). */
-madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req);
-/* Send req's sequenced messages again (none of them reached the peer);
- * fails when its state does not allow it. */
-madrail_status_t mdr_send_restart(mdr_req_t *req);
-/* Matched RTS/RFS handling on the receiver. */
-void mdr_rndv_recv_start(mdr_req_t *req, mdr_peer_t *peer, uint64_t sreq_id, uint64_t total);
-/* Consider offering a receiver-first CTS for a freshly posted receive. */
-void mdr_rfs_maybe_offer(mdr_ctx_t *ctx, mdr_req_t *req);
-void mdr_rfs_release(mdr_req_t *req);
-/* Complete a receive: release registrations and any receiver-first offer. */
-void mdr_recv_finish(mdr_req_t *req, madrail_status_t st);
-/* Report a malformed message: close the rail to this peer. */
-void mdr_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Matching (tag.c); peer failure (peer.c) */
-int mdr_match_fits(const mdr_req_t *req, const mdr_peer_t *peer, uint64_t tag, unsigned hflags);
-/* The same test from the receive's fields (no request needed). */
-static inline int mdr_match_test(madrail_peer_t src, uint64_t rtag, uint64_t ignore,
-                                 unsigned rflags, const mdr_peer_t *peer, uint64_t tag,
-                                 unsigned hflags)
-{
-    if (src != MADRAIL_ANY_PEER && src != peer->index)
-        return 0;
-    if (!!(rflags & MDR_FLAG_INTERNAL) != !!(hflags & MDR_HF_INTERNAL))
-        return 0;
-    return ((rtag ^ tag) & ~ignore) == 0;
-}
-/* How far ahead of the expected sequence number a message may be. */
-uint64_t mdr_match_window(const mdr_ctx_t *ctx);
-/* MADRAIL_RECV_MEM_MAX must leave room for what a peer may send within its
- * credits; called once the rails are open. */
-madrail_status_t mdr_match_check_config(const mdr_ctx_t *ctx);
-/* Free the messages held for peer: all of them (finalize, all = 1), or the
- * ones no receive can take any more (all = 0: out of order, partly arrived;
- * keep_complete = 0 also drops whole unexpected messages).  Messages taken
- * by improbe belong to the user and stay, except at finalize. */
-void mdr_match_peer_release(mdr_peer_t *peer, int all, int keep_complete);
-/* A rail to peer restarted its credit accounting (reconnection): credits
- * withheld on the old connection are forgotten. */
-void mdr_match_rail_reset(mdr_peer_t *peer, int rail);
-void mdr_peer_activate(mdr_peer_t *peer);
-void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status);
-
-/* ---- moved in the cut (issue 12); each module's header follows ---- */
-
-/* peer.c */
-void mdr_peer_destroy(mdr_ctx_t *ctx, mdr_peer_t *peer);
-void mdr_peer_reap_retired(mdr_ctx_t *ctx);
-int mdr_pr_usable(const mdr_peer_rail_t *pr);
-/* ctrl.c: send the peer's queued control messages its credits allow */
-int mdr_ctrl_txq_progress(mdr_peer_t *peer);
-/* eager.c */
-int mdr_send_frags(mdr_peer_t *peer, mdr_req_t *req);
-void mdr_send_ack(mdr_peer_t *peer, uint64_t sreq_id);
-/* am.c */
-void mdr_am_deliver(mdr_ctx_t *ctx, mdr_peer_t *peer, uint64_t id, const void *data, size_t len);
-/* rfs.c */
-void mdr_rfs_on_match(mdr_req_t *req, mdr_peer_t *peer, const mdr_inmsg_t *m);
-mdr_rfs_t *mdr_rfs_take(mdr_peer_t *peer, const mdr_req_t *req);
-madrail_status_t mdr_rfs_send_data(mdr_peer_t *peer, mdr_req_t *req, mdr_rfs_t *offer);
-void mdr_rfs_data_in_order(mdr_peer_rail_t *pr, mdr_inmsg_t *m);
-void mdr_rfs_revoke(mdr_req_t *req);
-/* rndv.c */
-madrail_status_t mdr_plan_puts(mdr_peer_t *peer, mdr_req_t *req, const uint8_t *keys,
-                               size_t keys_len, uint32_t nkeys, uint64_t xfer);
-int mdr_issue_puts(mdr_req_t *req);
-madrail_status_t mdr_send_rts(mdr_peer_t *peer, mdr_req_t *req);
-madrail_status_t mdr_build_keys(mdr_peer_t *peer, mdr_req_t *req, size_t len, uint8_t *out,
-                                size_t *out_len_p, uint32_t *nkeys_p);
-int mdr_keys_check(mdr_peer_rail_t *pr, const char *what, const uint8_t *keys, size_t keys_len,
-                   uint32_t nkeys, uint64_t xfer);
-/* request.c */
-void mdr_sendq_add(mdr_peer_t *peer, mdr_req_t *req);
-void mdr_sendq_del(mdr_req_t *req);
-mdr_req_t *mdr_proto_req(mdr_peer_rail_t *pr, const char *what, uint64_t id, int type);
-/* tag.c */
-void mdr_recv_set_info(mdr_req_t *req, mdr_peer_t *peer, uint64_t tag, uint64_t total);
-void mdr_inmsg_free(mdr_ctx_t *ctx, mdr_inmsg_t *m);
-
-/* Message types and their handlers: each protocol module registers the
- * types it owns at context init (ctrl.c checks and dispatches by it). */
-madrail_status_t mdr_ctrl_register(mdr_ctx_t *ctx, int type, const mdr_ctrl_handler_t *h);
-madrail_status_t mdr_ctrl_init(mdr_ctx_t *ctx);
-madrail_status_t mdr_tag_init(mdr_ctx_t *ctx);
-madrail_status_t mdr_eager_init(mdr_ctx_t *ctx);
-madrail_status_t mdr_rndv_init(mdr_ctx_t *ctx);
-madrail_status_t mdr_rfs_init(mdr_ctx_t *ctx);
+/* ---------------- modules ---------------- */
 
 /* Config table of the core */
 extern const mdr_cfg_table_t mdr_core_cfg_table;
 
-static inline mdr_peer_t *mdr_peer_get(mdr_ctx_t *ctx, madrail_peer_t p)
-{
-    return (p < ctx->npeers) ? ctx->peers[p] : NULL;
-}
+/* Each module declares its functions in its own header (docs/protocol.md,
+ * "Inside the core", has the map). */
+#include "core/peer.h"
+#include "core/ctrl.h"
+#include "core/request.h"
+#include "core/tag.h"
+#include "core/eager.h"
+#include "core/rndv.h"
+#include "core/rfs.h"
+#include "core/am.h"
 
 #endif /* MDR_CORE_H */

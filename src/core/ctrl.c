@@ -37,7 +37,7 @@
  * RFS_DATA / RFS_CONSUMED answers checked in tag.c) names one of our
  * requests or offers; it is honoured only from the peer that request is
  * bound to, in the state that waits for it, with sizes that fit.  Anything
- * else closes the rail it came on (mdr_proto_fail) before the request is
+ * else closes the rail it came on (mdr_peer_proto_fail) before the request is
  * touched: a peer that is broken or hostile must not be able to complete,
  * fail or redirect a transfer that belongs to someone else.  The rules are
  * listed in one place, the "what a peer may send" section below.
@@ -147,7 +147,7 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
     /* static: lowest-latency rail that is idle and has a credit */
     for (i = 0; i < ctx->nrails; i++) {
         mdr_peer_rail_t *pr = &peer->rails[ctx->rail_order[i]];
-        if (!mdr_pr_usable(pr) || pr->credits == 0)
+        if (!mdr_peer_rail_usable(pr) || pr->credits == 0)
             continue;
         if (pr->ep && ctx->rails[pr->rail].ops->ep_backlog(pr->ep) != 0)
             continue;
@@ -161,7 +161,7 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
         mdr_peer_rail_t *pr;
         r = (int)((peer->rr + (unsigned)i) % (unsigned)ctx->nrails);
         pr = &peer->rails[r];
-        if (!mdr_pr_usable(pr) || pr->credits == 0)
+        if (!mdr_peer_rail_usable(pr) || pr->credits == 0)
             continue;
         if (mdr_pr_send(pr, hdr, hdr_len, payload, payload_len, 0) == MADRAIL_OK) {
             peer->rr = (unsigned)r + 1;
@@ -180,7 +180,7 @@ static void mdr_stall(mdr_peer_t *peer, int rail)
     } else {
         int r;
         for (r = 0; r < ctx->nrails; r++)
-            if (mdr_pr_usable(&peer->rails[r]) && peer->rails[r].credits == 0) {
+            if (mdr_peer_rail_usable(&peer->rails[r]) && peer->rails[r].credits == 0) {
                 ctx->rails[r].stats.credit_stalls++;
                 break;
             }
@@ -322,30 +322,30 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
     rs->stats.rx_msgs++;
     rs->stats.rx_bytes += len;
     if (len < sizeof(hdr)) {
-        mdr_proto_fail(pr, "%zu bytes, shorter than a header", len);
+        mdr_peer_proto_fail(pr, "%zu bytes, shorter than a header", len);
         return;
     }
     memcpy(&hdr, data, sizeof(hdr));
     if (hdr.len != len) {
-        mdr_proto_fail(pr, "header says %u bytes, %zu arrived", hdr.len, len);
+        mdr_peer_proto_fail(pr, "header says %u bytes, %zu arrived", hdr.len, len);
         return;
     }
-    if (mdr_proto_check_hdr(pr, &hdr, len) != 0) /* type, length, flags: the table below */
+    if (mdr_ctrl_check_hdr(pr, &hdr, len) != 0) /* type, length, flags: the table below */
         return;
     if (hdr.type == MDR_MSG_CREDIT && hdr.credits < mdr_credit_threshold(ctx)) {
-        mdr_proto_fail(pr, "CREDIT message returning %u credits (they are sent once %u are "
+        mdr_peer_proto_fail(pr, "CREDIT message returning %u credits (they are sent once %u are "
                        "owed): more than the %d reserved slots would be in flight",
                        hdr.credits, mdr_credit_threshold(ctx), MDR_RESERVED_SLOTS);
         return;
     }
     if (hdr.type != MDR_MSG_CREDIT && pr->ret_pending + pr->held >= ctx->cfg.credits) {
-        mdr_proto_fail(pr, "credit overrun: a message beyond its %u credits (%u consumed and "
+        mdr_peer_proto_fail(pr, "credit overrun: a message beyond its %u credits (%u consumed and "
                        "not returned, %u of them held out of order)",
                        ctx->cfg.credits, pr->ret_pending + pr->held, pr->held);
         return;
     }
     if ((uint64_t)pr->credits + hdr.credits > ctx->cfg.credits) {
-        mdr_proto_fail(pr, "returns %u credits, we only spent %u", hdr.credits,
+        mdr_peer_proto_fail(pr, "returns %u credits, we only spent %u", hdr.credits,
                        ctx->cfg.credits - pr->credits);
         return;
     }
@@ -359,7 +359,7 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
     /* The message is consumed now (copied or delivered): its slot is free. */
     pr->ret_pending++;
     if (((uintptr_t)data & 7) == 0) {
-        mdr_proto_handle(pr, data, len);
+        mdr_ctrl_dispatch(pr, data, len);
     } else {
         /* drivers hand aligned buffers; copy if one does not */
         uint64_t *copy = malloc(len + 8);
@@ -368,7 +368,7 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
             return;
         }
         memcpy(copy, data, len);
-        mdr_proto_handle(pr, (const mdr_hdr_t *)copy, len);
+        mdr_ctrl_dispatch(pr, (const mdr_hdr_t *)copy, len);
         free(copy);
     }
     mdr_credit_maybe_return(pr);
@@ -415,14 +415,14 @@ void mdr_ctrl_unhold(mdr_peer_rail_t *pr, unsigned n, int released)
  *   RFS_DATA  answers an offer of ours to that peer, still unanswered;
  *             xfer_len == min(total, offered buffer) (tag.c)
  *   CTS       a send of ours to that peer, RTS sent and no CTS yet;
- *             xfer_len <= its length; keys as mdr_keys_check says
+ *             xfer_len <= its length; keys as mdr_rndv_keys_check says
  *   FIN       a receive of ours from that peer that waits for puts (CTS
  *             sent, or an offer of ours out or spent by RFS_DATA), on a
  *             rail we gave a key for, 0 < bytes <= bytes not yet reported
  *   ACK       a synchronous eager send of ours to that peer, waiting for it
  *   CREDIT    returns at least ceil(credits/2) (ctrl.c, with the
  *             over-return and overrun checks that apply to every message)
- *   RFS       keys as mdr_keys_check says; at most MDR_RFS_WAIT_MAX kept
+ *   RFS       keys as mdr_rndv_keys_check says; at most MDR_RFS_WAIT_MAX kept
  *             from one peer, no id twice
  *   RFS_NACK  answers an offer of ours to that peer, still unanswered
  *   RFS_REVOKE  from a peer with more offers to us than revokes (an offer
@@ -447,40 +447,40 @@ madrail_status_t mdr_ctrl_init(mdr_ctx_t *ctx)
     return mdr_ctrl_register(ctx, MDR_MSG_CREDIT, &credit);
 }
 
-int mdr_proto_check_hdr(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+int mdr_ctrl_check_hdr(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
     const mdr_ctrl_handler_t *rule;
 
     if (hdr->type >= MDR_MSG_MAX || !pr->peer->ctx->handlers[hdr->type].name) {
-        mdr_proto_fail(pr, "unknown type %u", hdr->type);
+        mdr_peer_proto_fail(pr, "unknown type %u", hdr->type);
         return -1;
     }
     rule = &pr->peer->ctx->handlers[hdr->type];
     if (rule->body ? len < rule->len : len != rule->len) {
-        mdr_proto_fail(pr, "%s of %zu bytes (%s%zu)", rule->name, len, rule->body ? ">= " : "",
+        mdr_peer_proto_fail(pr, "%s of %zu bytes (%s%zu)", rule->name, len, rule->body ? ">= " : "",
                        rule->len);
         return -1;
     }
     if (hdr->flags & ~rule->flags) {
-        mdr_proto_fail(pr, "%s with flags 0x%x (allowed: 0x%x)", rule->name, hdr->flags,
+        mdr_peer_proto_fail(pr, "%s with flags 0x%x (allowed: 0x%x)", rule->name, hdr->flags,
                        rule->flags);
         return -1;
     }
     if (((hdr->flags & MDR_HF_AM) && hdr->flags != MDR_HF_AM) ||
         ((hdr->flags & MDR_HF_RFS_CONSUMED) && (hdr->flags & MDR_HF_SYNC))) {
-        mdr_proto_fail(pr, "%s with flags 0x%x that exclude each other", rule->name,
+        mdr_peer_proto_fail(pr, "%s with flags 0x%x that exclude each other", rule->name,
                        hdr->flags);
         return -1;
     }
     return 0;
 }
 
-void mdr_proto_handle(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+void mdr_ctrl_dispatch(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
     const mdr_ctrl_handler_t *h = &pr->peer->ctx->handlers[hdr->type];
 
-    if (h->fn) /* mdr_proto_check_hdr let only registered types through */
+    if (h->fn) /* mdr_ctrl_check_hdr let only registered types through */
         h->fn(pr, hdr, len);
     else /* CREDIT is taken in mdr_ctrl_recv_upcall */
-        mdr_proto_fail(pr, "unexpected %s", h->name);
+        mdr_peer_proto_fail(pr, "unexpected %s", h->name);
 }

@@ -14,7 +14,7 @@
 #include "core/core.h"
 
 /* Send eager fragments until done or out of credits. */
-int mdr_send_frags(mdr_peer_t *peer, mdr_req_t *req)
+int mdr_eager_send(mdr_peer_t *peer, mdr_req_t *req)
 {
     mdr_ctx_t *ctx = peer->ctx;
     int n = 0;
@@ -79,11 +79,11 @@ static void mdr_handle_ack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
     mdr_req_t *req;
 
     (void)len;
-    req = mdr_proto_req(pr, "ACK", a->id, MDR_REQ_SEND);
+    req = mdr_req_for_reply(pr, "ACK", a->id, MDR_REQ_SEND);
     if (!req)
         return;
     if (req->wait_ack != MDR_ACK_WAIT || req->frag_off == 0) {
-        mdr_proto_fail(pr, "ACK for send %llx, which waits for none",
+        mdr_peer_proto_fail(pr, "ACK for send %llx, which waits for none",
                        (unsigned long long)a->id);
         return;
     }
@@ -95,7 +95,7 @@ static void mdr_handle_ack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
     mdr_req_complete(req, MADRAIL_OK);
 }
 
-void mdr_send_ack(mdr_peer_t *peer, uint64_t sreq_id)
+void mdr_eager_send_ack(mdr_peer_t *peer, uint64_t sreq_id)
 {
     mdr_id_hdr_t ack;
     memset(&ack, 0, sizeof(ack));

@@ -180,7 +180,7 @@ void mdr_peer_activate(mdr_peer_t *peer)
     }
 }
 
-int mdr_pr_usable(const mdr_peer_rail_t *pr)
+int mdr_peer_rail_usable(const mdr_peer_rail_t *pr)
 {
     return !pr->down && (pr->ep || pr->have_addr);
 }
@@ -221,12 +221,12 @@ int mdr_peer_reachable(const mdr_peer_t *peer)
 {
     int r;
     for (r = 0; r < peer->ctx->nrails; r++)
-        if (mdr_pr_usable(&peer->rails[r]))
+        if (mdr_peer_rail_usable(&peer->rails[r]))
             return 1;
     return 0;
 }
 
-void mdr_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...)
+void mdr_peer_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...)
 {
     mdr_ctx_t *ctx = pr->peer->ctx;
     char why[256];

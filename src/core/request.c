@@ -110,7 +110,7 @@ void mdr_req_release(mdr_req_t *req)
     if (ctx->reqgen[idx] == 0)
         ctx->reqgen[idx] = 1;
     ctx->reqfree[ctx->nreqfree++] = idx;
-    mdr_rfs_release(req); /* a request released without completing (isend error) */
+    mdr_rndv_reg_release(req); /* a request released without completing (isend error) */
     free(req->cts);
     free(req->puts);
     if (ctx->nreq_cache < MDR_REQ_CACHE_MAX) {
@@ -146,7 +146,7 @@ void mdr_req_complete(mdr_req_t *req, madrail_status_t status)
      * of it is in flight.  Held past this point they would stay
      * referenced, hence never evicted, until the user collects the
      * request. */
-    mdr_rfs_release(req);
+    mdr_rndv_reg_release(req);
     if (req->type == MDR_REQ_SEND) {
         req->ctx->active_sends--;
         if (status == MADRAIL_OK || status == MADRAIL_ERR_TRUNCATE)
@@ -507,7 +507,7 @@ madrail_status_t madrail_recv(madrail_context_t ctx, madrail_peer_t src, void *b
 void mdr_recv_finish(mdr_req_t *req, madrail_status_t st)
 {
     mdr_peer_t *peer = mdr_peer_get(req->ctx, req->info.source);
-    mdr_rfs_release(req);
+    mdr_rndv_reg_release(req);
     if (peer && peer->rfs_out == req)
         peer->rfs_out = NULL;
     if (req->peer != MADRAIL_ANY_PEER) {
@@ -539,9 +539,9 @@ int mdr_send_progress(mdr_req_t *req)
 {
     mdr_peer_t *peer = mdr_peer_get(req->ctx, req->peer);
     if (req->rndv == MDR_RNDV_PUTTING)
-        return mdr_issue_puts(req);
+        return mdr_rndv_issue_puts(req);
     if (req->rndv == MDR_RNDV_NONE && req->frag_off <= req->len)
-        return mdr_send_frags(peer, req);
+        return mdr_eager_send(peer, req);
     mdr_sendq_del(req);
     return 0;
 }
@@ -559,7 +559,7 @@ madrail_status_t mdr_send_restart(mdr_req_t *req)
         return MADRAIL_OK;
     }
     if (req->rndv == MDR_RNDV_RTS_SENT) /* the RTS: no CTS can have come */
-        return mdr_send_rts(peer, req);
+        return mdr_rndv_send_rts(peer, req);
     return MADRAIL_ERR_RAIL_DOWN; /* RFS_DATA went with puts: not repeatable here */
 }
 
@@ -577,12 +577,12 @@ madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req)
         free(offer);
         if ((req->flags & MADRAIL_SEND_SYNC) && !req->rfs_consumed)
             req->wait_ack = MDR_ACK_WAIT;
-        mdr_send_frags(peer, req);
+        mdr_eager_send(peer, req);
         return MADRAIL_OK;
     }
     if (offer)
         return mdr_rfs_send_data(peer, req, offer);
-    return mdr_send_rts(peer, req);
+    return mdr_rndv_send_rts(peer, req);
 }
 
 madrail_peer_t mdr_req_bound_peer(const mdr_req_t *req)
@@ -595,22 +595,22 @@ madrail_peer_t mdr_req_bound_peer(const mdr_req_t *req)
 /* Our request named by id in a message of `what` from pr's peer: live (the
  * id's generation and index, see mdr_req_lookup), of that type, not
  * complete, bound to that peer.  NULL (and the rail closed) otherwise. */
-mdr_req_t *mdr_proto_req(mdr_peer_rail_t *pr, const char *what, uint64_t id, int type)
+mdr_req_t *mdr_req_for_reply(mdr_peer_rail_t *pr, const char *what, uint64_t id, int type)
 {
     mdr_req_t *req = mdr_req_lookup(pr->peer->ctx, id);
 
     if (!req || req->type != type || req->complete) {
-        mdr_proto_fail(pr, "%s for unknown %s %llx", what, type == MDR_REQ_SEND ? "send" : "receive",
+        mdr_peer_proto_fail(pr, "%s for unknown %s %llx", what, type == MDR_REQ_SEND ? "send" : "receive",
                        (unsigned long long)id);
         return NULL;
     }
     if (mdr_req_bound_peer(req) != pr->peer->index) {
         madrail_peer_t b = mdr_req_bound_peer(req);
         if (b == MADRAIL_ANY_PEER)
-            mdr_proto_fail(pr, "%s for receive %llx, which no peer has matched yet", what,
+            mdr_peer_proto_fail(pr, "%s for receive %llx, which no peer has matched yet", what,
                            (unsigned long long)id);
         else
-            mdr_proto_fail(pr, "%s for %s %llx, which is bound to peer %u", what,
+            mdr_peer_proto_fail(pr, "%s for %s %llx, which is bound to peer %u", what,
                            type == MDR_REQ_SEND ? "send" : "receive", (unsigned long long)id, b);
         return NULL;
     }

@@ -53,9 +53,9 @@ void mdr_rfs_maybe_offer(mdr_ctx_t *ctx, mdr_req_t *req)
         if (m->peer == peer)
             return;
     }
-    if (mdr_build_keys(peer, req, req->len, msg.keys, &klen, &nkeys) != MADRAIL_OK ||
+    if (mdr_rndv_build_keys(peer, req, req->len, msg.keys, &klen, &nkeys) != MADRAIL_OK ||
         nkeys == 0) {
-        mdr_rfs_release(req);
+        mdr_rndv_reg_release(req);
         return;
     }
     memset(&msg.r, 0, sizeof(msg.r));
@@ -73,7 +73,7 @@ void mdr_rfs_maybe_offer(mdr_ctx_t *ctx, mdr_req_t *req)
      * no offer: it is only a shortcut. */
     req->rfs_rail = mdr_ctrl_try_send(peer, -1, &msg.r.h, sizeof(msg.r), msg.keys, klen);
     if (req->rfs_rail < 0) {
-        mdr_rfs_release(req);
+        mdr_rndv_reg_release(req);
         return;
     }
     req->rfs_state = MDR_RFS_OUT;
@@ -118,19 +118,19 @@ static void mdr_handle_rfs(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
     size_t klen = len - sizeof(*r);
 
     if (r->buf_len == 0 || r->space > 1) {
-        mdr_proto_fail(pr, "RFS of %llu bytes in tag space %u", (unsigned long long)r->buf_len,
+        mdr_peer_proto_fail(pr, "RFS of %llu bytes in tag space %u", (unsigned long long)r->buf_len,
                        r->space);
         return;
     }
-    if (mdr_keys_check(pr, "RFS", (const uint8_t *)(r + 1), klen, r->nkeys, r->buf_len) != 0)
+    if (mdr_rndv_keys_check(pr, "RFS", (const uint8_t *)(r + 1), klen, r->nkeys, r->buf_len) != 0)
         return;
     if (peer->nrfs_stored >= MDR_RFS_WAIT_MAX) {
-        mdr_proto_fail(pr, "RFS beyond the %d offers a peer may have out", MDR_RFS_WAIT_MAX);
+        mdr_peer_proto_fail(pr, "RFS beyond the %d offers a peer may have out", MDR_RFS_WAIT_MAX);
         return;
     }
     mdr_list_for_each(it, &peer->rfs_stored) {
         if (mdr_container_of(it, mdr_rfs_t, link)->rreq_id == r->rreq_id) {
-            mdr_proto_fail(pr, "RFS %llx offered twice", (unsigned long long)r->rreq_id);
+            mdr_peer_proto_fail(pr, "RFS %llx offered twice", (unsigned long long)r->rreq_id);
             return;
         }
     }
@@ -165,7 +165,7 @@ static void mdr_handle_nack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t le
 
     (void)len;
     if (!mdr_rfs_wait_has(pr->peer, n->id)) {
-        mdr_proto_fail(pr, "RFS_NACK for %llx: no offer of ours to this peer waits for an answer",
+        mdr_peer_proto_fail(pr, "RFS_NACK for %llx: no offer of ours to this peer waits for an answer",
                        (unsigned long long)n->id);
         return;
     }
@@ -182,7 +182,7 @@ static void mdr_handle_nack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t le
     if (req->rfs_state != MDR_RFS_OUT)
         return;
     req->rfs_state = MDR_RFS_NONE;
-    mdr_rfs_release(req);
+    mdr_rndv_reg_release(req);
     if (req->cancel_pending && !req->matched) {
         mdr_list_del(&req->link);
         req->info.cancelled = 1;
@@ -200,7 +200,7 @@ static void mdr_handle_revoke(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t 
     /* Each revoke follows its offer on one rail (mdr_rfs_maybe_offer), and
      * a receive revokes once: never more revokes than offers. */
     if (peer->rfs_revokes_in >= peer->rfs_offers_in) {
-        mdr_proto_fail(pr, "RFS_REVOKE %llx: %llu offers from this peer, all revoked",
+        mdr_peer_proto_fail(pr, "RFS_REVOKE %llx: %llu offers from this peer, all revoked",
                        (unsigned long long)v->id, (unsigned long long)peer->rfs_offers_in);
         return;
     }
@@ -230,7 +230,7 @@ void mdr_rfs_on_match(mdr_req_t *req, mdr_peer_t *peer, const mdr_inmsg_t *m)
         mdr_rfs_wait_del(peer, req->id);
         if (peer->rfs_out == req)
             peer->rfs_out = NULL;
-        mdr_rfs_release(req);
+        mdr_rndv_reg_release(req);
     } else {
         /* matched by a message the sender sent before it saw our offer: it
          * will answer RFS_NACK; keep the registrations for the CTS */
@@ -271,7 +271,7 @@ madrail_status_t mdr_rfs_send_data(mdr_peer_t *peer, mdr_req_t *req, mdr_rfs_t *
     d.total = req->len;
     d.rreq_id = offer->rreq_id;
     d.xfer_len = xfer;
-    st = mdr_plan_puts(peer, req, offer->keys, offer->keys_len, offer->nkeys, xfer);
+    st = mdr_rndv_plan_puts(peer, req, offer->keys, offer->keys_len, offer->nkeys, xfer);
     free(offer);
     if (st != MADRAIL_OK)
         return st;
@@ -283,7 +283,7 @@ madrail_status_t mdr_rfs_send_data(mdr_peer_t *peer, mdr_req_t *req, mdr_rfs_t *
         mdr_send_done(req);
         return MADRAIL_OK;
     }
-    mdr_issue_puts(req);
+    mdr_rndv_issue_puts(req);
     return MADRAIL_OK;
 }
 
@@ -302,7 +302,7 @@ void mdr_rfs_data_in_order(mdr_peer_rail_t *pr, mdr_inmsg_t *m)
     if (!mdr_rfs_wait_has(peer, m->id) || !req || req->type != MDR_REQ_RECV ||
         req->complete || req->peer != peer->index || req->rfs_state != MDR_RFS_OUT ||
         req->matched || !mdr_match_fits(req, peer, m->tag, m->flags)) {
-        mdr_proto_fail(pr, "RFS_DATA for %llx, which is not an open offer of ours to this "
+        mdr_peer_proto_fail(pr, "RFS_DATA for %llx, which is not an open offer of ours to this "
                            "peer that the message fits",
                        (unsigned long long)m->id);
         mdr_inmsg_free(ctx, m);
@@ -310,7 +310,7 @@ void mdr_rfs_data_in_order(mdr_peer_rail_t *pr, mdr_inmsg_t *m)
     }
     xfer = m->total < req->len ? m->total : req->len;
     if (m->xfer_len != xfer || req->fin_bytes > xfer) {
-        mdr_proto_fail(pr, "RFS_DATA puts %llu bytes of %llu into a %zu-byte buffer "
+        mdr_peer_proto_fail(pr, "RFS_DATA puts %llu bytes of %llu into a %zu-byte buffer "
                            "(FINs reported %llu)",
                        (unsigned long long)m->xfer_len, (unsigned long long)m->total,
                        req->len, (unsigned long long)req->fin_bytes);

@@ -22,7 +22,7 @@
 
 static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status);
 
-void mdr_rfs_release(mdr_req_t *req)
+void mdr_rndv_reg_release(mdr_req_t *req)
 {
     mdr_ctx_t *ctx = req->ctx;
     int r;
@@ -39,9 +39,9 @@ static int mdr_rail_can_put(const mdr_ctx_t *ctx, const mdr_peer_t *peer, int r)
     return (ctx->rails[r].attr.caps & MDR_RAIL_CAP_PUT) && !pr->down && (pr->ep || pr->have_addr);
 }
 
-/* Plan puts from a key block (CTS or RFS, checked by mdr_keys_check when
+/* Plan puts from a key block (CTS or RFS, checked by mdr_rndv_keys_check when
  * it arrived) and record them in req. */
-madrail_status_t mdr_plan_puts(mdr_peer_t *peer, mdr_req_t *req, const uint8_t *keys,
+madrail_status_t mdr_rndv_plan_puts(mdr_peer_t *peer, mdr_req_t *req, const uint8_t *keys,
                                       size_t keys_len, uint32_t nkeys, uint64_t xfer)
 {
     mdr_ctx_t *ctx = peer->ctx;
@@ -207,7 +207,7 @@ static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status)
  * over at once (done, refused, failed) are reported after the loop: the
  * last report may complete the request, which may then be released (a
  * callback request) with its puts array. */
-int mdr_issue_puts(mdr_req_t *req)
+int mdr_rndv_issue_puts(mdr_req_t *req)
 {
     mdr_ctx_t *ctx = req->ctx;
     mdr_peer_t *peer = mdr_peer_get(ctx, req->peer);
@@ -286,7 +286,7 @@ int mdr_issue_puts(mdr_req_t *req)
     return n;
 }
 
-madrail_status_t mdr_send_rts(mdr_peer_t *peer, mdr_req_t *req)
+madrail_status_t mdr_rndv_send_rts(mdr_peer_t *peer, mdr_req_t *req)
 {
     mdr_rts_hdr_t r;
     memset(&r, 0, sizeof(r));
@@ -309,7 +309,7 @@ madrail_status_t mdr_send_rts(mdr_peer_t *peer, mdr_req_t *req)
 }
 
 /* Register buf on every rail that can take puts to peer and pack the keys. */
-madrail_status_t mdr_build_keys(mdr_peer_t *peer, mdr_req_t *req, size_t len,
+madrail_status_t mdr_rndv_build_keys(mdr_peer_t *peer, mdr_req_t *req, size_t len,
                                        uint8_t *out, size_t *out_len_p, uint32_t *nkeys_p)
 {
     mdr_ctx_t *ctx = peer->ctx;
@@ -368,7 +368,7 @@ void mdr_rndv_recv_start(mdr_req_t *req, mdr_peer_t *peer, uint64_t sreq_id, uin
     req->peer_req_id = sreq_id;
     memset(&msg.c, 0, sizeof(msg.c));
     if (xfer) {
-        st = mdr_build_keys(peer, req, xfer, msg.keys, &klen, &nkeys);
+        st = mdr_rndv_build_keys(peer, req, xfer, msg.keys, &klen, &nkeys);
         if (st != MADRAIL_OK) {
             mdr_recv_finish(req, st);
             return;
@@ -392,9 +392,9 @@ void mdr_rndv_recv_start(mdr_req_t *req, mdr_peer_t *peer, uint64_t sreq_id, uin
 
 /* A key block (CTS or RFS) as the peer sent it: keys exactly when there
  * are bytes to put, each naming one of our rails at most once, laid out as
- * mdr_build_keys writes them (descriptor, key, padding to 8) with nothing
+ * mdr_rndv_build_keys writes them (descriptor, key, padding to 8) with nothing
  * after.  0 if good, else the rail was closed. */
-int mdr_keys_check(mdr_peer_rail_t *pr, const char *what, const uint8_t *keys,
+int mdr_rndv_keys_check(mdr_peer_rail_t *pr, const char *what, const uint8_t *keys,
                           size_t keys_len, uint32_t nkeys, uint64_t xfer)
 {
     mdr_ctx_t *ctx = pr->peer->ctx;
@@ -403,33 +403,33 @@ int mdr_keys_check(mdr_peer_rail_t *pr, const char *what, const uint8_t *keys,
     uint32_t k;
 
     if ((xfer == 0) != (nkeys == 0) || nkeys > (uint32_t)ctx->nrails) {
-        mdr_proto_fail(pr, "%s with %u keys for %llu bytes (%d rails)", what, nkeys,
+        mdr_peer_proto_fail(pr, "%s with %u keys for %llu bytes (%d rails)", what, nkeys,
                        (unsigned long long)xfer, ctx->nrails);
         return -1;
     }
     for (k = 0; k < nkeys; k++) {
         mdr_key_desc_t d;
         if (keys_len - off < sizeof(d)) {
-            mdr_proto_fail(pr, "%s: key %u of %u truncated", what, k, nkeys);
+            mdr_peer_proto_fail(pr, "%s: key %u of %u truncated", what, k, nkeys);
             return -1;
         }
         memcpy(&d, keys + off, sizeof(d));
         off += sizeof(d);
         if (d.rail >= ctx->nrails || (seen & (1u << d.rail))) {
-            mdr_proto_fail(pr, "%s: key %u names rail %u (%d rails, %s)", what, k, d.rail,
+            mdr_peer_proto_fail(pr, "%s: key %u names rail %u (%d rails, %s)", what, k, d.rail,
                            ctx->nrails, d.rail < ctx->nrails ? "named twice" : "no such rail");
             return -1;
         }
         seen |= 1u << d.rail;
         if (d.key_len > keys_len - off) {
-            mdr_proto_fail(pr, "%s: key for rail %u of %u bytes, %zu left", what, d.rail,
+            mdr_peer_proto_fail(pr, "%s: key for rail %u of %u bytes, %zu left", what, d.rail,
                            d.key_len, keys_len - off);
             return -1;
         }
         off = mdr_pad8(off + d.key_len);
     }
     if (off != keys_len) {
-        mdr_proto_fail(pr, "%s: %zu bytes of keys, %zu expected", what, keys_len, off);
+        mdr_peer_proto_fail(pr, "%s: %zu bytes of keys, %zu expected", what, keys_len, off);
         return -1;
     }
     return 0;
@@ -441,27 +441,27 @@ static void mdr_handle_cts(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
     mdr_req_t *req;
     madrail_status_t st;
 
-    req = mdr_proto_req(pr, "CTS", c->sreq_id, MDR_REQ_SEND);
+    req = mdr_req_for_reply(pr, "CTS", c->sreq_id, MDR_REQ_SEND);
     if (!req)
         return;
     if (req->rndv != MDR_RNDV_RTS_SENT) {
-        mdr_proto_fail(pr, "CTS for send %llx that sent no RTS or had its CTS",
+        mdr_peer_proto_fail(pr, "CTS for send %llx that sent no RTS or had its CTS",
                        (unsigned long long)c->sreq_id);
         return;
     }
     if (c->xfer_len > req->len) {
-        mdr_proto_fail(pr, "CTS asks for %llu bytes of a %zu-byte message",
+        mdr_peer_proto_fail(pr, "CTS asks for %llu bytes of a %zu-byte message",
                        (unsigned long long)c->xfer_len, req->len);
         return;
     }
-    if (mdr_keys_check(pr, "CTS", (const uint8_t *)(c + 1), len - sizeof(*c), c->nkeys,
+    if (mdr_rndv_keys_check(pr, "CTS", (const uint8_t *)(c + 1), len - sizeof(*c), c->nkeys,
                        c->xfer_len) != 0)
         return;
     mdr_health_cts_rcvd(req, pr);
     req->peer_req_id = c->rreq_id;
     req->rndv = MDR_RNDV_PUTTING;
     req->seq_unsent = 0; /* the CTS answers the RTS: it arrived */
-    st = mdr_plan_puts(pr->peer, req, (const uint8_t *)(c + 1), len - sizeof(*c), c->nkeys,
+    st = mdr_rndv_plan_puts(pr->peer, req, (const uint8_t *)(c + 1), len - sizeof(*c), c->nkeys,
                        c->xfer_len);
     if (st != MADRAIL_OK) {
         mdr_req_complete(req, st);
@@ -471,7 +471,7 @@ static void mdr_handle_cts(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
         mdr_send_done(req);
         return;
     }
-    mdr_issue_puts(req);
+    mdr_rndv_issue_puts(req);
 }
 
 static void mdr_handle_fin(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
@@ -482,7 +482,7 @@ static void mdr_handle_fin(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
     uint64_t limit;
 
     (void)len;
-    req = mdr_proto_req(pr, "FIN", f->rreq_id, MDR_REQ_RECV);
+    req = mdr_req_for_reply(pr, "FIN", f->rreq_id, MDR_REQ_RECV);
     if (!req)
         return;
     if (req->rndv == MDR_RNDV_CTS_SENT || req->rndv == MDR_RNDV_RFS_DATA) {
@@ -490,18 +490,18 @@ static void mdr_handle_fin(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
     } else if (req->rfs_state == MDR_RFS_OUT && !req->matched) {
         limit = req->len; /* the puts into our offer may overtake its RFS_DATA */
     } else {
-        mdr_proto_fail(pr, "FIN for receive %llx, which waits for no puts (%s)",
+        mdr_peer_proto_fail(pr, "FIN for receive %llx, which waits for no puts (%s)",
                        (unsigned long long)f->rreq_id,
                        req->matched ? "an eager message" : "not matched, no offer out");
         return;
     }
     if (!req->reg[pr->rail]) {
-        mdr_proto_fail(pr, "FIN for receive %llx on a rail it gave no key for",
+        mdr_peer_proto_fail(pr, "FIN for receive %llx on a rail it gave no key for",
                        (unsigned long long)f->rreq_id);
         return;
     }
     if (f->bytes == 0 || f->bytes > limit - req->fin_bytes) {
-        mdr_proto_fail(pr, "FIN of %llu bytes for receive %llx: %llu of %llu reported already",
+        mdr_peer_proto_fail(pr, "FIN of %llu bytes for receive %llx: %llu of %llu reported already",
                        (unsigned long long)f->bytes, (unsigned long long)f->rreq_id,
                        (unsigned long long)req->fin_bytes, (unsigned long long)limit);
         return;

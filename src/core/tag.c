@@ -211,7 +211,7 @@ static int mdr_match_target(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, uint64_t tag, u
     if (hflags & MDR_HF_RFS_CONSUMED) {
         if (!mdr_rfs_wait_has(peer, id) || !req || req->id != id ||
             req->rfs_state != MDR_RFS_OUT || req->peer != peer->index) {
-            mdr_proto_fail(pr, "EAGER spends offer %llx, which is not an open offer of ours "
+            mdr_peer_proto_fail(pr, "EAGER spends offer %llx, which is not an open offer of ours "
                                "to this peer that the message fits",
                            (unsigned long long)id);
             return -1;
@@ -235,7 +235,7 @@ static void mdr_bind(mdr_ctx_t *ctx, mdr_inmsg_t *m, mdr_req_t *req)
     switch (m->type) {
     case MDR_MSG_EAGER:
         if (m->flags & MDR_HF_SYNC)
-            mdr_send_ack(peer, m->id);
+            mdr_eager_send_ack(peer, m->id);
         {
             mdr_frag_t *f;
             for (f = m->frags; f; f = f->next) /* mdr_match_incoming checked off + len <= total */
@@ -375,17 +375,17 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
         pl = (const uint8_t *)(e + 1);
         plen = len - sizeof(*e);
         if ((hdr->flags & MDR_HF_AM) && (off != 0 || plen != total)) {
-            mdr_proto_fail(pr, "active message in fragments");
+            mdr_peer_proto_fail(pr, "active message in fragments");
             return;
         }
         if (total >= ctx->cfg.rndv_thresh && total > ctx->eager_max) {
-            mdr_proto_fail(pr, "EAGER message of %llu bytes: at or above MADRAIL_RNDV_THRESH=%zu "
+            mdr_peer_proto_fail(pr, "EAGER message of %llu bytes: at or above MADRAIL_RNDV_THRESH=%zu "
                            "a sender uses rendezvous (every process must use the same value)",
                            (unsigned long long)total, ctx->cfg.rndv_thresh);
             return;
         }
         if (off > total || plen > total - off) {
-            mdr_proto_fail(pr, "EAGER fragment %llu+%zu of a %llu-byte message",
+            mdr_peer_proto_fail(pr, "EAGER fragment %llu+%zu of a %llu-byte message",
                            (unsigned long long)off, plen, (unsigned long long)total);
             return;
         }
@@ -418,7 +418,7 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
         if (hdr->type != MDR_MSG_EAGER || m->type != MDR_MSG_EAGER || m->tag != tag ||
             m->total != total || m->flags != hdr->flags || m->id != id ||
             plen > m->total - m->recvd) {
-            mdr_proto_fail(pr, "fragment of message %llu does not fit it",
+            mdr_peer_proto_fail(pr, "fragment of message %llu does not fit it",
                            (unsigned long long)seq);
             return;
         }
@@ -430,7 +430,7 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
     }
     if (seq < peer->expected_seq || seq - peer->expected_seq >= mdr_match_window(ctx)) {
         /* see the top of this file: a peer within its credits is never that far ahead */
-        mdr_proto_fail(pr, "sequence %llu, expected %llu to %llu (MADRAIL_CREDITS=%u x %d rails "
+        mdr_peer_proto_fail(pr, "sequence %llu, expected %llu to %llu (MADRAIL_CREDITS=%u x %d rails "
                        "ahead at most)",
                        (unsigned long long)seq, (unsigned long long)peer->expected_seq,
                        (unsigned long long)(peer->expected_seq + mdr_match_window(ctx) - 1),
@@ -464,7 +464,7 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
                 memcpy(req->buf, pl, req->info.length);
             peer->expected_seq++;
             if (hdr->flags & MDR_HF_SYNC)
-                mdr_send_ack(peer, id);
+                mdr_eager_send_ack(peer, id);
             mdr_recv_finish(req, total > req->len ? MADRAIL_ERR_TRUNCATE : MADRAIL_OK);
             mdr_drain_reorder(ctx, pr);
             return;
