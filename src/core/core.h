@@ -117,7 +117,7 @@ typedef struct mdr_rfs_hdr {
     uint64_t ignore;
     uint64_t buf_len;
     uint32_t nkeys;
-    uint32_t space; /* 0 user, 1 internal */
+    uint32_t space; /* enum mdr_rfs_space */
 } mdr_rfs_hdr_t;    /* nkeys mdr_key_desc_t (+key) follow */
 
 typedef struct mdr_fin_hdr {
@@ -215,7 +215,8 @@ struct mdr_peer_rail {
     unsigned held;     /* messages stored out of order: their credits are withheld
                         * until their sequence number comes up (tag.c) */
     unsigned credit_msgs; /* CREDIT messages we sent (statistics) */
-    int down;          /* ep failed */
+    int down;          /* ep failed or closed: mdr_peer_rail_mark_down (peer.c);
+                        * up again only on a reconnection (the accepted upcall) */
     int credit_queued; /* a CREDIT message waits in txq */
     int untracked_sent; /* this ep took a message no send request watches (AM, CTS, ACK...) */
     int have_addr;     /* the peer's address for this rail is known */
@@ -289,8 +290,13 @@ typedef struct mdr_rfs {
 
 enum { MDR_REQ_SEND = 1, MDR_REQ_RECV = 2 };
 
-/* Protocol states of a request (transitions in eager.c, rndv.c, rfs.c and tag.c).  What
- * a peer may answer in each state is checked by their handlers. */
+/* Protocol states of a request.  Each machine's allowed transitions are a
+ * table in the module that owns it, and every change goes through its
+ * setter: mdr_rndv_set and mdr_put_set (rndv.c), mdr_rfs_set (rfs.c),
+ * mdr_ack_set (eager.c).  What a peer may answer in each state is checked
+ * by the handlers before they change anything, so a refused transition is
+ * a bug in the core, never a peer's doing: it is logged, counted
+ * (ctx->state_errors) and the state stays. */
 
 /* req->rndv: where a rendezvous stands, on either side. */
 enum mdr_rndv_state {
@@ -316,15 +322,22 @@ enum mdr_ack_state {
     MDR_ACK_GOT       /* ACK received before the last fragment left */
 };
 
-/* mdr_put_op_t.state */
-enum mdr_put_state { MDR_PUT_IDLE = 0, MDR_PUT_INFLIGHT, MDR_PUT_DONE };
+/* mdr_put_op_t.state: one chunk of a rendezvous. */
+enum mdr_put_state {
+    MDR_PUT_IDLE = 0, /* planned, not issued (or moved to another rail) */
+    MDR_PUT_INFLIGHT, /* the driver has it and will report it */
+    MDR_PUT_DONE      /* reported, or given up before it was issued */
+};
+
+/* mdr_rfs_hdr_t.space: the tag space an offer is for. */
+enum mdr_rfs_space { MDR_RFS_SPACE_USER = 0, MDR_RFS_SPACE_INTERNAL = 1 };
 
 /* Rendezvous put bookkeeping, one per chunk. */
 typedef struct mdr_put_op {
     mdr_completion_t comp;
     mdr_req_t *req;
     int rail;
-    int state; /* enum mdr_put_state */
+    enum mdr_put_state state; /* mdr_put_set (rndv.c) */
     unsigned tried; /* rails (bit per rail) this chunk could not be put on */
     uint64_t offset, len, raddr;
     const uint8_t *rkey;
@@ -352,8 +365,8 @@ struct madrail_request {
 
     /* send progress */
     size_t frag_off;      /* next fragment offset (eager/medium) */
-    int wait_ack;         /* enum mdr_ack_state */
-    int rndv;             /* enum mdr_rndv_state (send and receive) */
+    enum mdr_ack_state wait_ack; /* mdr_ack_set (eager.c) */
+    enum mdr_rndv_state rndv; /* send and receive: mdr_rndv_set (rndv.c) */
     int puts_left;        /* chunks not yet completed */
     int fins_left;        /* FINs not yet queued */
     int nputs;
@@ -385,7 +398,7 @@ struct madrail_request {
     struct mdr_inmsg *inmsg; /* matched message still arriving */
     uint64_t xfer_len;    /* rendezvous: bytes expected by put */
     uint64_t fin_bytes;   /* rendezvous: bytes reported by FINs */
-    int rfs_state;        /* enum mdr_rfs_state */
+    enum mdr_rfs_state rfs_state; /* mdr_rfs_set (rfs.c) */
     int rfs_rail;         /* rail the offer went on (its RFS_REVOKE follows it there) */
     mdr_rcache_entry_t *reg[MDR_MAX_RAILS];
 };
@@ -458,6 +471,7 @@ struct madrail_context {
     void *am_arg;
     uint8_t *am_scratch;           /* gathers an active message (slot_size bytes) */
     int finalizing;
+    uint64_t state_errors;         /* transitions the state machines refused (bugs) */
     size_t held_bytes;             /* sum of the peers' held_bytes */
     uint8_t job_key[MADRAIL_JOB_KEY_LEN]; /* every rail handshake carries it */
     madrail_job_key_origin_t job_key_origin;

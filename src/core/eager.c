@@ -13,6 +13,31 @@
 
 #include "core/core.h"
 
+#define MDR_BIT(s) (1u << (s))
+
+static const char *const mdr_ack_names[] = {"NONE", "WAIT", "GOT"};
+
+/* req->wait_ack: a synchronous send waits for its ACK from the start (and
+ * again when it is sent anew: mdr_send_restart); the ACK may come before
+ * the last fragment left (GOT) or after (NONE: taken).  Staying put is
+ * always allowed (a send that was never synchronous stays NONE). */
+static const unsigned mdr_ack_next[] = {
+    [MDR_ACK_NONE] = MDR_BIT(MDR_ACK_NONE) | MDR_BIT(MDR_ACK_WAIT),
+    [MDR_ACK_WAIT] = MDR_BIT(MDR_ACK_WAIT) | MDR_BIT(MDR_ACK_GOT) | MDR_BIT(MDR_ACK_NONE),
+    [MDR_ACK_GOT] = MDR_BIT(MDR_ACK_GOT) | MDR_BIT(MDR_ACK_NONE),
+};
+
+int mdr_ack_set(mdr_req_t *req, enum mdr_ack_state to)
+{
+    if (!(mdr_ack_next[req->wait_ack] & MDR_BIT(to))) {
+        mdr_state_illegal(req->ctx, "synchronous-send ACK", req->id,
+                          mdr_ack_names[req->wait_ack], mdr_ack_names[to]);
+        return -1;
+    }
+    req->wait_ack = to;
+    return 0;
+}
+
 /* Send eager fragments until done or out of credits. */
 int mdr_eager_send(mdr_peer_t *peer, mdr_req_t *req)
 {
@@ -67,7 +92,7 @@ int mdr_eager_send(mdr_peer_t *peer, mdr_req_t *req)
     if (req->wait_ack == MDR_ACK_WAIT) {
         mdr_send_watch(req);
     } else {
-        req->wait_ack = MDR_ACK_NONE;
+        mdr_ack_set(req, MDR_ACK_NONE);
         mdr_send_done(req); /* complete once the fragments left */
     }
     return n;
@@ -88,10 +113,10 @@ static void mdr_handle_ack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
         return;
     }
     if (req->frag_off <= req->len) { /* fragments still going out */
-        req->wait_ack = MDR_ACK_GOT;
+        mdr_ack_set(req, MDR_ACK_GOT);
         return;
     }
-    req->wait_ack = MDR_ACK_NONE;
+    mdr_ack_set(req, MDR_ACK_NONE);
     mdr_req_complete(req, MADRAIL_OK);
 }
 

@@ -104,7 +104,7 @@ int mdr_peer_rail_failed_unused(mdr_peer_rail_t *pr, const char *reason)
     mdr_debug("rail %s peer %u (%016llx, not used yet) failed: %s",
               peer->ctx->rails[pr->rail].attr.name, peer->index,
               (unsigned long long)peer->uuid, reason ? reason : "");
-    pr->down = 1;
+    mdr_peer_rail_mark_down(pr, 0); /* not a failover: the peer was never used */
     (void)mdr_peer_retire_unused(peer);
     return 1;
 }
@@ -198,8 +198,7 @@ madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail)
     st = ctx->rails[rail].ops->ep_create(ctx->rails[rail].rail, peer->uuid, pr->addr,
                                          pr->addr_len, pr, &pr->ep);
     if (st != MADRAIL_OK) {
-        pr->down = 1;
-        ctx->rails[rail].stats.failovers++;
+        mdr_peer_rail_mark_down(pr, 1);
         if (mdr_peer_reachable(peer)) {
             mdr_warn("rail %s peer %u: connect failed: %s; the other rails carry its traffic",
                      ctx->rails[rail].attr.name, peer->index, madrail_status_str(st));
@@ -215,6 +214,16 @@ madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail)
     }
     mdr_debug("rail %s peer %u: connecting", ctx->rails[rail].attr.name, peer->index);
     return MADRAIL_OK;
+}
+
+int mdr_peer_rail_mark_down(mdr_peer_rail_t *pr, int failover)
+{
+    if (pr->down)
+        return 0;
+    pr->down = 1;
+    if (failover)
+        pr->peer->ctx->rails[pr->rail].stats.failovers++;
+    return 1;
 }
 
 int mdr_peer_reachable(const mdr_peer_t *peer)
@@ -237,8 +246,7 @@ void mdr_peer_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...)
     va_end(ap);
     mdr_error("rail %s peer %u: malformed message: %s; closing this rail to the peer",
               ctx->rails[pr->rail].attr.name, pr->peer->index, why);
-    pr->down = 1;
-    ctx->rails[pr->rail].stats.failovers++;
+    mdr_peer_rail_mark_down(pr, 1);
     mdr_send_rail_lost(pr, 0);
     if (!mdr_peer_reachable(pr->peer))
         mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_PROTO);
@@ -278,7 +286,7 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
         d->rail = rs->index;
         d->ep = pr->ep;
         mdr_list_push_tail(&peer->dead_eps, &d->link);
-        pr->down = 0;
+        pr->down = 0; /* the only way up: a new connection */
         pr->credits = ctx->cfg.credits;
         pr->ret_pending = 0;
         pr->credit_queued = 0;
@@ -305,8 +313,7 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
     else
         mdr_warn("rail %s peer %u failed: %s (%s)", ctx->rails[pr->rail].attr.name,
                  pr->peer->index, reason ? reason : "", madrail_status_str(status));
-    pr->down = 1;
-    ctx->rails[pr->rail].stats.failovers++;
+    mdr_peer_rail_mark_down(pr, 1);
     mdr_send_rail_lost(pr, status == MADRAIL_ERR_RAIL_CONNECT);
     if (status == MADRAIL_ERR_RAIL_CONNECT && pr->untracked_sent &&
         mdr_peer_reachable(pr->peer)) {
@@ -350,7 +357,7 @@ void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
          * its buffer and registrations must outlive them). */
         for (j = 0; j < req->nputs; j++)
             if (req->puts[j].state == MDR_PUT_IDLE) {
-                req->puts[j].state = MDR_PUT_DONE;
+                mdr_put_set(&req->puts[j], MDR_PUT_DONE);
                 req->puts_left--;
             }
         if (req->rndv != MDR_RNDV_PUTTING || req->puts_left == 0)
@@ -387,9 +394,6 @@ void mdr_peer_give_up(mdr_peer_t *peer)
 
     peer->broken = 1;
     for (r = 0; r < ctx->nrails; r++)
-        if (!peer->rails[r].down) {
-            peer->rails[r].down = 1;
-            ctx->rails[r].stats.failovers++;
-        }
+        mdr_peer_rail_mark_down(&peer->rails[r], 1);
     mdr_peer_fail(peer, MADRAIL_ERR_PEER_UNREACHABLE);
 }

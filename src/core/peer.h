@@ -31,6 +31,10 @@ void mdr_peer_activate(mdr_peer_t *peer);
 madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail);
 /* pr can carry messages: not down, connected or with an address. */
 int mdr_peer_rail_usable(const mdr_peer_rail_t *pr);
+/* pr goes down (failover: counted in the rail's statistics); returns 0 if
+ * it was down already.  The only way up again is a reconnection
+ * (mdr_ep_accepted_upcall). */
+int mdr_peer_rail_mark_down(mdr_peer_rail_t *pr, int failover);
 /* Some rail can still carry messages to peer. */
 int mdr_peer_reachable(const mdr_peer_t *peer);
 /* Report a malformed message: close the rail to this peer. */

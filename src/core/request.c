@@ -193,7 +193,7 @@ void mdr_send_fail(mdr_req_t *req, madrail_status_t status)
      * driver's and their completion finishes the send (with this status) */
     for (j = 0; j < req->nputs; j++) {
         if (req->puts[j].state == MDR_PUT_IDLE) {
-            req->puts[j].state = MDR_PUT_DONE;
+            mdr_put_set(&req->puts[j], MDR_PUT_DONE);
             req->puts_left--;
         } else if (req->puts[j].state == MDR_PUT_INFLIGHT) {
             busy = 1;
@@ -552,8 +552,8 @@ madrail_status_t mdr_send_restart(mdr_req_t *req)
 
     if (req->rndv == MDR_RNDV_NONE) { /* eager fragments: all again, same sequence number */
         req->frag_off = 0;
-        req->wait_ack = ((req->flags & MADRAIL_SEND_SYNC) && !req->rfs_consumed) ? MDR_ACK_WAIT
-                                                                                 : MDR_ACK_NONE;
+        mdr_ack_set(req, ((req->flags & MADRAIL_SEND_SYNC) && !req->rfs_consumed) ? MDR_ACK_WAIT
+                                                                                  : MDR_ACK_NONE);
         req->proto_done = 0;
         mdr_sendq_add(peer, req);
         return MADRAIL_OK;
@@ -576,7 +576,7 @@ madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req)
     if (req->len < ctx->cfg.rndv_thresh || (offer && req->len <= ctx->eager_max)) {
         free(offer);
         if ((req->flags & MADRAIL_SEND_SYNC) && !req->rfs_consumed)
-            req->wait_ack = MDR_ACK_WAIT;
+            mdr_ack_set(req, MDR_ACK_WAIT);
         mdr_eager_send(peer, req);
         return MADRAIL_OK;
     }
@@ -615,4 +615,13 @@ mdr_req_t *mdr_req_for_reply(mdr_peer_rail_t *pr, const char *what, uint64_t id,
         return NULL;
     }
     return req;
+}
+
+void mdr_state_illegal(mdr_ctx_t *ctx, const char *machine, uint64_t id, const char *from,
+                       const char *to)
+{
+    ctx->state_errors++;
+    mdr_error("request %llx: %s state %s -> %s is not a transition of that machine; "
+              "state kept (a bug in madrail, please report it)",
+              (unsigned long long)id, machine, from, to);
 }

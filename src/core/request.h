@@ -22,6 +22,10 @@ madrail_peer_t mdr_req_bound_peer(const mdr_req_t *req);
 mdr_req_t *mdr_req_for_reply(mdr_peer_rail_t *pr, const char *what, uint64_t id, int type);
 /* Complete a receive: release registrations and any receiver-first offer. */
 void mdr_recv_finish(mdr_req_t *req, madrail_status_t st);
+/* A state machine refused a transition of request id (see core.h): log
+ * it and count it in ctx->state_errors. */
+void mdr_state_illegal(mdr_ctx_t *ctx, const char *machine, uint64_t id, const char *from,
+                       const char *to);
 
 /* Start a send (eager/medium/rendezvous, with receiver-first CTS if one is stored). */
 madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req);

@@ -19,9 +19,36 @@
 
 #include "core/core.h"
 
+/* ---------------- states ---------------- */
+
+#define MDR_BIT(s) (1u << (s))
+
+static const char *const mdr_rfs_names[] = {"NONE", "OUT", "CONSUMED", "STALE"};
+
+/* req->rfs_state: an offer goes out; the sender spends it (RFS_DATA or an
+ * RFS_CONSUMED eager) or declines it (RFS_NACK), or an earlier message
+ * matches the receive first (STALE: the NACK that follows only clears it). */
+static const unsigned mdr_rfs_next[] = {
+    [MDR_RFS_NONE] = MDR_BIT(MDR_RFS_OUT),
+    [MDR_RFS_OUT] = MDR_BIT(MDR_RFS_NONE) | MDR_BIT(MDR_RFS_CONSUMED) | MDR_BIT(MDR_RFS_STALE),
+    [MDR_RFS_CONSUMED] = 0,
+    [MDR_RFS_STALE] = MDR_BIT(MDR_RFS_NONE),
+};
+
+int mdr_rfs_set(mdr_req_t *req, enum mdr_rfs_state to)
+{
+    if (!(mdr_rfs_next[req->rfs_state] & MDR_BIT(to))) {
+        mdr_state_illegal(req->ctx, "receiver-first offer", req->id,
+                          mdr_rfs_names[req->rfs_state], mdr_rfs_names[to]);
+        return -1;
+    }
+    req->rfs_state = to;
+    return 0;
+}
+
 static int mdr_rfs_fits(const mdr_rfs_t *o, const mdr_req_t *req)
 {
-    return !!o->space == !!(req->flags & MDR_FLAG_INTERNAL) &&
+    return (o->space == MDR_RFS_SPACE_INTERNAL) == !!(req->flags & MDR_FLAG_INTERNAL) &&
            ((o->tag ^ req->tag) & ~o->ignore) == 0;
 }
 
@@ -66,7 +93,7 @@ void mdr_rfs_maybe_offer(mdr_ctx_t *ctx, mdr_req_t *req)
     msg.r.ignore = req->ignore;
     msg.r.buf_len = req->len;
     msg.r.nkeys = nkeys;
-    msg.r.space = (req->flags & MDR_FLAG_INTERNAL) ? 1 : 0;
+    msg.r.space = (req->flags & MDR_FLAG_INTERNAL) ? MDR_RFS_SPACE_INTERNAL : MDR_RFS_SPACE_USER;
     /* Only straight to a rail (no queueing): a cancel's RFS_REVOKE must
      * follow the offer on that same rail, so that it never arrives first
      * (the sender counts offers against revokes).  With no credit now,
@@ -76,7 +103,7 @@ void mdr_rfs_maybe_offer(mdr_ctx_t *ctx, mdr_req_t *req)
         mdr_rndv_reg_release(req);
         return;
     }
-    req->rfs_state = MDR_RFS_OUT;
+    mdr_rfs_set(req, MDR_RFS_OUT);
     peer->rfs_out = req;
     peer->rfs_wait[peer->nrfs_wait++] = req->id;
 }
@@ -117,7 +144,7 @@ static void mdr_handle_rfs(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
     mdr_rfs_t *o;
     size_t klen = len - sizeof(*r);
 
-    if (r->buf_len == 0 || r->space > 1) {
+    if (r->buf_len == 0 || r->space > MDR_RFS_SPACE_INTERNAL) {
         mdr_peer_proto_fail(pr, "RFS of %llu bytes in tag space %u", (unsigned long long)r->buf_len,
                        r->space);
         return;
@@ -176,12 +203,12 @@ static void mdr_handle_nack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t le
     if (pr->peer->rfs_out == req)
         pr->peer->rfs_out = NULL;
     if (req->rfs_state == MDR_RFS_STALE) {
-        req->rfs_state = MDR_RFS_NONE; /* registrations now serve the CTS */
+        mdr_rfs_set(req, MDR_RFS_NONE); /* registrations now serve the CTS */
         return;
     }
     if (req->rfs_state != MDR_RFS_OUT)
         return;
-    req->rfs_state = MDR_RFS_NONE;
+    mdr_rfs_set(req, MDR_RFS_NONE);
     mdr_rndv_reg_release(req);
     if (req->cancel_pending && !req->matched) {
         mdr_list_del(&req->link);
@@ -226,7 +253,7 @@ void mdr_rfs_on_match(mdr_req_t *req, mdr_peer_t *peer, const mdr_inmsg_t *m)
     if (m->type == MDR_MSG_EAGER && (m->flags & MDR_HF_RFS_CONSUMED)) {
         /* the sender used our offer for a small message: nothing will be
          * put (mdr_match_target checked it answers this receive's offer) */
-        req->rfs_state = MDR_RFS_CONSUMED;
+        mdr_rfs_set(req, MDR_RFS_CONSUMED);
         mdr_rfs_wait_del(peer, req->id);
         if (peer->rfs_out == req)
             peer->rfs_out = NULL;
@@ -234,7 +261,7 @@ void mdr_rfs_on_match(mdr_req_t *req, mdr_peer_t *peer, const mdr_inmsg_t *m)
     } else {
         /* matched by a message the sender sent before it saw our offer: it
          * will answer RFS_NACK; keep the registrations for the CTS */
-        req->rfs_state = MDR_RFS_STALE;
+        mdr_rfs_set(req, MDR_RFS_STALE);
     }
 }
 
@@ -278,7 +305,7 @@ madrail_status_t mdr_rfs_send_data(mdr_peer_t *peer, mdr_req_t *req, mdr_rfs_t *
     st = mdr_ctrl_send_req(peer, -1, req, &d.h, sizeof(d), NULL, 0);
     if (st != MADRAIL_OK)
         return st;
-    req->rndv = MDR_RNDV_PUTTING;
+    mdr_rndv_set(req, MDR_RNDV_PUTTING);
     if (req->nputs == 0) {
         mdr_send_done(req);
         return MADRAIL_OK;
@@ -320,8 +347,8 @@ void mdr_rfs_data_in_order(mdr_peer_rail_t *pr, mdr_inmsg_t *m)
     if (!mdr_list_empty(&req->link))
         mdr_list_del(&req->link);
     mdr_recv_set_info(req, peer, m->tag, m->total);
-    req->rfs_state = MDR_RFS_CONSUMED;
-    req->rndv = MDR_RNDV_RFS_DATA;
+    mdr_rfs_set(req, MDR_RFS_CONSUMED);
+    mdr_rndv_set(req, MDR_RNDV_RFS_DATA);
     mdr_rfs_wait_del(peer, req->id);
     if (peer->rfs_out == req)
         peer->rfs_out = NULL;

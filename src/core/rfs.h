@@ -5,6 +5,9 @@
 #include "core/core.h"
 
 madrail_status_t mdr_rfs_init(mdr_ctx_t *ctx);
+/* The offer state machine of a receive: 0, or -1 (logged, counted, no
+ * change) for a transition its table does not allow. */
+int mdr_rfs_set(mdr_req_t *req, enum mdr_rfs_state to);
 /* Receiver: consider offering a freshly posted receive's buffer. */
 void mdr_rfs_maybe_offer(mdr_ctx_t *ctx, mdr_req_t *req);
 /* Our offers to peer still waiting for an answer. */

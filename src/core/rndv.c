@@ -22,6 +22,64 @@
 
 static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status);
 
+/* ---------------- states ---------------- */
+
+#define MDR_BIT(s) (1u << (s))
+
+static const char *const mdr_rndv_names[] = {"NONE", "RTS_SENT", "PUTTING", "CTS_SENT",
+                                             "RFS_DATA"};
+
+/* req->rndv, by request type: from -> the states it may go to.  A send
+ * sends its RTS (again, when none of it reached the peer: mdr_send_restart)
+ * and puts once a CTS came, or puts at once into a receiver-first offer; a
+ * receive answers a matched RTS with a CTS, or takes an RFS_DATA into its
+ * offer.  Both are over when the request completes: no way back. */
+static const unsigned mdr_rndv_send_next[] = {
+    [MDR_RNDV_NONE] = MDR_BIT(MDR_RNDV_RTS_SENT) | MDR_BIT(MDR_RNDV_PUTTING),
+    [MDR_RNDV_RTS_SENT] = MDR_BIT(MDR_RNDV_RTS_SENT) | MDR_BIT(MDR_RNDV_PUTTING),
+};
+static const unsigned mdr_rndv_recv_next[] = {
+    [MDR_RNDV_NONE] = MDR_BIT(MDR_RNDV_CTS_SENT) | MDR_BIT(MDR_RNDV_RFS_DATA),
+};
+
+int mdr_rndv_set(mdr_req_t *req, enum mdr_rndv_state to)
+{
+    const unsigned *next = req->type == MDR_REQ_SEND ? mdr_rndv_send_next : mdr_rndv_recv_next;
+    size_t n = req->type == MDR_REQ_SEND ? sizeof(mdr_rndv_send_next) / sizeof(*next)
+                                         : sizeof(mdr_rndv_recv_next) / sizeof(*next);
+
+    if ((size_t)req->rndv >= n || !(next[req->rndv] & MDR_BIT(to))) {
+        mdr_state_illegal(req->ctx, req->type == MDR_REQ_SEND ? "send rendezvous"
+                                                              : "receive rendezvous",
+                          req->id, mdr_rndv_names[req->rndv], mdr_rndv_names[to]);
+        return -1;
+    }
+    req->rndv = to;
+    return 0;
+}
+
+static const char *const mdr_put_names[] = {"IDLE", "INFLIGHT", "DONE"};
+
+/* op->state: a chunk is issued, or given up before it is (its send
+ * failed); an issued one is reported, or comes back IDLE when its rail
+ * never connected and nothing of it left (mdr_replan_put). */
+static const unsigned mdr_put_next[] = {
+    [MDR_PUT_IDLE] = MDR_BIT(MDR_PUT_INFLIGHT) | MDR_BIT(MDR_PUT_DONE),
+    [MDR_PUT_INFLIGHT] = MDR_BIT(MDR_PUT_IDLE) | MDR_BIT(MDR_PUT_DONE),
+    [MDR_PUT_DONE] = 0,
+};
+
+int mdr_put_set(mdr_put_op_t *op, enum mdr_put_state to)
+{
+    if (!(mdr_put_next[op->state] & MDR_BIT(to))) {
+        mdr_state_illegal(op->req->ctx, "put", op->req->id, mdr_put_names[op->state],
+                          mdr_put_names[to]);
+        return -1;
+    }
+    op->state = to;
+    return 0;
+}
+
 void mdr_rndv_reg_release(mdr_req_t *req)
 {
     mdr_ctx_t *ctx = req->ctx;
@@ -102,7 +160,7 @@ madrail_status_t mdr_rndv_plan_puts(mdr_peer_t *peer, mdr_req_t *req, const uint
         op->comp.cb = mdr_put_done;
         op->req = req;
         op->rail = ch[i].rail;
-        op->state = MDR_PUT_IDLE;
+        op->state = MDR_PUT_IDLE; /* a new chunk: where the machine starts */
         op->offset = ch[i].offset;
         op->len = ch[i].len;
         op->raddr = raddr[j] + ch[i].offset;
@@ -180,13 +238,13 @@ static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status)
         mdr_replan_put(req, op)) {
         /* its rail never connected, nothing of it was sent: progress puts
          * it on the new rail */
-        op->state = MDR_PUT_IDLE;
+        mdr_put_set(op, MDR_PUT_IDLE);
         mdr_sendq_add(mdr_peer_get(req->ctx, req->peer), req);
         return;
     }
     if (status == MADRAIL_ERR_RAIL_CONNECT)
         status = MADRAIL_ERR_RAIL_DOWN; /* the rail-level news stays inside */
-    op->state = MDR_PUT_DONE;
+    mdr_put_set(op, MDR_PUT_DONE);
     if (status != MADRAIL_OK) {
         mdr_warn("peer %u rail %d: put of %llu bytes failed: %s", req->peer, op->rail,
                  (unsigned long long)op->len, madrail_status_str(status));
@@ -233,7 +291,7 @@ int mdr_rndv_issue_puts(mdr_req_t *req)
                 i--; /* this chunk again, on its new rail */
                 continue;
             }
-            op->state = MDR_PUT_INFLIGHT;
+            mdr_put_set(op, MDR_PUT_INFLIGHT);
             over[nover] = op;
             over_st[nover++] = mdr_peer_reachable(peer) ? MADRAIL_ERR_RAIL_DOWN
                                                         : MADRAIL_ERR_PEER_UNREACHABLE;
@@ -249,7 +307,7 @@ int mdr_rndv_issue_puts(mdr_req_t *req)
                     i--;
                     continue;
                 }
-                op->state = MDR_PUT_INFLIGHT;
+                mdr_put_set(op, MDR_PUT_INFLIGHT);
                 over[nover] = op;
                 over_st[nover++] = MADRAIL_ERR_RAIL_DOWN;
                 continue;
@@ -271,7 +329,7 @@ int mdr_rndv_issue_puts(mdr_req_t *req)
         rs->stats.tx_put_bytes += op->len;
         rs->stats.tx_bytes += op->len;
         n++;
-        op->state = MDR_PUT_INFLIGHT;
+        mdr_put_set(op, MDR_PUT_INFLIGHT);
         if (st != MADRAIL_INPROGRESS) {
             over[nover] = op;
             over_st[nover++] = st;
@@ -296,7 +354,7 @@ madrail_status_t mdr_rndv_send_rts(mdr_peer_t *peer, mdr_req_t *req)
     r.tag = req->tag;
     r.total = req->len;
     r.sreq_id = req->id;
-    req->rndv = MDR_RNDV_RTS_SENT;
+    mdr_rndv_set(req, MDR_RNDV_RTS_SENT);
     if (mdr_peer_reachable(peer)) {
         int rail = mdr_ctrl_try_send(peer, -1, &r.h, sizeof(r), NULL, 0);
         if (rail >= 0) {
@@ -379,7 +437,7 @@ void mdr_rndv_recv_start(mdr_req_t *req, mdr_peer_t *peer, uint64_t sreq_id, uin
     msg.c.rreq_id = req->id;
     msg.c.xfer_len = xfer;
     msg.c.nkeys = nkeys;
-    req->rndv = MDR_RNDV_CTS_SENT; /* FINs from the sender may follow */
+    mdr_rndv_set(req, MDR_RNDV_CTS_SENT); /* FINs from the sender may follow */
     st = mdr_ctrl_send(peer, -1, &msg.c.h, sizeof(msg.c), klen ? msg.keys : NULL, klen);
     if (st != MADRAIL_OK) {
         mdr_recv_finish(req, st);
@@ -459,7 +517,7 @@ static void mdr_handle_cts(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
         return;
     mdr_health_cts_rcvd(req, pr);
     req->peer_req_id = c->rreq_id;
-    req->rndv = MDR_RNDV_PUTTING;
+    mdr_rndv_set(req, MDR_RNDV_PUTTING);
     req->seq_unsent = 0; /* the CTS answers the RTS: it arrived */
     st = mdr_rndv_plan_puts(pr->peer, req, (const uint8_t *)(c + 1), len - sizeof(*c), c->nkeys,
                        c->xfer_len);

@@ -22,5 +22,9 @@ int mdr_rndv_keys_check(mdr_peer_rail_t *pr, const char *what, const uint8_t *ke
                         size_t keys_len, uint32_t nkeys, uint64_t xfer);
 /* Give req's registrations back to the registration cache. */
 void mdr_rndv_reg_release(mdr_req_t *req);
+/* The rendezvous and put state machines: 0, or -1 (logged, counted, no
+ * change) for a transition their tables do not allow. */
+int mdr_rndv_set(mdr_req_t *req, enum mdr_rndv_state to);
+int mdr_put_set(mdr_put_op_t *op, enum mdr_put_state to);
 
 #endif /* MDR_RNDV_H */

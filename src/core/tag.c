@@ -171,10 +171,7 @@ static void mdr_recv_mem_fail(mdr_peer_t *peer, size_t more)
               "failing this peer (post receives earlier, or raise MADRAIL_RECV_MEM_MAX)",
               peer->index, peer->held_bytes, more, ctx->cfg.recv_mem_max);
     for (r = 0; r < ctx->nrails; r++)
-        if (!peer->rails[r].down) {
-            peer->rails[r].down = 1;
-            ctx->rails[r].stats.failovers++;
-        }
+        mdr_peer_rail_mark_down(&peer->rails[r], 1);
     mdr_peer_fail(peer, MADRAIL_ERR_NOMEM);
 }
 

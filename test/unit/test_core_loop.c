@@ -55,6 +55,8 @@ static int pair_open(pair_t *p, const char *const *ov)
     return 0;
 }
 
+static int state_errors; /* transitions the state machines refused, all cases */
+
 static void pair_close(pair_t *p)
 {
     int i;
@@ -63,6 +65,7 @@ static void pair_close(pair_t *p)
         madrail_progress(p->a);
         madrail_progress(p->b);
     }
+    state_errors += (int)(p->a->state_errors + p->b->state_errors);
     madrail_context_finalize(p->a);
     madrail_context_finalize(p->b);
 }
@@ -658,13 +661,13 @@ static void test_reg_release_peer_fail(void)
     madrail_isend(p.a, p.a2b, sb, n, 3, 0, &sr);
     /* one side at a time, checked right after a handled the CTS, before
      * b's progress takes the put in flight */
-    for (i = 0; i < 400 && !(sr->rndv == 2 && sr->queued); i++)
+    for (i = 0; i < 400 && !(sr->rndv == MDR_RNDV_PUTTING && sr->queued); i++)
         madrail_progress(i % 2 ? p.b : p.a);
     for (j = 0; j < sr->nputs; j++) {
-        inflight += sr->puts[j].state == 1;
-        queued += sr->puts[j].state == 0;
+        inflight += sr->puts[j].state == MDR_PUT_INFLIGHT;
+        queued += sr->puts[j].state == MDR_PUT_IDLE;
     }
-    CHECK(sr->rndv == 2 && sr->queued && inflight == 1 && queued == 1,
+    CHECK(sr->rndv == MDR_RNDV_PUTTING && sr->queued && inflight == 1 && queued == 1,
           "staged: one put in flight, one queued (rndv %d queued %d, %d in flight, %d waiting)",
           sr->rndv, sr->queued, inflight, queued);
     mdr_peer_fail(mdr_peer_get(p.a, p.a2b), MADRAIL_ERR_PEER_UNREACHABLE);
@@ -832,6 +835,59 @@ static void test_config_errors(void)
     CHECK(madrail_context_init(&p3, &c) == MADRAIL_ERR_CONFIG, "bad size refused");
 }
 
+/* The protocol state machines (issue 12): each setter takes the
+ * transitions of its table and refuses (logs, counts, keeps the state)
+ * any other; the whole of this file's traffic makes no refused one. */
+static void test_state_tables(void)
+{
+    pair_t p;
+    mdr_req_t *s, *r;
+    mdr_put_op_t op;
+    uint64_t e0;
+    const char *ov[] = {"MADRAIL_RAILS=loop:st0", "MADRAIL_LOG_LEVEL=error", NULL};
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "open");
+        return;
+    }
+    s = mdr_req_alloc(p.a, MDR_REQ_SEND);
+    r = mdr_req_alloc(p.a, MDR_REQ_RECV);
+    e0 = p.a->state_errors;
+    CHECK(mdr_rndv_set(s, MDR_RNDV_RTS_SENT) == 0 && mdr_rndv_set(s, MDR_RNDV_RTS_SENT) == 0 &&
+              mdr_rndv_set(s, MDR_RNDV_PUTTING) == 0 && s->rndv == MDR_RNDV_PUTTING,
+          "send rendezvous: NONE -> RTS_SENT -> RTS_SENT (again) -> PUTTING");
+    CHECK(mdr_rndv_set(s, MDR_RNDV_RTS_SENT) == -1 && s->rndv == MDR_RNDV_PUTTING &&
+              mdr_rndv_set(s, MDR_RNDV_CTS_SENT) == -1 && s->rndv == MDR_RNDV_PUTTING,
+          "send rendezvous: PUTTING -> RTS_SENT and -> CTS_SENT refused, state kept");
+    CHECK(mdr_rndv_set(r, MDR_RNDV_PUTTING) == -1 && r->rndv == MDR_RNDV_NONE &&
+              mdr_rndv_set(r, MDR_RNDV_CTS_SENT) == 0 && mdr_rndv_set(r, MDR_RNDV_NONE) == -1,
+          "receive rendezvous: no PUTTING; NONE -> CTS_SENT, no way back");
+    CHECK(mdr_rfs_set(r, MDR_RFS_CONSUMED) == -1 && r->rfs_state == MDR_RFS_NONE &&
+              mdr_rfs_set(r, MDR_RFS_OUT) == 0 && mdr_rfs_set(r, MDR_RFS_STALE) == 0 &&
+              mdr_rfs_set(r, MDR_RFS_OUT) == -1 && mdr_rfs_set(r, MDR_RFS_NONE) == 0,
+          "offer: NONE -/-> CONSUMED; NONE -> OUT -> STALE -/-> OUT; STALE -> NONE");
+    CHECK(mdr_rfs_set(r, MDR_RFS_OUT) == 0 && mdr_rfs_set(r, MDR_RFS_CONSUMED) == 0 &&
+              mdr_rfs_set(r, MDR_RFS_NONE) == -1 && r->rfs_state == MDR_RFS_CONSUMED,
+          "offer: a spent offer stays spent");
+    CHECK(mdr_ack_set(s, MDR_ACK_GOT) == -1 && s->wait_ack == MDR_ACK_NONE &&
+              mdr_ack_set(s, MDR_ACK_WAIT) == 0 && mdr_ack_set(s, MDR_ACK_GOT) == 0 &&
+              mdr_ack_set(s, MDR_ACK_WAIT) == -1 && mdr_ack_set(s, MDR_ACK_NONE) == 0,
+          "ACK: NONE -/-> GOT; NONE -> WAIT -> GOT -/-> WAIT; GOT -> NONE");
+    memset(&op, 0, sizeof(op));
+    op.req = s;
+    CHECK(mdr_put_set(&op, MDR_PUT_INFLIGHT) == 0 && mdr_put_set(&op, MDR_PUT_IDLE) == 0 &&
+              mdr_put_set(&op, MDR_PUT_DONE) == 0 && mdr_put_set(&op, MDR_PUT_INFLIGHT) == -1 &&
+              op.state == MDR_PUT_DONE,
+          "put: IDLE -> INFLIGHT -> IDLE (moved) -> DONE -/-> INFLIGHT");
+    CHECK(p.a->state_errors - e0 == 10, "10 refused transitions counted (%llu)",
+          (unsigned long long)(p.a->state_errors - e0));
+    p.a->state_errors = e0;
+    p.a->active_sends--; /* s was never started */
+    mdr_req_release(s);
+    mdr_req_release(r);
+    pair_close(&p);
+}
+
 int main(void)
 {
     test_config_errors();
@@ -854,6 +910,9 @@ int main(void)
     test_reg_release("MADRAIL_RAILS=loop:rg3;reg=1,loop:rg4;reg=1;nores=3", 0);
     test_reg_release_fail();
     test_reg_release_peer_fail();
+    test_state_tables();
+    CHECK(state_errors == 0, "no state machine refused a transition in any case above (%d)",
+          state_errors);
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -79,14 +79,20 @@ static int trio_open(trio_t *t, const char *rails, const char *extra)
     return 0;
 }
 
+/* transitions the state machines refused, all cases: forged replies must
+ * be stopped by the handlers' checks before any state changes */
+static uint64_t state_errors;
+
 static void trio_close(trio_t *t)
 {
     int i, k;
     for (k = 0; k < 1000; k++)
         for (i = 0; i < N; i++)
             madrail_progress(t->c[i]);
-    for (i = 0; i < N; i++)
+    for (i = 0; i < N; i++) {
+        state_errors += t->c[i]->state_errors;
         madrail_context_finalize(t->c[i]);
+    }
 }
 
 /* Progress the contexts in mask (bit i: context i) n times. */
@@ -1081,6 +1087,8 @@ int main(int argc, char **argv)
         if (run)
             tests[i].fn();
     }
+    CHECK(state_errors == 0, "no state machine refused a transition (%llu)",
+          (unsigned long long)state_errors);
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }
