@@ -472,6 +472,7 @@ struct madrail_context {
     uint8_t *am_scratch;           /* gathers an active message (slot_size bytes) */
     int finalizing;
     uint64_t state_errors;         /* transitions the state machines refused (bugs) */
+    unsigned fault_nomem;          /* tests: the Nth allocation of the receive path fails */
     size_t held_bytes;             /* sum of the peers' held_bytes */
     uint8_t job_key[MADRAIL_JOB_KEY_LEN]; /* every rail handshake carries it */
     madrail_job_key_origin_t job_key_origin;
@@ -479,6 +480,14 @@ struct madrail_context {
     uint32_t *peer_free;           /* indices of retired peers, never shown to the user */
     uint32_t npeer_free, peer_free_cap;
 };
+
+/* Tests make the receive path run out of memory: with ctx->fault_nomem = N
+ * the Nth allocation there (a message record, a fragment, a reorder-table
+ * slot, an aligned copy) fails; 0: never (the default). */
+static inline int mdr_fault_nomem(mdr_ctx_t *ctx)
+{
+    return ctx->fault_nomem && --ctx->fault_nomem == 0;
+}
 
 /* ---------------- modules ---------------- */
 

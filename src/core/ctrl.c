@@ -362,9 +362,9 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
         mdr_ctrl_dispatch(pr, data, len);
     } else {
         /* drivers hand aligned buffers; copy if one does not */
-        uint64_t *copy = malloc(len + 8);
+        uint64_t *copy = mdr_fault_nomem(ctx) ? NULL : malloc(len + 8);
         if (!copy) {
-            mdr_error("out of memory handling a message");
+            mdr_peer_recv_nomem(pr, "an aligned copy of a message");
             return;
         }
         memcpy(copy, data, len);

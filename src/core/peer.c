@@ -387,6 +387,22 @@ void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
     }
 }
 
+void mdr_peer_recv_nomem(mdr_peer_rail_t *pr, const char *what)
+{
+    mdr_peer_t *peer = pr->peer;
+    mdr_ctx_t *ctx = peer->ctx;
+    int r;
+
+    mdr_error("rail %s peer %u: out of memory for %s: a message from the peer is lost, and "
+              "its later messages could never be matched in order: failing every request to "
+              "the peer",
+              ctx->rails[pr->rail].attr.name, peer->index, what);
+    peer->broken = 1;
+    for (r = 0; r < ctx->nrails; r++)
+        mdr_peer_rail_mark_down(&peer->rails[r], 1);
+    mdr_peer_fail(peer, MADRAIL_ERR_NOMEM);
+}
+
 void mdr_peer_give_up(mdr_peer_t *peer)
 {
     mdr_ctx_t *ctx = peer->ctx;

@@ -43,6 +43,12 @@ void mdr_peer_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...)
 /* Every rail to peer is gone: fail what depends on it, and free what it
  * made us hold (tag.c says what is kept). */
 void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status);
+/* Memory ran out for a message that arrived from pr's peer (what: which
+ * allocation): the message is lost, and every later message from the peer
+ * would wait behind its sequence number for good.  The peer is given up
+ * loudly (its rails down, reconnections refused, its requests failed with
+ * MADRAIL_ERR_NOMEM), never left with a silent hole. */
+void mdr_peer_recv_nomem(mdr_peer_rail_t *pr, const char *what);
 /* A message to peer was lost before it left and cannot be sent again: its
  * sequence (or a reply it waits for) has a hole for good.  Marks every
  * rail to it down, refuses its reconnections and fails its requests. */

@@ -136,20 +136,24 @@ void mdr_inmsg_free(mdr_ctx_t *ctx, mdr_inmsg_t *m)
     free(m);
 }
 
-/* Store a fragment of a message no receive has taken; 0 past the cap. */
-static int mdr_frag_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off, const uint8_t *pl,
-                          size_t plen)
+/* What storing a fragment came to. */
+enum mdr_store { MDR_STORE_NOMEM = -1, MDR_STORE_CAP = 0, MDR_STORE_OK = 1 };
+
+/* Store a fragment of a message no receive has taken: MDR_STORE_CAP past
+ * MADRAIL_RECV_MEM_MAX, MDR_STORE_NOMEM when memory ran out (the fragment
+ * is lost: the caller fails the peer, mdr_peer_recv_nomem). */
+static enum mdr_store mdr_frag_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off,
+                                     const uint8_t *pl, size_t plen)
 {
     size_t alloc = sizeof(mdr_frag_t) + plen;
     mdr_frag_t *f;
 
     if (!mdr_held_charge(m, mdr_pool_cost(alloc)))
-        return 0;
-    f = mdr_pool_get(&ctx->pool, alloc);
+        return MDR_STORE_CAP;
+    f = mdr_fault_nomem(ctx) ? NULL : mdr_pool_get(&ctx->pool, alloc);
     if (!f) {
-        mdr_error("out of memory for a %zu-byte fragment", plen);
         mdr_held_uncharge(m, mdr_pool_cost(alloc));
-        return 1; /* dropped: the receive will not complete, as before */
+        return MDR_STORE_NOMEM;
     }
     f->off = off;
     f->len = (uint32_t)plen;
@@ -157,7 +161,7 @@ static int mdr_frag_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off, const ui
     memcpy(f->data, pl, plen);
     f->next = m->frags;
     m->frags = f;
-    return 1;
+    return MDR_STORE_OK;
 }
 
 /* The cap was reached: fail the peer (all its rails) and free what it held. */
@@ -300,8 +304,8 @@ static void mdr_drain_reorder(mdr_ctx_t *ctx, mdr_peer_rail_t *pr)
 
 /* Store an eager fragment into m (unmatched: a fragment of its own;
  * matched: the user's buffer).  0 when MADRAIL_RECV_MEM_MAX refused it. */
-static int mdr_eager_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off, const uint8_t *pl,
-                           size_t plen)
+static enum mdr_store mdr_eager_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off,
+                                      const uint8_t *pl, size_t plen)
 {
     if (m->rreq) {
         mdr_req_t *req = m->rreq;
@@ -311,13 +315,15 @@ static int mdr_eager_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off, const u
                 n = req->len - off;
             memcpy((uint8_t *)req->buf + off, pl, n);
         }
-    } else if (plen && !mdr_frag_store(ctx, m, off, pl, plen)) {
-        return 0;
+    } else if (plen) {
+        enum mdr_store st = mdr_frag_store(ctx, m, off, pl, plen);
+        if (st != MDR_STORE_OK)
+            return st;
     }
     m->recvd += plen;
     if (m->rreq && m->recvd == m->total)
         mdr_eager_done(m->rreq, m);
-    return 1;
+    return MDR_STORE_OK;
 }
 
 uint64_t mdr_match_window(const mdr_ctx_t *ctx)
@@ -421,8 +427,16 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
         }
         if (!m->in_order && mdr_ctrl_hold(pr))
             m->held[pr->rail]++;
-        if (!mdr_eager_store(ctx, m, off, pl, plen))
+        switch (mdr_eager_store(ctx, m, off, pl, plen)) {
+        case MDR_STORE_CAP:
             mdr_recv_mem_fail(peer, mdr_pool_cost(sizeof(mdr_frag_t) + plen));
+            break;
+        case MDR_STORE_NOMEM:
+            mdr_peer_recv_nomem(pr, "a fragment of a message that arrived");
+            break;
+        default:
+            break;
+        }
         return;
     }
     if (seq < peer->expected_seq || seq - peer->expected_seq >= mdr_match_window(ctx)) {
@@ -468,9 +482,9 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
         }
     }
 
-    m = calloc(1, sizeof(*m));
+    m = mdr_fault_nomem(ctx) ? NULL : calloc(1, sizeof(*m));
     if (!m) {
-        mdr_error("out of memory for an inbound message");
+        mdr_peer_recv_nomem(pr, "the record of a message that arrived");
         return;
     }
     mdr_list_init(&m->link);
@@ -482,16 +496,25 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
     m->type = hdr->type;
     m->flags = hdr->flags;
     m->xfer_len = xfer;
-    if (!mdr_held_charge(m, MDR_INMSG_COST) ||
-        (hdr->type == MDR_MSG_EAGER && !mdr_eager_store(ctx, m, off, pl, plen))) {
-        size_t more = MDR_INMSG_COST + (plen ? mdr_pool_cost(sizeof(mdr_frag_t) + plen) : 0);
-        mdr_inmsg_free(ctx, m);
-        mdr_recv_mem_fail(peer, more);
-        return;
+    {
+        enum mdr_store st = !mdr_held_charge(m, MDR_INMSG_COST) ? MDR_STORE_CAP
+                            : hdr->type == MDR_MSG_EAGER ? mdr_eager_store(ctx, m, off, pl, plen)
+                                                         : MDR_STORE_OK;
+        if (st == MDR_STORE_CAP) {
+            size_t more = MDR_INMSG_COST + (plen ? mdr_pool_cost(sizeof(mdr_frag_t) + plen) : 0);
+            mdr_inmsg_free(ctx, m);
+            mdr_recv_mem_fail(peer, more);
+            return;
+        }
+        if (st == MDR_STORE_NOMEM) {
+            mdr_inmsg_free(ctx, m);
+            mdr_peer_recv_nomem(pr, "a fragment of a message that arrived");
+            return;
+        }
     }
-    if (mdr_hash_put(&peer->inflight, seq, m) != MADRAIL_OK) {
-        mdr_error("out of memory for the reorder table");
+    if (mdr_fault_nomem(ctx) || mdr_hash_put(&peer->inflight, seq, m) != MADRAIL_OK) {
         mdr_inmsg_free(ctx, m);
+        mdr_peer_recv_nomem(pr, "the reorder-table slot of a message that arrived");
         return;
     }
     if (seq != peer->expected_seq && mdr_ctrl_hold(pr))

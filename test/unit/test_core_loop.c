@@ -835,6 +835,73 @@ static void test_config_errors(void)
     CHECK(madrail_context_init(&p3, &c) == MADRAIL_ERR_CONFIG, "bad size refused");
 }
 
+/* wait for a request a bounded number of spins (a lost message makes a
+ * receive wait for good: the case must fail, not hang) */
+static madrail_status_t pwait_n(pair_t *p, madrail_request_t *req, madrail_info_t *info, int n)
+{
+    int i, flag = 0;
+    madrail_status_t st = MADRAIL_OK;
+    for (i = 0; i < n && *req; i++) {
+        spin(p);
+        st = madrail_test(req, &flag, info);
+        if (flag)
+            return st;
+    }
+    return MADRAIL_ERR_IO; /* did not complete */
+}
+
+/* Memory runs out on the receive path for a message that arrived (issue
+ * 12: it used to be dropped with a log line, leaving a hole in the
+ * peer's sequence that every later message waited behind for good).  B's
+ * Nth allocation fails (ctx->fault_nomem): the record of an unexpected
+ * message (1), a fragment of it (2 for an eager message), the
+ * reorder-table slot of an RTS (2).  B must give A up at once: its
+ * receive from A completes with MADRAIL_ERR_NOMEM, every rail to A is
+ * down, A's reconnections would be refused. */
+static void test_recv_nomem(int nth, size_t len, const char *what)
+{
+    pair_t p;
+    const char *ov[] = {"MADRAIL_RAILS=loop:nm0,loop:nm1", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_SLOT_SIZE=1k", "MADRAIL_RNDV_THRESH=16k",
+                        "MADRAIL_RNDV_RECV_FIRST=0", NULL};
+    uint8_t *sb = malloc(len), rb[64];
+    madrail_request_t sr, later;
+    madrail_status_t st;
+    mdr_peer_t *ba;
+    int i;
+
+    if (!sb || pair_open(&p, ov) != 0) {
+        CHECK(0, "open");
+        free(sb);
+        return;
+    }
+    fill(sb, len, 5);
+    /* a receive that waits for A's second message (tag 2) */
+    CHECK(madrail_irecv(p.b, p.b2a, rb, sizeof(rb), 2, 0, &later) == MADRAIL_OK, "irecv");
+    p.b->fault_nomem = (unsigned)nth;
+    /* A's first message (tag 1) is unexpected at B: B must store it */
+    CHECK(madrail_isend(p.a, p.a2b, sb, len, 1, 0, &sr) == MADRAIL_OK, "isend 1");
+    st = pwait_n(&p, &later, NULL, 2000);
+    CHECK(st == MADRAIL_ERR_NOMEM,
+          "%s: out of memory at B for A's unexpected message: B's receive from A fails with "
+          "no memory (%s), it does not wait for good behind the lost message",
+          what, st == MADRAIL_ERR_IO ? "not complete" : madrail_status_str(st));
+    ba = mdr_peer_get(p.b, p.b2a);
+    CHECK(ba->broken && ba->rails[0].down && ba->rails[1].down,
+          "%s: B gave A up (broken %d, rails down %d %d)", what, ba->broken, ba->rails[0].down,
+          ba->rails[1].down);
+    CHECK(p.b->fault_nomem == 0, "%s: the fault was used", what);
+    /* A knows nothing (no acknowledgements yet): its eager send completed
+     * when its data left; its rendezvous waits for a CTS that will not
+     * come, so A gives B up as B gave A up, and finalize need not wait */
+    for (i = 0; i < 100; i++)
+        spin(&p);
+    mdr_peer_give_up(mdr_peer_get(p.a, p.a2b));
+    CHECK(pwait_n(&p, &sr, NULL, 100) != MADRAIL_ERR_IO, "%s: A's send is over", what);
+    pair_close(&p);
+    free(sb);
+}
+
 /* The protocol state machines (issue 12): each setter takes the
  * transitions of its table and refuses (logs, counts, keeps the state)
  * any other; the whole of this file's traffic makes no refused one. */
@@ -911,6 +978,9 @@ int main(void)
     test_reg_release_fail();
     test_reg_release_peer_fail();
     test_state_tables();
+    test_recv_nomem(1, 100, "message record");
+    test_recv_nomem(2, 3000, "fragment");
+    test_recv_nomem(2, 100000, "reorder-table slot of an RTS");
     CHECK(state_errors == 0, "no state machine refused a transition in any case above (%d)",
           state_errors);
     printf("%d checks, %d failed\n", checks, failures);
