@@ -232,6 +232,7 @@ typedef struct mdr_txq_item {
     int rail;       /* -1: any rail; else this rail only (FIN) */
     int is_credit;  /* CREDIT: needs no credit */
     uint64_t sreq_id; /* the send this message is part of (RTS, RFS_DATA, FIN), 0: none */
+    int part;       /* FIN: its chunk in the send's puts, else -1 */
     size_t len;
     uint8_t data[]; /* header + body */
 } mdr_txq_item_t;

@@ -188,8 +188,8 @@ static void mdr_stall(mdr_peer_t *peer, int rail)
 }
 
 static madrail_status_t mdr_txq_push(mdr_peer_t *peer, int rail, int is_credit,
-                                     uint64_t sreq_id, const mdr_hdr_t *hdr, size_t hdr_len,
-                                     const void *payload, size_t payload_len)
+                                     uint64_t sreq_id, int part, const mdr_hdr_t *hdr,
+                                     size_t hdr_len, const void *payload, size_t payload_len)
 {
     mdr_txq_item_t *it = malloc(sizeof(*it) + hdr_len + payload_len);
     if (!it)
@@ -197,6 +197,7 @@ static madrail_status_t mdr_txq_push(mdr_peer_t *peer, int rail, int is_credit,
     it->rail = rail;
     it->is_credit = is_credit;
     it->sreq_id = sreq_id;
+    it->part = part;
     it->len = hdr_len + payload_len;
     memcpy(it->data, hdr, hdr_len);
     if (payload_len)
@@ -206,8 +207,9 @@ static madrail_status_t mdr_txq_push(mdr_peer_t *peer, int rail, int is_credit,
     return MADRAIL_OK;
 }
 
-madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, mdr_hdr_t *hdr,
-                                   size_t hdr_len, const void *payload, size_t payload_len)
+madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, int part,
+                                   mdr_hdr_t *hdr, size_t hdr_len, const void *payload,
+                                   size_t payload_len)
 {
     madrail_status_t st;
     int used;
@@ -225,7 +227,8 @@ madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, m
         return MADRAIL_OK;
     }
     mdr_stall(peer, rail);
-    st = mdr_txq_push(peer, rail, 0, req ? req->id : 0, hdr, hdr_len, payload, payload_len);
+    st = mdr_txq_push(peer, rail, 0, req ? req->id : 0, part, hdr, hdr_len, payload,
+                      payload_len);
     if (st == MADRAIL_OK && req) {
         req->unsent_txq++;
         mdr_send_track(req, -1, 0);
@@ -236,7 +239,7 @@ madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, m
 madrail_status_t mdr_ctrl_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
                                const void *payload, size_t payload_len)
 {
-    return mdr_ctrl_send_req(peer, rail, NULL, hdr, hdr_len, payload, payload_len);
+    return mdr_ctrl_send_req(peer, rail, NULL, -1, hdr, hdr_len, payload, payload_len);
 }
 
 /* Return credits explicitly if enough are owed on this rail. */
@@ -251,7 +254,7 @@ static void mdr_credit_maybe_return(mdr_peer_rail_t *pr)
         pr->credit_msgs++;
         return;
     }
-    if (mdr_txq_push(pr->peer, pr->rail, 1, 0, &hdr, sizeof(hdr), NULL, 0) == MADRAIL_OK)
+    if (mdr_txq_push(pr->peer, pr->rail, 1, 0, -1, &hdr, sizeof(hdr), NULL, 0) == MADRAIL_OK)
         pr->credit_queued = 1;
 }
 
@@ -270,7 +273,7 @@ int mdr_ctrl_txq_progress(mdr_peer_t *peer)
         if (item->rail >= 0 && peer->rails[item->rail].down) {
             mdr_list_del(it);
             if (item->sreq_id)
-                mdr_send_txq_lost(ctx, item->sreq_id, item->rail);
+                mdr_send_txq_lost(ctx, item->sreq_id, item->rail, item->part);
             free(item);
             continue;
         }

@@ -18,9 +18,12 @@ madrail_status_t mdr_ctrl_init(mdr_ctx_t *ctx);
 madrail_status_t mdr_ctrl_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
                                const void *payload, size_t payload_len);
 /* The same for a message that is part of send req (RTS, RFS_DATA, FIN):
- * req is not reported complete before the message left or failed. */
-madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, mdr_hdr_t *hdr,
-                                   size_t hdr_len, const void *payload, size_t payload_len);
+ * req is not reported complete before the message left or failed.  part:
+ * a FIN's chunk (index in req->puts), else -1; a queued FIN lost with its
+ * rail has that chunk put again (mdr_rndv_fin_lost). */
+madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, int part,
+                                   mdr_hdr_t *hdr, size_t hdr_len, const void *payload,
+                                   size_t payload_len);
 /* Try to send directly; returns the rail used, or -1 when no rail has a
  * credit right now (nothing was sent). */
 int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,

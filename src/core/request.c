@@ -349,11 +349,15 @@ void mdr_send_txq_sent(mdr_ctx_t *ctx, uint64_t sreq_id, int rail, int sequenced
     mdr_send_track(req, rail, sequenced);
 }
 
-void mdr_send_txq_lost(mdr_ctx_t *ctx, uint64_t sreq_id, int rail)
+void mdr_send_txq_lost(mdr_ctx_t *ctx, uint64_t sreq_id, int rail, int part)
 {
     mdr_req_t *req = mdr_req_lookup(ctx, sreq_id);
     if (!req || req->type != MDR_REQ_SEND || req->complete || req->unsent_txq == 0)
         return;
+    if (part >= 0 && mdr_rndv_fin_lost(req, part)) {
+        req->unsent_txq--; /* after: the send must not look over in between */
+        return;
+    }
     req->unsent_txq--;
     req->lost_rails |= (uint8_t)(1u << rail); /* a FIN: never sequenced */
     mdr_send_track(req, -1, 0);

@@ -64,9 +64,10 @@ void mdr_send_fail(mdr_req_t *req, madrail_status_t status);
 /* pr's ep failed or was closed: what it held of any send is lost;
  * never_connected: none of it reached the peer. */
 void mdr_send_rail_lost(mdr_peer_rail_t *pr, int never_connected);
-/* A txq message of send sreq_id went out on rail, or was dropped with it. */
+/* A txq message of send sreq_id went out on rail, or was dropped with it
+ * (part: a FIN's chunk, else -1). */
 void mdr_send_txq_sent(mdr_ctx_t *ctx, uint64_t sreq_id, int rail, int sequenced);
-void mdr_send_txq_lost(mdr_ctx_t *ctx, uint64_t sreq_id, int rail);
+void mdr_send_txq_lost(mdr_ctx_t *ctx, uint64_t sreq_id, int rail, int part);
 /* From progress: settle the sends whose data left or was lost; returns
  * how many completed. */
 int mdr_send_check_all(mdr_ctx_t *ctx);

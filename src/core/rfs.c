@@ -302,7 +302,7 @@ madrail_status_t mdr_rfs_send_data(mdr_peer_t *peer, mdr_req_t *req, mdr_rfs_t *
     free(offer);
     if (st != MADRAIL_OK)
         return st;
-    st = mdr_ctrl_send_req(peer, -1, req, &d.h, sizeof(d), NULL, 0);
+    st = mdr_ctrl_send_req(peer, -1, req, -1, &d.h, sizeof(d), NULL, 0);
     if (st != MADRAIL_OK)
         return st;
     mdr_rndv_set(req, MDR_RNDV_PUTTING);

@@ -61,12 +61,14 @@ int mdr_rndv_set(mdr_req_t *req, enum mdr_rndv_state to)
 static const char *const mdr_put_names[] = {"IDLE", "INFLIGHT", "DONE"};
 
 /* op->state: a chunk is issued, or given up before it is (its send
- * failed); an issued one is reported, or comes back IDLE when its rail
- * never connected and nothing of it left (mdr_replan_put). */
+ * failed); an issued one is reported, or comes back IDLE to be put again
+ * on another rail when its rail failed under it (never connected, the put
+ * failed, or no FIN could follow it: mdr_reput); a done one comes back
+ * IDLE when its FIN was lost in the txq with its rail (mdr_rndv_fin_lost). */
 static const unsigned mdr_put_next[] = {
     [MDR_PUT_IDLE] = MDR_BIT(MDR_PUT_INFLIGHT) | MDR_BIT(MDR_PUT_DONE),
     [MDR_PUT_INFLIGHT] = MDR_BIT(MDR_PUT_IDLE) | MDR_BIT(MDR_PUT_DONE),
-    [MDR_PUT_DONE] = 0,
+    [MDR_PUT_DONE] = MDR_BIT(MDR_PUT_IDLE),
 };
 
 int mdr_put_set(mdr_put_op_t *op, enum mdr_put_state to)
@@ -172,7 +174,7 @@ madrail_status_t mdr_rndv_plan_puts(mdr_peer_t *peer, mdr_req_t *req, const uint
 
 /* The FIN follows its put's data on the same rail; the send is not over
  * before the FIN left. */
-static void mdr_send_fin(mdr_req_t *req, int rail, uint64_t bytes)
+static void mdr_send_fin(mdr_req_t *req, mdr_put_op_t *op)
 {
     mdr_peer_t *peer = mdr_peer_get(req->ctx, req->peer);
     mdr_fin_hdr_t f;
@@ -180,11 +182,14 @@ static void mdr_send_fin(mdr_req_t *req, int rail, uint64_t bytes)
     memset(&f, 0, sizeof(f));
     f.h.type = MDR_MSG_FIN;
     f.rreq_id = req->peer_req_id;
-    f.bytes = bytes;
-    st = mdr_ctrl_send_req(peer, rail, req, &f.h, sizeof(f), NULL, 0);
+    f.bytes = op->len;
+    /* the chunk's index rides with a queued FIN: if its rail fails before
+     * the FIN leaves, mdr_rndv_fin_lost puts that chunk again */
+    st = mdr_ctrl_send_req(peer, op->rail, req, (int)(op - req->puts), &f.h, sizeof(f), NULL,
+                           0);
     if (st != MADRAIL_OK) {
         mdr_error("peer %u rail %s: cannot send the FIN of %llu put bytes: %s", req->peer,
-                  req->ctx->rails[rail].attr.name, (unsigned long long)bytes,
+                  req->ctx->rails[op->rail].attr.name, (unsigned long long)op->len,
                   madrail_status_str(st));
         if (req->info.status == MADRAIL_OK)
             req->info.status = st;
@@ -226,6 +231,44 @@ static int mdr_replan_put(mdr_req_t *req, mdr_put_op_t *op)
     return 0;
 }
 
+/* No FIN of op left and its bytes may not all have reached the receiver
+ * (why): put them again on another rail of the key block, whose FIN then
+ * reports them.  Safe because the receiver counts put bytes by FIN only
+ * and a put is idempotent (the same bytes to the same place).  Returns 1
+ * when the chunk moved (it waits IDLE for mdr_rndv_issue_puts). */
+static int mdr_reput(mdr_req_t *req, mdr_put_op_t *op, const char *why)
+{
+    mdr_ctx_t *ctx = req->ctx;
+    int from = op->rail;
+
+    if (req->info.status != MADRAIL_OK || !mdr_replan_put(req, op))
+        return 0;
+    mdr_warn("peer %u rail %s: %s: %llu bytes at offset %llu of send %llx are put again on "
+             "rail %s",
+             req->peer, ctx->rails[from].attr.name, why, (unsigned long long)op->len,
+             (unsigned long long)op->offset, (unsigned long long)req->id,
+             ctx->rails[op->rail].attr.name);
+    mdr_put_set(op, MDR_PUT_IDLE);
+    mdr_sendq_add(mdr_peer_get(ctx, req->peer), req);
+    return 1;
+}
+
+int mdr_rndv_fin_lost(mdr_req_t *req, int part)
+{
+    mdr_put_op_t *op;
+
+    if (req->rndv != MDR_RNDV_PUTTING || part < 0 || part >= req->nputs)
+        return 0;
+    op = &req->puts[part];
+    if (op->state != MDR_PUT_DONE ||
+        !mdr_reput(req, op, "the rail failed before the FIN of a completed put left"))
+        return 0;
+    /* the chunk counts again, and the send is not over before its new FIN */
+    req->puts_left++;
+    req->proto_done = 0;
+    return 1;
+}
+
 static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status)
 {
     mdr_put_op_t *op = (mdr_put_op_t *)comp;
@@ -244,6 +287,14 @@ static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status)
     }
     if (status == MADRAIL_ERR_RAIL_CONNECT)
         status = MADRAIL_ERR_RAIL_DOWN; /* the rail-level news stays inside */
+    /* Its rail failed under it (the put failed, or completed on a rail
+     * that is down now, so no FIN can follow it there): no FIN of it left,
+     * so another rail can carry it again. */
+    if ((status == MADRAIL_ERR_RAIL_DOWN || (status == MADRAIL_OK && peer &&
+                                             peer->rails[op->rail].down)) &&
+        mdr_reput(req, op, status == MADRAIL_OK ? "the rail failed before the FIN of a put"
+                                                : "a put failed with its rail"))
+        return;
     mdr_put_set(op, MDR_PUT_DONE);
     if (status != MADRAIL_OK) {
         mdr_warn("peer %u rail %d: put of %llu bytes failed: %s", req->peer, op->rail,
@@ -251,7 +302,7 @@ static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status)
         if (req->info.status == MADRAIL_OK)
             req->info.status = status;
     } else {
-        mdr_send_fin(req, op->rail, op->len);
+        mdr_send_fin(req, op);
     }
     if (--req->puts_left == 0) {
         if (req->info.status == MADRAIL_OK)
@@ -363,7 +414,7 @@ madrail_status_t mdr_rndv_send_rts(mdr_peer_t *peer, mdr_req_t *req)
             return MADRAIL_OK;
         }
     }
-    return mdr_ctrl_send_req(peer, -1, req, &r.h, sizeof(r), NULL, 0);
+    return mdr_ctrl_send_req(peer, -1, req, -1, &r.h, sizeof(r), NULL, 0);
 }
 
 /* Register buf on every rail that can take puts to peer and pack the keys. */

@@ -20,6 +20,10 @@ madrail_status_t mdr_rndv_build_keys(mdr_peer_t *peer, mdr_req_t *req, size_t le
 /* A key block as a peer sent it; 0 if good, else the rail was closed. */
 int mdr_rndv_keys_check(mdr_peer_rail_t *pr, const char *what, const uint8_t *keys,
                         size_t keys_len, uint32_t nkeys, uint64_t xfer);
+/* The FIN of chunk part of send req was queued on a rail that failed
+ * before it left: put the chunk again on another rail (1), or 0 when no
+ * rail can take it (the caller fails the send). */
+int mdr_rndv_fin_lost(mdr_req_t *req, int part);
 /* Give req's registrations back to the registration cache. */
 void mdr_rndv_reg_release(mdr_req_t *req);
 /* The rendezvous and put state machines: 0, or -1 (logged, counted, no

@@ -902,6 +902,79 @@ static void test_recv_nomem(int nth, size_t len, const char *what)
     free(sb);
 }
 
+/* A rail dies in the middle of a rendezvous striped over two rails (issue
+ * 12: these used to fail the send with RAIL_DOWN while the receive waited
+ * for good for the FIN of the lost rail): phase 0 with A's put on it in
+ * flight, phase 1 after that put completed, with its FIN queued for want
+ * of a credit.  Neither FIN can have reached B, so A puts the chunk again
+ * on the surviving rail with its FIN there: both requests complete, the
+ * data is exact.  Phase 2, one rail only: both sides get an error within
+ * a bounded number of progress calls. */
+static void test_rndv_rail_dies(int phase)
+{
+    enum { N = 256 * 1024 };
+    pair_t p;
+    const char *ov2[] = {"MADRAIL_RAILS=loop:rd0,loop:rd1", "MADRAIL_LOG_LEVEL=error",
+                         "MADRAIL_RNDV_RECV_FIRST=0", "MADRAIL_RAIL_WEIGHTS=1,1", NULL};
+    const char *ov1[] = {"MADRAIL_RAILS=loop:rd2", "MADRAIL_LOG_LEVEL=error",
+                         "MADRAIL_RNDV_RECV_FIRST=0", NULL};
+    static const char *const names[] = {"put in flight", "FIN queued", "one rail"};
+    uint8_t *sb = malloc(N), *rb = malloc(N);
+    madrail_request_t sr, rr;
+    madrail_status_t s1, s2;
+    mdr_peer_t *ab;
+    int i, dead = phase == 2 ? 0 : 1;
+
+    if (!sb || !rb || pair_open(&p, phase == 2 ? ov1 : ov2) != 0) {
+        CHECK(0, "open");
+        goto out;
+    }
+    fill(sb, N, 11);
+    memset(rb, 0, N);
+    ab = mdr_peer_get(p.a, p.a2b);
+    CHECK(madrail_irecv(p.b, p.b2a, rb, N, 7, 0, &rr) == MADRAIL_OK &&
+              madrail_isend(p.a, p.a2b, sb, N, 7, 0, &sr) == MADRAIL_OK,
+          "%s: post", names[phase]);
+    for (i = 0; i < 100 && rr->rndv != MDR_RNDV_CTS_SENT; i++)
+        madrail_progress(p.b);
+    if (phase == 1)
+        ab->rails[dead].credits = 0; /* its FIN will wait in the txq */
+    for (i = 0; i < 100 && sr->rndv != MDR_RNDV_PUTTING; i++)
+        madrail_progress(p.a);
+    CHECK(sr->rndv == MDR_RNDV_PUTTING && sr->nputs == (phase == 2 ? 1 : 2),
+          "%s: setup: A puts %d chunks", names[phase], sr->nputs);
+    if (phase == 1) {
+        for (i = 0; i < 200 && (sr->puts_left > 0 || mdr_list_empty(&ab->txq)); i++)
+            spin(&p);
+        CHECK(sr->puts_left == 0 && !mdr_list_empty(&ab->txq) && !sr->complete,
+              "%s: setup: both puts done, the FIN of rail %d queued", names[phase], dead);
+    }
+    mdr_loop_rail_kill(p.a->rails[dead].rail, "test: the rail dies");
+    s1 = pwait_n(&p, &rr, NULL, 5000);
+    s2 = pwait_n(&p, &sr, NULL, 5000);
+    if (phase == 2) {
+        CHECK(s1 != MADRAIL_OK && s1 != MADRAIL_ERR_IO && s2 != MADRAIL_OK &&
+                  s2 != MADRAIL_ERR_IO,
+              "%s: both sides get an error in bounded time (receive %s, send %s)",
+              names[phase], madrail_status_str(s1), madrail_status_str(s2));
+    } else {
+        CHECK(s1 == MADRAIL_OK && verify(rb, N, 11),
+              "%s: the receive completes with exact data (%s)", names[phase],
+              s1 == MADRAIL_ERR_IO ? "not complete" : madrail_status_str(s1));
+        CHECK(s2 == MADRAIL_OK, "%s: the send completes (%s)", names[phase],
+              s2 == MADRAIL_ERR_IO ? "not complete" : madrail_status_str(s2));
+        CHECK(ab->rails[dead].down && !ab->rails[0].down, "%s: A's rail %d down, rail 0 up",
+              names[phase], dead);
+        CHECK(p.a->rails[0].stats.tx_put_bytes == N,
+              "%s: rail 0 put all %d bytes: its chunk and the lost rail's again (%llu)",
+              names[phase], N, (unsigned long long)p.a->rails[0].stats.tx_put_bytes);
+    }
+    pair_close(&p);
+out:
+    free(sb);
+    free(rb);
+}
+
 /* The protocol state machines (issue 12): each setter takes the
  * transitions of its table and refuses (logs, counts, keeps the state)
  * any other; the whole of this file's traffic makes no refused one. */
@@ -978,6 +1051,9 @@ int main(void)
     test_reg_release_fail();
     test_reg_release_peer_fail();
     test_state_tables();
+    test_rndv_rail_dies(0);
+    test_rndv_rail_dies(1);
+    test_rndv_rail_dies(2);
     test_recv_nomem(1, 100, "message record");
     test_recv_nomem(2, 3000, "fragment");
     test_recv_nomem(2, 100000, "reorder-table slot of an RTS");
