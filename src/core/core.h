@@ -474,6 +474,7 @@ struct madrail_context {
     int finalizing;
     uint64_t state_errors;         /* transitions the state machines refused (bugs) */
     unsigned fault_nomem;          /* tests: the Nth allocation of the receive path fails */
+    unsigned fault_reg;            /* tests: bit r: local registrations for puts on rail r fail */
     size_t held_bytes;             /* sum of the peers' held_bytes */
     uint8_t job_key[MADRAIL_JOB_KEY_LEN]; /* every rail handshake carries it */
     madrail_job_key_origin_t job_key_origin;

@@ -350,10 +350,11 @@ int mdr_rndv_issue_puts(mdr_req_t *req)
         }
         if (!(rs->attr.caps & MDR_RAIL_CAP_REG_CHEAP)) {
             if (!req->reg[op->rail] &&
-                mdr_rcache_get(rs->rcache, req->buf, req->len, MDR_MEM_LOCAL,
-                               &req->reg[op->rail]) != MADRAIL_OK) {
-                mdr_warn("rail %s: cannot register %zu bytes for a put", rs->attr.name,
-                         req->len);
+                (((ctx->fault_reg >> op->rail) & 1u) ||
+                 mdr_rcache_get(rs->rcache, req->buf, req->len, MDR_MEM_LOCAL,
+                                &req->reg[op->rail]) != MADRAIL_OK)) {
+                mdr_warn("rail %s peer %u: cannot register %zu bytes for a put", rs->attr.name,
+                         peer->index, req->len);
                 if (mdr_replan_put(req, op)) {
                     i--;
                     continue;

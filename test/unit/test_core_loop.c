@@ -975,6 +975,49 @@ out:
     free(rb);
 }
 
+/* A sender cannot register its buffer on one rail of a rendezvous (issue
+ * 12 asked whether that still ends as RAIL_DOWN with nothing re-planned):
+ * the chunk goes on the other rail, the transfer completes with exact
+ * data, and the rail stays up (a registration failure is a local resource
+ * problem, not a dead rail).  ctx->fault_reg makes rail 1's fail. */
+static void test_reg_fail_replanned(void)
+{
+    enum { N = 256 * 1024 };
+    pair_t p;
+    const char *ov[] = {"MADRAIL_RAILS=loop:rf0;reg=1,loop:rf1;reg=1", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_RNDV_RECV_FIRST=0", "MADRAIL_RAIL_WEIGHTS=1,1", NULL};
+    uint8_t *sb = malloc(N), *rb = malloc(N);
+    madrail_request_t sr, rr;
+    madrail_status_t s1, s2;
+
+    if (!sb || !rb || pair_open(&p, ov) != 0) {
+        CHECK(0, "open");
+        goto out;
+    }
+    fill(sb, N, 13);
+    memset(rb, 0, N);
+    p.a->fault_reg = 2u;
+    madrail_irecv(p.b, p.b2a, rb, N, 8, 0, &rr);
+    madrail_isend(p.a, p.a2b, sb, N, 8, 0, &sr);
+    s1 = pwait_n(&p, &rr, NULL, 5000);
+    s2 = pwait_n(&p, &sr, NULL, 5000);
+    CHECK(s1 == MADRAIL_OK && verify(rb, N, 13) && s2 == MADRAIL_OK,
+          "registration refused on rail 1: receive %s, send %s, data %s",
+          s1 == MADRAIL_ERR_IO ? "not complete" : madrail_status_str(s1),
+          s2 == MADRAIL_ERR_IO ? "not complete" : madrail_status_str(s2),
+          verify(rb, N, 13) ? "exact" : "wrong");
+    CHECK(p.a->rails[0].stats.tx_put_bytes == N && p.a->rails[1].stats.tx_put_bytes == 0,
+          "all %d bytes put on rail 0 (%llu, %llu)", N,
+          (unsigned long long)p.a->rails[0].stats.tx_put_bytes,
+          (unsigned long long)p.a->rails[1].stats.tx_put_bytes);
+    CHECK(!mdr_peer_get(p.a, p.a2b)->rails[1].down, "rail 1 stays up");
+    p.a->fault_reg = 0;
+    pair_close(&p);
+out:
+    free(sb);
+    free(rb);
+}
+
 /* The protocol state machines (issue 12): each setter takes the
  * transitions of its table and refuses (logs, counts, keeps the state)
  * any other; the whole of this file's traffic makes no refused one. */
@@ -1051,6 +1094,7 @@ int main(void)
     test_reg_release_fail();
     test_reg_release_peer_fail();
     test_state_tables();
+    test_reg_fail_replanned();
     test_rndv_rail_dies(0);
     test_rndv_rail_dies(1);
     test_rndv_rail_dies(2);
