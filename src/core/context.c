@@ -1,8 +1,7 @@
 /*
- * The context: configuration, rails, peers, addresses, progress and
- * statistics.  Rails are opened once at init from MADRAIL_RAILS; peers are
- * only recorded at peer_add and connected on their first message, so a
- * large job pays for the peers it talks to, not for all of them.
+ * The context: configuration, rails, addresses and statistics.  Rails are
+ * opened once at init from MADRAIL_RAILS; madrail_peer_add only parses a
+ * peer's address and records it (peer.c connects on first traffic).
  *
  * Address format (what madrail_context_address packs):
  *   u32 magic 'MDRA' | u16 version | u16 byte-order mark | u64 uuid |
@@ -15,12 +14,6 @@
  * until the first peer exists) needs no call into them.  The address does
  * not carry it: addresses travel through the process manager and may be
  * printed; the key is only ever sent in a rail handshake.
- *
- * Peers are never freed while the user may hold their index, with one
- * exception: a peer that connected to us before we knew it (anonymous) and
- * lost every rail before anything came of it.  Nobody can know its index,
- * so it is retired at once and its index reused: processes of the job that
- * connect and leave cannot make the peer table grow.
  */
 #include "mdr_config.h"
 
@@ -540,6 +533,18 @@ madrail_status_t madrail_context_init(const madrail_context_params_t *params,
     }
     ctx->stripe.align = ctx->cfg.stripe_align;
     ctx->stripe.min_chunk = ctx->cfg.stripe_min;
+    /* the message types and their handlers, before any rail can deliver */
+    st = mdr_ctrl_init(ctx);
+    if (st == MADRAIL_OK)
+        st = mdr_tag_init(ctx);
+    if (st == MADRAIL_OK)
+        st = mdr_eager_init(ctx);
+    if (st == MADRAIL_OK)
+        st = mdr_rndv_init(ctx);
+    if (st == MADRAIL_OK)
+        st = mdr_rfs_init(ctx);
+    if (st != MADRAIL_OK)
+        goto err_cfg;
     ctx->upcalls.ctrl_recv = mdr_ctrl_recv_upcall;
     ctx->upcalls.ep_accepted = mdr_ep_accepted_upcall;
     ctx->upcalls.ep_failed = mdr_ep_failed_upcall;
@@ -618,91 +623,6 @@ static int mdr_quiet(mdr_ctx_t *ctx)
                 return 0;
         }
     }
-    return 1;
-}
-
-/* Inbound messages were freed by the caller. */
-static void mdr_peer_destroy(mdr_ctx_t *ctx, mdr_peer_t *peer)
-{
-    mdr_list_t *it;
-    int r;
-
-    for (r = 0; r < ctx->nrails; r++)
-        if (peer->rails[r].ep)
-            ctx->rails[r].ops->ep_destroy(peer->rails[r].ep);
-    while ((it = mdr_list_pop_head(&peer->txq)))
-        free(mdr_container_of(it, mdr_txq_item_t, link));
-    while ((it = mdr_list_pop_head(&peer->rfs_stored)))
-        free(mdr_container_of(it, mdr_rfs_t, link));
-    while ((it = mdr_list_pop_head(&peer->dead_eps))) {
-        mdr_dead_ep_t *d = mdr_container_of(it, mdr_dead_ep_t, link);
-        ctx->rails[d->rail].ops->ep_destroy(d->ep);
-        free(d);
-    }
-    mdr_hash_cleanup(&peer->inflight);
-    free(peer);
-}
-
-/* Free the retired peers (from progress, outside any driver upcall). */
-static void mdr_peer_reap_retired(mdr_ctx_t *ctx)
-{
-    mdr_list_t *it;
-
-    while ((it = mdr_list_pop_head(&ctx->retired)))
-        mdr_peer_destroy(ctx, mdr_container_of(it, mdr_peer_t, retired_link));
-}
-
-static int mdr_peer_unused(const mdr_peer_t *peer)
-{
-    return peer->anonymous && peer->expected_seq == 0 && peer->next_send_seq == 0 &&
-           peer->inflight.count == 0 && mdr_list_empty(&peer->txq) &&
-           mdr_list_empty(&peer->sendq) && mdr_list_empty(&peer->rfs_stored) &&
-           peer->rfs_out == NULL;
-}
-
-int mdr_peer_retire_unused(mdr_peer_t *peer)
-{
-    mdr_ctx_t *ctx = peer->ctx;
-    int r;
-
-    if (!mdr_peer_unused(peer))
-        return 0;
-    for (r = 0; r < ctx->nrails; r++)
-        if (peer->rails[r].ep && !peer->rails[r].down)
-            return 0;
-    if (ctx->npeer_free == ctx->peer_free_cap) {
-        uint32_t cap = ctx->peer_free_cap ? 2 * ctx->peer_free_cap : 16;
-        uint32_t *nf = realloc(ctx->peer_free, cap * sizeof(*nf));
-        if (!nf)
-            return 0; /* kept: it costs a table slot, nothing else */
-        ctx->peer_free = nf;
-        ctx->peer_free_cap = cap;
-    }
-    mdr_debug("peer %u (%016llx) left before it was used: retired", peer->index,
-              (unsigned long long)peer->uuid);
-    if (mdr_hash_get(&ctx->peer_by_uuid, peer->uuid) == peer)
-        mdr_hash_del(&ctx->peer_by_uuid, peer->uuid);
-    if (peer->active) {
-        peer->active = 0;
-        mdr_list_del(&peer->active_link);
-    }
-    ctx->peers[peer->index] = NULL;
-    ctx->peer_free[ctx->npeer_free++] = peer->index;
-    mdr_list_push_tail(&ctx->retired, &peer->retired_link);
-    return 1;
-}
-
-int mdr_peer_rail_failed_unused(mdr_peer_rail_t *pr, const char *reason)
-{
-    mdr_peer_t *peer = pr->peer;
-
-    if (!mdr_peer_unused(peer))
-        return 0;
-    mdr_debug("rail %s peer %u (%016llx, not used yet) failed: %s",
-              peer->ctx->rails[pr->rail].attr.name, peer->index,
-              (unsigned long long)peer->uuid, reason ? reason : "");
-    pr->down = 1;
-    (void)mdr_peer_retire_unused(peer);
     return 1;
 }
 
@@ -801,69 +721,6 @@ madrail_status_t madrail_context_address(madrail_context_t ctx, void *buf, size_
     return MADRAIL_OK;
 }
 
-/* Create (or find) the peer record for uuid. */
-static madrail_status_t mdr_peer_create(mdr_ctx_t *ctx, uint64_t uuid, mdr_peer_t **peer_p)
-{
-    mdr_peer_t *peer;
-    madrail_status_t st;
-    int r;
-
-    peer = mdr_hash_get(&ctx->peer_by_uuid, uuid);
-    if (peer) {
-        *peer_p = peer;
-        return MADRAIL_OK;
-    }
-    if (ctx->npeer_free == 0 && ctx->npeers == ctx->peers_cap) {
-        uint32_t cap = ctx->peers_cap ? ctx->peers_cap * 2 : 16;
-        mdr_peer_t **np = realloc(ctx->peers, cap * sizeof(*np));
-        if (!np)
-            return MADRAIL_ERR_NOMEM;
-        ctx->peers = np;
-        ctx->peers_cap = cap;
-    }
-    peer = calloc(1, sizeof(*peer));
-    if (!peer)
-        return MADRAIL_ERR_NOMEM;
-    st = mdr_hash_init(&peer->inflight, 16);
-    if (st != MADRAIL_OK)
-        goto err_free;
-    peer->ctx = ctx;
-    peer->uuid = uuid;
-    peer->index = ctx->npeer_free ? ctx->peer_free[ctx->npeer_free - 1] : ctx->npeers;
-    peer->nrails = ctx->nrails;
-    mdr_list_init(&peer->txq);
-    mdr_list_init(&peer->sendq);
-    mdr_list_init(&peer->rfs_stored);
-    mdr_list_init(&peer->active_link);
-    mdr_list_init(&peer->dead_eps);
-    mdr_list_init(&peer->retired_link);
-    for (r = 0; r < ctx->nrails; r++) {
-        peer->rails[r].peer = peer;
-        peer->rails[r].rail = r;
-        peer->rails[r].credits = ctx->cfg.credits;
-    }
-    st = mdr_hash_put(&ctx->peer_by_uuid, uuid, peer);
-    if (st != MADRAIL_OK)
-        goto err_hash;
-    if (ctx->npeer_free)
-        ctx->peers[ctx->peer_free[--ctx->npeer_free]] = peer;
-    else
-        ctx->peers[ctx->npeers++] = peer;
-    *peer_p = peer;
-    return MADRAIL_OK;
-
-err_hash:
-    mdr_hash_cleanup(&peer->inflight);
-err_free:
-    free(peer);
-    return st;
-}
-
-madrail_status_t mdr_peer_lookup_or_create(mdr_ctx_t *ctx, uint64_t uuid, mdr_peer_t **peer_p)
-{
-    return mdr_peer_create(ctx, uuid, peer_p);
-}
-
 madrail_status_t madrail_peer_add(madrail_context_t ctx, const void *addr, size_t len,
                                   madrail_peer_t *peer_p)
 {
@@ -924,7 +781,7 @@ madrail_status_t madrail_peer_add(madrail_context_t ctx, const void *addr, size_
         }
         p = ra[r].a + ra[r].len;
     }
-    st = mdr_peer_create(ctx, uuid, &peer);
+    st = mdr_peer_lookup_or_create(ctx, uuid, &peer);
     if (st != MADRAIL_OK)
         return st;
     peer->anonymous = 0;
@@ -949,28 +806,6 @@ madrail_status_t madrail_peer_add(madrail_context_t ctx, const void *addr, size_
                  ctx->nrails, nr < ctx->nrails ? nr : ctx->nrails);
     *peer_p = peer->index;
     return MADRAIL_OK;
-}
-
-int madrail_progress(madrail_context_t ctx)
-{
-    int r, n = 0;
-    mdr_list_t *it, *tmp;
-
-    if (!ctx || ctx->in_progress)
-        return 0;
-    ctx->in_progress = 1;
-    for (r = 0; r < ctx->nrails; r++)
-        n += ctx->rails[r].ops->progress(ctx->rails[r].rail);
-    if (!mdr_list_empty(&ctx->retired))
-        mdr_peer_reap_retired(ctx);
-    mdr_list_for_each_safe(it, tmp, &ctx->active) {
-        mdr_peer_t *peer = mdr_container_of(it, mdr_peer_t, active_link);
-        n += mdr_ctrl_progress_peer(peer);
-    }
-    if (!mdr_list_empty(&ctx->unsent))
-        n += mdr_send_check_all(ctx);
-    ctx->in_progress = 0;
-    return n;
 }
 
 int madrail_rail_count(madrail_context_t ctx)

@@ -1,7 +1,9 @@
 /*
- * Core internals: the context, peers, requests, inbound messages and the
- * wire format of control messages.  Everything here is private to
- * libmadrail; the public face is include/madrail.h.
+ * Core internals: the shared types (context, peers, requests, inbound
+ * messages, protocol states) and the wire format of control messages.
+ * The functions of each module are declared in its own header, included
+ * at the end.  Everything here is private to libmadrail; the public face
+ * is include/madrail.h.
  *
  * Wire format: every control message starts with mdr_hdr_t followed by a
  * per-type body; all integers are in host order (madrail assumes a
@@ -46,7 +48,7 @@ enum {
 };
 
 /* mdr_hdr_t.flags.  Which types may carry which flag is one table in
- * proto.c (mdr_msg_rules); any other bit, or a flag on a type it does not
+ * ctrl.c (mdr_msg_rules); any other bit, or a flag on a type it does not
  * apply to, is a protocol error. */
 enum {
     MDR_HF_SYNC = 1u << 0,         /* EAGER: sender wants an ACK when matched */
@@ -115,7 +117,7 @@ typedef struct mdr_rfs_hdr {
     uint64_t ignore;
     uint64_t buf_len;
     uint32_t nkeys;
-    uint32_t space; /* 0 user, 1 internal */
+    uint32_t space; /* enum mdr_rfs_space */
 } mdr_rfs_hdr_t;    /* nkeys mdr_key_desc_t (+key) follow */
 
 typedef struct mdr_fin_hdr {
@@ -128,6 +130,22 @@ typedef struct mdr_id_hdr { /* ACK, RFS_NACK, RFS_REVOKE */
     mdr_hdr_t h;
     uint64_t id;
 } mdr_id_hdr_t;
+
+/* ---------------- dispatch ---------------- */
+
+typedef struct mdr_peer_rail mdr_peer_rail_t;
+
+/* Handles a message that passed the checks of its type's entry. */
+typedef void (*mdr_ctrl_handler_fn)(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
+
+/* One message type, as its module registers it (mdr_ctrl_register). */
+typedef struct mdr_ctrl_handler {
+    const char *name;       /* NULL: not registered, an unknown type */
+    size_t len;             /* exact length, or the minimum when body */
+    int body;               /* a variable-length body follows */
+    uint8_t flags;          /* MDR_HF_* the type may carry */
+    mdr_ctrl_handler_fn fn; /* NULL: taken by ctrl.c itself (CREDIT) */
+} mdr_ctrl_handler_t;
 
 /* ---------------- configuration ---------------- */
 
@@ -152,6 +170,11 @@ typedef struct mdr_core_config {
     char *log_level;     /* MADRAIL_LOG_LEVEL */
     char *job_key;       /* MADRAIL_JOB_KEY: 32 hex digits or empty */
 } mdr_core_config_t;
+
+/* Bytes of key descriptors in one CTS/RFS. */
+#define MDR_KEYS_MAX 4096
+
+static inline size_t mdr_pad8(size_t n) { return (n + 7) & ~(size_t)7; }
 
 /* Number of reserved slots per ring for CREDIT messages: with returns sent
  * once ceil(credits/2) are owed (and each CREDIT carrying all of them), at
@@ -183,23 +206,24 @@ typedef struct mdr_rail_slot {
 } mdr_rail_slot_t;
 
 /* One peer on one rail. */
-typedef struct mdr_peer_rail {
+struct mdr_peer_rail {
     mdr_peer_t *peer;
     int rail;          /* index in ctx->rails */
     mdr_ep_t *ep;      /* NULL until first traffic */
     unsigned credits;  /* normal slots we may still fill at the peer */
     unsigned ret_pending; /* messages we processed, credits not yet returned */
     unsigned held;     /* messages stored out of order: their credits are withheld
-                        * until their sequence number comes up (match.c) */
+                        * until their sequence number comes up (tag.c) */
     unsigned credit_msgs; /* CREDIT messages we sent (statistics) */
-    int down;          /* ep failed */
+    int down;          /* ep failed or closed: mdr_peer_rail_mark_down (peer.c);
+                        * up again only on a reconnection (the accepted upcall) */
     int credit_queued; /* a CREDIT message waits in txq */
     int untracked_sent; /* this ep took a message no send request watches (AM, CTS, ACK...) */
     int have_addr;     /* the peer's address for this rail is known */
     uint8_t addr[256];
     size_t addr_len;
     mdr_health_rail_t health; /* measured throughput and latency (health.c) */
-} mdr_peer_rail_t;
+};
 
 /* An outbound control message that could not be sent at once (no credit or
  * driver said no-resource): copied, queued on the peer, sent by progress. */
@@ -208,6 +232,7 @@ typedef struct mdr_txq_item {
     int rail;       /* -1: any rail; else this rail only (FIN) */
     int is_credit;  /* CREDIT: needs no credit */
     uint64_t sreq_id; /* the send this message is part of (RTS, RFS_DATA, FIN), 0: none */
+    int part;       /* FIN: its chunk in the send's puts, else -1 */
     size_t len;
     uint8_t data[]; /* header + body */
 } mdr_txq_item_t;
@@ -223,7 +248,7 @@ struct mdr_peer {
                                             * a first fragment (ctrl.c: they start in order) */
     uint64_t expected_seq;
     size_t held_bytes;                     /* memory held for its messages no receive has
-                                            * taken (MADRAIL_RECV_MEM_MAX, match.c) */
+                                            * taken (MADRAIL_RECV_MEM_MAX, tag.c) */
     mdr_hash_t inflight;                   /* seq -> mdr_inmsg_t arrived, not done */
     mdr_list_t txq;                        /* mdr_txq_item_t waiting */
     mdr_list_t sendq;                      /* send requests with fragments left */
@@ -243,7 +268,7 @@ struct mdr_peer {
     mdr_list_t dead_eps;                   /* failed eps replaced by a reconnection */
     int unreachable_pending;               /* last rail lost outside an upcall: fail at progress */
     int broken;                            /* given up: a message to it was lost unsent */
-    mdr_list_t retired_link;               /* ctx->retired once retired (context.c) */
+    mdr_list_t retired_link;               /* ctx->retired once retired (peer.c)    */
     mdr_health_peer_t health;              /* stripe weights, probes (health.c) */
 };
 
@@ -266,8 +291,13 @@ typedef struct mdr_rfs {
 
 enum { MDR_REQ_SEND = 1, MDR_REQ_RECV = 2 };
 
-/* Protocol states of a request (transitions in proto.c and match.c).  What
- * a peer may answer in each state is checked by the handlers in proto.c. */
+/* Protocol states of a request.  Each machine's allowed transitions are a
+ * table in the module that owns it, and every change goes through its
+ * setter: mdr_rndv_set and mdr_put_set (rndv.c), mdr_rfs_set (rfs.c),
+ * mdr_ack_set (eager.c).  What a peer may answer in each state is checked
+ * by the handlers before they change anything, so a refused transition is
+ * a bug in the core, never a peer's doing: it is logged, counted
+ * (ctx->state_errors) and the state stays. */
 
 /* req->rndv: where a rendezvous stands, on either side. */
 enum mdr_rndv_state {
@@ -293,15 +323,22 @@ enum mdr_ack_state {
     MDR_ACK_GOT       /* ACK received before the last fragment left */
 };
 
-/* mdr_put_op_t.state */
-enum mdr_put_state { MDR_PUT_IDLE = 0, MDR_PUT_INFLIGHT, MDR_PUT_DONE };
+/* mdr_put_op_t.state: one chunk of a rendezvous. */
+enum mdr_put_state {
+    MDR_PUT_IDLE = 0, /* planned, not issued (or moved to another rail) */
+    MDR_PUT_INFLIGHT, /* the driver has it and will report it */
+    MDR_PUT_DONE      /* reported, or given up before it was issued */
+};
+
+/* mdr_rfs_hdr_t.space: the tag space an offer is for. */
+enum mdr_rfs_space { MDR_RFS_SPACE_USER = 0, MDR_RFS_SPACE_INTERNAL = 1 };
 
 /* Rendezvous put bookkeeping, one per chunk. */
 typedef struct mdr_put_op {
     mdr_completion_t comp;
     mdr_req_t *req;
     int rail;
-    int state; /* enum mdr_put_state */
+    enum mdr_put_state state; /* mdr_put_set (rndv.c) */
     unsigned tried; /* rails (bit per rail) this chunk could not be put on */
     uint64_t offset, len, raddr;
     const uint8_t *rkey;
@@ -329,8 +366,8 @@ struct madrail_request {
 
     /* send progress */
     size_t frag_off;      /* next fragment offset (eager/medium) */
-    int wait_ack;         /* enum mdr_ack_state */
-    int rndv;             /* enum mdr_rndv_state (send and receive) */
+    enum mdr_ack_state wait_ack; /* mdr_ack_set (eager.c) */
+    enum mdr_rndv_state rndv; /* send and receive: mdr_rndv_set (rndv.c) */
     int puts_left;        /* chunks not yet completed */
     int fins_left;        /* FINs not yet queued */
     int nputs;
@@ -362,13 +399,13 @@ struct madrail_request {
     struct mdr_inmsg *inmsg; /* matched message still arriving */
     uint64_t xfer_len;    /* rendezvous: bytes expected by put */
     uint64_t fin_bytes;   /* rendezvous: bytes reported by FINs */
-    int rfs_state;        /* enum mdr_rfs_state */
+    enum mdr_rfs_state rfs_state; /* mdr_rfs_set (rfs.c) */
     int rfs_rail;         /* rail the offer went on (its RFS_REVOKE follows it there) */
     mdr_rcache_entry_t *reg[MDR_MAX_RAILS];
 };
 
 /* One stored fragment of a message no receive has taken yet: memory is
- * spent on what arrived, never on what a header claims (match.c). */
+ * spent on what arrived, never on what a header claims (tag.c). */
 typedef struct mdr_frag {
     struct mdr_frag *next;
     uint64_t off;
@@ -430,10 +467,14 @@ struct madrail_context {
     unsigned nreq_cache;
     const char *const *overrides;
     int in_progress;               /* progress recursion guard */
+    mdr_ctrl_handler_t handlers[MDR_MSG_MAX]; /* by message type (ctrl.c dispatch) */
     madrail_am_handler_t am_cb;    /* active-message handler */
     void *am_arg;
     uint8_t *am_scratch;           /* gathers an active message (slot_size bytes) */
     int finalizing;
+    uint64_t state_errors;         /* transitions the state machines refused (bugs) */
+    unsigned fault_nomem;          /* tests: the Nth allocation of the receive path fails */
+    unsigned fault_reg;            /* tests: bit r: local registrations for puts on rail r fail */
     size_t held_bytes;             /* sum of the peers' held_bytes */
     uint8_t job_key[MADRAIL_JOB_KEY_LEN]; /* every rail handshake carries it */
     madrail_job_key_origin_t job_key_origin;
@@ -442,170 +483,28 @@ struct madrail_context {
     uint32_t npeer_free, peer_free_cap;
 };
 
-/* ---------------- internal API ---------------- */
-
-/* Tagged operations with internal flags (MDR_FLAG_INTERNAL selects the
- * internal tag space, which never matches user messages). */
-madrail_status_t mdr_tagged_isend(mdr_ctx_t *ctx, madrail_peer_t peer, const void *buf,
-                                  size_t len, uint64_t tag, unsigned flags, mdr_req_t **req_p);
-madrail_status_t mdr_tagged_irecv(mdr_ctx_t *ctx, madrail_peer_t src, void *buf, size_t len,
-                                  uint64_t tag, uint64_t ignore, unsigned flags,
-                                  mdr_req_t **req_p);
-madrail_status_t mdr_tagged_improbe(mdr_ctx_t *ctx, madrail_peer_t src, uint64_t tag,
-                                    uint64_t ignore, unsigned flags, madrail_message_t *msg_p,
-                                    madrail_info_t *info_p);
-
-/* Peers (context.c) */
-madrail_status_t mdr_peer_lookup_or_create(mdr_ctx_t *ctx, uint64_t uuid, mdr_peer_t **peer_p);
-/* A peer that connected to us before we knew it (anonymous) and lost every
- * rail before anything came of it (nothing received from it, nothing sent
- * to it, never named by madrail_peer_add): nobody can know its index, so
- * it is taken out of the peer table at once (its index is reused) and
- * freed by the next progress, outside the driver upcall that reported its
- * failure.  Returns 1 if it was retired, 0 if the peer must stay. */
-int mdr_peer_retire_unused(mdr_peer_t *peer);
-/* The ep_failed upcall of such a peer's rail: marks it down, logs at debug
- * level only, retires the peer when no rail is left; returns 1 if the peer
- * was one of those (the upcall has nothing more to do), 0 otherwise. */
-int mdr_peer_rail_failed_unused(mdr_peer_rail_t *pr, const char *reason);
-
-/* Requests */
-mdr_req_t *mdr_req_alloc(mdr_ctx_t *ctx, int type);
-mdr_req_t *mdr_req_lookup(mdr_ctx_t *ctx, uint64_t id);
-void mdr_req_complete(mdr_req_t *req, madrail_status_t status);
-void mdr_req_release(mdr_req_t *req);
-void mdr_req_cache_cleanup(mdr_ctx_t *ctx);
-
-/* Sends and the data they handed to drivers (request.c).  A send is
- * complete only once its data left the process (or was acknowledged);
- * data lost with a failed rail before it left fails the send. */
-/* req's bytes were accepted by the ep of rail (a control message;
- * sequenced: a fragment, RTS or RFS_DATA); rail -1 only notes that req
- * has messages in the txq. */
-void mdr_send_track(mdr_req_t *req, int rail, int sequenced);
-/* The same for an eager fragment, without watching req yet: the caller
- * calls mdr_send_watch or mdr_send_done before it lets req go. */
-static inline void mdr_send_note(mdr_req_t *req, int rail)
+/* Tests make the receive path run out of memory: with ctx->fault_nomem = N
+ * the Nth allocation there (a message record, a fragment, a reorder-table
+ * slot, an aligned copy) fails; 0: never (the default). */
+static inline int mdr_fault_nomem(mdr_ctx_t *ctx)
 {
-    uint8_t bit = (uint8_t)(1u << rail);
-    req->unsent_rails |= bit;
-    req->seq_unsent |= bit;
-    req->seq_rails |= bit;
+    return ctx->fault_nomem && --ctx->fault_nomem == 0;
 }
-/* Watch req's unsent data from progress while its protocol goes on. */
-void mdr_send_watch(mdr_req_t *req);
-/* req's protocol is over with success: complete it once nothing is unsent. */
-void mdr_send_done(mdr_req_t *req);
-/* Fail a send now, or once its puts in flight report (their status wins
- * only if it is an error). */
-void mdr_send_fail(mdr_req_t *req, madrail_status_t status);
-/* pr's ep failed or was closed: what it held of any send is lost;
- * never_connected: none of it reached the peer. */
-void mdr_send_rail_lost(mdr_peer_rail_t *pr, int never_connected);
-/* A txq message of send sreq_id went out on rail, or was dropped with it. */
-void mdr_send_txq_sent(mdr_ctx_t *ctx, uint64_t sreq_id, int rail, int sequenced);
-void mdr_send_txq_lost(mdr_ctx_t *ctx, uint64_t sreq_id, int rail);
-/* From progress: settle the sends whose data left or was lost; returns
- * how many completed. */
-int mdr_send_check_all(mdr_ctx_t *ctx);
-/* A message to peer was lost before it left and cannot be sent again: its
- * sequence (or a reply it waits for) has a hole for good.  Marks every
- * rail to it down, refuses its reconnections and fails its requests. */
-void mdr_peer_give_up(mdr_peer_t *peer);
 
-/* Peers and control messages (ctrl.c) */
-madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail);
-/* Send a control message to peer; rail -1 lets the core choose.  The
- * buffers may be reused on return (queued copies are made if needed). */
-madrail_status_t mdr_ctrl_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
-                               const void *payload, size_t payload_len);
-/* The same for a message that is part of send req (RTS, RFS_DATA, FIN):
- * req is not reported complete before the message left or failed. */
-madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, mdr_hdr_t *hdr,
-                                   size_t hdr_len, const void *payload, size_t payload_len);
-/* Some rail can still carry messages to peer. */
-int mdr_peer_reachable(const mdr_peer_t *peer);
-/* Try to send directly; returns the rail used, or -1 when no rail has a
- * credit right now (nothing was sent). */
-int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
-                      const void *payload, size_t payload_len);
-int mdr_ctrl_progress_peer(mdr_peer_t *peer);
-void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len);
-/* The message being handled on pr is stored out of order: withhold its
- * credit (true when it was withheld). */
-int mdr_ctrl_hold(mdr_peer_rail_t *pr);
-/* n withheld credits of pr become returnable (their message came in
- * order); released says whether to return them (0: just forget them). */
-void mdr_ctrl_unhold(mdr_peer_rail_t *pr, unsigned n, int released);
-void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep);
-void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *reason);
-
-/* Protocol handlers (proto.c) */
-/* Check a message's length and flags against its type's rule (before
- * anything, credits included, is taken from it); 0 if it may be handled,
- * else the rail was closed (mdr_proto_fail). */
-int mdr_proto_check_hdr(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
-/* Handle a message that passed mdr_proto_check_hdr. */
-void mdr_proto_handle(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
-/* The peer a request is bound to: a send's destination; a receive's
- * matched source, else its posted source (MADRAIL_ANY_PEER: none yet). */
-madrail_peer_t mdr_req_bound_peer(const mdr_req_t *req);
-/* Our receiver-first offers to peer still waiting for an answer. */
-int mdr_rfs_wait_has(const mdr_peer_t *peer, uint64_t rreq_id);
-void mdr_rfs_wait_del(mdr_peer_t *peer, uint64_t rreq_id);
-/* Drive a send request (fragments, puts); returns 1 when it made progress. */
-int mdr_send_progress(mdr_req_t *req);
-/* Start a send (eager/medium/rendezvous, with receiver-first CTS if one is stored). */
-madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req);
-/* Send req's sequenced messages again (none of them reached the peer);
- * fails when its state does not allow it. */
-madrail_status_t mdr_send_restart(mdr_req_t *req);
-/* Matched RTS/RFS handling on the receiver. */
-void mdr_rndv_recv_start(mdr_req_t *req, mdr_peer_t *peer, uint64_t sreq_id, uint64_t total);
-/* Consider offering a receiver-first CTS for a freshly posted receive. */
-void mdr_rfs_maybe_offer(mdr_ctx_t *ctx, mdr_req_t *req);
-void mdr_rfs_release(mdr_req_t *req);
-/* Complete a receive: release registrations and any receiver-first offer. */
-void mdr_recv_finish(mdr_req_t *req, madrail_status_t st);
-/* Report a malformed message: close the rail to this peer. */
-void mdr_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Matching (match.c) */
-void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
-int mdr_match_fits(const mdr_req_t *req, const mdr_peer_t *peer, uint64_t tag, unsigned hflags);
-/* The same test from the receive's fields (no request needed). */
-static inline int mdr_match_test(madrail_peer_t src, uint64_t rtag, uint64_t ignore,
-                                 unsigned rflags, const mdr_peer_t *peer, uint64_t tag,
-                                 unsigned hflags)
-{
-    if (src != MADRAIL_ANY_PEER && src != peer->index)
-        return 0;
-    if (!!(rflags & MDR_FLAG_INTERNAL) != !!(hflags & MDR_HF_INTERNAL))
-        return 0;
-    return ((rtag ^ tag) & ~ignore) == 0;
-}
-/* How far ahead of the expected sequence number a message may be. */
-uint64_t mdr_match_window(const mdr_ctx_t *ctx);
-/* MADRAIL_RECV_MEM_MAX must leave room for what a peer may send within its
- * credits; called once the rails are open. */
-madrail_status_t mdr_match_check_config(const mdr_ctx_t *ctx);
-/* Free the messages held for peer: all of them (finalize, all = 1), or the
- * ones no receive can take any more (all = 0: out of order, partly arrived;
- * keep_complete = 0 also drops whole unexpected messages).  Messages taken
- * by improbe belong to the user and stay, except at finalize. */
-void mdr_match_peer_release(mdr_peer_t *peer, int all, int keep_complete);
-/* A rail to peer restarted its credit accounting (reconnection): credits
- * withheld on the old connection are forgotten. */
-void mdr_match_rail_reset(mdr_peer_t *peer, int rail);
-void mdr_peer_activate(mdr_peer_t *peer);
-void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status);
+/* ---------------- modules ---------------- */
 
 /* Config table of the core */
 extern const mdr_cfg_table_t mdr_core_cfg_table;
 
-static inline mdr_peer_t *mdr_peer_get(mdr_ctx_t *ctx, madrail_peer_t p)
-{
-    return (p < ctx->npeers) ? ctx->peers[p] : NULL;
-}
+/* Each module declares its functions in its own header (docs/protocol.md,
+ * "Inside the core", has the map). */
+#include "core/peer.h"
+#include "core/ctrl.h"
+#include "core/request.h"
+#include "core/tag.h"
+#include "core/eager.h"
+#include "core/rndv.h"
+#include "core/rfs.h"
+#include "core/am.h"
 
 #endif /* MDR_CORE_H */

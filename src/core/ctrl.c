@@ -14,7 +14,7 @@
  * makes it hold memory it never agreed to: per peer-rail it counts the
  * normal messages consumed and not yet returned (ret_pending, plus `held`:
  * messages stored out of order, whose credits are withheld until their
- * turn comes, see match.c).  A message that finds that count at `credits`
+ * turn comes, see tag.c).  A message that finds that count at `credits`
  * is beyond what the sender can have been given, and a CREDIT returning
  * fewer than t would need a third reserved slot: both close the rail as
  * protocol errors.  The count is exact across piggy-backed returns
@@ -31,7 +31,16 @@
  * predecessor has not sent a first fragment yet waits.  The receiver
  * withholds the credits of out-of-order messages, so a message that
  * overtook an unsent predecessor could hold every credit the predecessor
- * needs; and in-order starts are what bound the reorder window (match.c).
+ * needs; and in-order starts are what bound the reorder window (tag.c).
+ *
+ * Every reply a peer sends (CTS, FIN, ACK, RFS_NACK, RFS_REVOKE, and the
+ * RFS_DATA / RFS_CONSUMED answers checked in tag.c) names one of our
+ * requests or offers; it is honoured only from the peer that request is
+ * bound to, in the state that waits for it, with sizes that fit.  Anything
+ * else closes the rail it came on (mdr_peer_proto_fail) before the request is
+ * touched: a peer that is broken or hostile must not be able to complete,
+ * fail or redirect a transfer that belongs to someone else.  The rules are
+ * listed in one place, the "what a peer may send" section below.
  */
 #include "mdr_config.h"
 
@@ -71,51 +80,6 @@ static void mdr_seq_started(mdr_peer_t *peer, const mdr_hdr_t *hdr, size_t hdr_l
     uint64_t seq;
     if (mdr_hdr_seq(hdr, hdr_len, &seq) && seq == peer->tx_seq_started)
         peer->tx_seq_started++;
-}
-
-void mdr_peer_activate(mdr_peer_t *peer)
-{
-    if (!peer->active) {
-        peer->active = 1;
-        mdr_list_push_tail(&peer->ctx->active, &peer->active_link);
-    }
-}
-
-static int mdr_pr_usable(const mdr_peer_rail_t *pr)
-{
-    return !pr->down && (pr->ep || pr->have_addr);
-}
-
-madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail)
-{
-    mdr_ctx_t *ctx = peer->ctx;
-    mdr_peer_rail_t *pr = &peer->rails[rail];
-    madrail_status_t st;
-
-    if (pr->ep)
-        return MADRAIL_OK;
-    if (pr->down || !pr->have_addr)
-        return MADRAIL_ERR_RAIL_DOWN;
-    st = ctx->rails[rail].ops->ep_create(ctx->rails[rail].rail, peer->uuid, pr->addr,
-                                         pr->addr_len, pr, &pr->ep);
-    if (st != MADRAIL_OK) {
-        pr->down = 1;
-        ctx->rails[rail].stats.failovers++;
-        if (mdr_peer_reachable(peer)) {
-            mdr_warn("rail %s peer %u: connect failed: %s; the other rails carry its traffic",
-                     ctx->rails[rail].attr.name, peer->index, madrail_status_str(st));
-        } else {
-            /* no upcall will come: fail the peer's requests from progress
-             * (the caller may be in the middle of one of them) */
-            mdr_error("rail %s peer %u: connect failed: %s; no rail left to the peer",
-                      ctx->rails[rail].attr.name, peer->index, madrail_status_str(st));
-            peer->unreachable_pending = 1;
-            mdr_peer_activate(peer);
-        }
-        return st;
-    }
-    mdr_debug("rail %s peer %u: connecting", ctx->rails[rail].attr.name, peer->index);
-    return MADRAIL_OK;
 }
 
 /* Hand one message to the driver on pr; returns the driver's status. */
@@ -183,7 +147,7 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
     /* static: lowest-latency rail that is idle and has a credit */
     for (i = 0; i < ctx->nrails; i++) {
         mdr_peer_rail_t *pr = &peer->rails[ctx->rail_order[i]];
-        if (!mdr_pr_usable(pr) || pr->credits == 0)
+        if (!mdr_peer_rail_usable(pr) || pr->credits == 0)
             continue;
         if (pr->ep && ctx->rails[pr->rail].ops->ep_backlog(pr->ep) != 0)
             continue;
@@ -197,7 +161,7 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
         mdr_peer_rail_t *pr;
         r = (int)((peer->rr + (unsigned)i) % (unsigned)ctx->nrails);
         pr = &peer->rails[r];
-        if (!mdr_pr_usable(pr) || pr->credits == 0)
+        if (!mdr_peer_rail_usable(pr) || pr->credits == 0)
             continue;
         if (mdr_pr_send(pr, hdr, hdr_len, payload, payload_len, 0) == MADRAIL_OK) {
             peer->rr = (unsigned)r + 1;
@@ -208,15 +172,6 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
     return -1;
 }
 
-int mdr_peer_reachable(const mdr_peer_t *peer)
-{
-    int r;
-    for (r = 0; r < peer->ctx->nrails; r++)
-        if (mdr_pr_usable(&peer->rails[r]))
-            return 1;
-    return 0;
-}
-
 static void mdr_stall(mdr_peer_t *peer, int rail)
 {
     mdr_ctx_t *ctx = peer->ctx;
@@ -225,7 +180,7 @@ static void mdr_stall(mdr_peer_t *peer, int rail)
     } else {
         int r;
         for (r = 0; r < ctx->nrails; r++)
-            if (mdr_pr_usable(&peer->rails[r]) && peer->rails[r].credits == 0) {
+            if (mdr_peer_rail_usable(&peer->rails[r]) && peer->rails[r].credits == 0) {
                 ctx->rails[r].stats.credit_stalls++;
                 break;
             }
@@ -233,8 +188,8 @@ static void mdr_stall(mdr_peer_t *peer, int rail)
 }
 
 static madrail_status_t mdr_txq_push(mdr_peer_t *peer, int rail, int is_credit,
-                                     uint64_t sreq_id, const mdr_hdr_t *hdr, size_t hdr_len,
-                                     const void *payload, size_t payload_len)
+                                     uint64_t sreq_id, int part, const mdr_hdr_t *hdr,
+                                     size_t hdr_len, const void *payload, size_t payload_len)
 {
     mdr_txq_item_t *it = malloc(sizeof(*it) + hdr_len + payload_len);
     if (!it)
@@ -242,6 +197,7 @@ static madrail_status_t mdr_txq_push(mdr_peer_t *peer, int rail, int is_credit,
     it->rail = rail;
     it->is_credit = is_credit;
     it->sreq_id = sreq_id;
+    it->part = part;
     it->len = hdr_len + payload_len;
     memcpy(it->data, hdr, hdr_len);
     if (payload_len)
@@ -251,8 +207,9 @@ static madrail_status_t mdr_txq_push(mdr_peer_t *peer, int rail, int is_credit,
     return MADRAIL_OK;
 }
 
-madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, mdr_hdr_t *hdr,
-                                   size_t hdr_len, const void *payload, size_t payload_len)
+madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, int part,
+                                   mdr_hdr_t *hdr, size_t hdr_len, const void *payload,
+                                   size_t payload_len)
 {
     madrail_status_t st;
     int used;
@@ -270,7 +227,8 @@ madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, m
         return MADRAIL_OK;
     }
     mdr_stall(peer, rail);
-    st = mdr_txq_push(peer, rail, 0, req ? req->id : 0, hdr, hdr_len, payload, payload_len);
+    st = mdr_txq_push(peer, rail, 0, req ? req->id : 0, part, hdr, hdr_len, payload,
+                      payload_len);
     if (st == MADRAIL_OK && req) {
         req->unsent_txq++;
         mdr_send_track(req, -1, 0);
@@ -281,7 +239,7 @@ madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, m
 madrail_status_t mdr_ctrl_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
                                const void *payload, size_t payload_len)
 {
-    return mdr_ctrl_send_req(peer, rail, NULL, hdr, hdr_len, payload, payload_len);
+    return mdr_ctrl_send_req(peer, rail, NULL, -1, hdr, hdr_len, payload, payload_len);
 }
 
 /* Return credits explicitly if enough are owed on this rail. */
@@ -296,20 +254,16 @@ static void mdr_credit_maybe_return(mdr_peer_rail_t *pr)
         pr->credit_msgs++;
         return;
     }
-    if (mdr_txq_push(pr->peer, pr->rail, 1, 0, &hdr, sizeof(hdr), NULL, 0) == MADRAIL_OK)
+    if (mdr_txq_push(pr->peer, pr->rail, 1, 0, -1, &hdr, sizeof(hdr), NULL, 0) == MADRAIL_OK)
         pr->credit_queued = 1;
 }
 
-int mdr_ctrl_progress_peer(mdr_peer_t *peer)
+int mdr_ctrl_txq_progress(mdr_peer_t *peer)
 {
     mdr_ctx_t *ctx = peer->ctx;
     mdr_list_t *it, *tmp;
     int n = 0;
 
-    if (peer->unreachable_pending) {
-        peer->unreachable_pending = 0;
-        mdr_peer_fail(peer, MADRAIL_ERR_PEER_UNREACHABLE);
-    }
     mdr_list_for_each_safe(it, tmp, &peer->txq) {
         mdr_txq_item_t *item = mdr_container_of(it, mdr_txq_item_t, link);
         mdr_hdr_t *hdr = (mdr_hdr_t *)item->data;
@@ -319,7 +273,7 @@ int mdr_ctrl_progress_peer(mdr_peer_t *peer)
         if (item->rail >= 0 && peer->rails[item->rail].down) {
             mdr_list_del(it);
             if (item->sreq_id)
-                mdr_send_txq_lost(ctx, item->sreq_id, item->rail);
+                mdr_send_txq_lost(ctx, item->sreq_id, item->rail, item->part);
             free(item);
             continue;
         }
@@ -356,33 +310,7 @@ int mdr_ctrl_progress_peer(mdr_peer_t *peer)
         free(item);
         n++;
     }
-    mdr_list_for_each_safe(it, tmp, &peer->sendq) {
-        mdr_req_t *req = mdr_container_of(it, mdr_req_t, link);
-        n += mdr_send_progress(req);
-    }
-    if (mdr_list_empty(&peer->txq) && mdr_list_empty(&peer->sendq) && peer->active) {
-        peer->active = 0;
-        mdr_list_del(&peer->active_link);
-    }
     return n;
-}
-
-void mdr_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...)
-{
-    mdr_ctx_t *ctx = pr->peer->ctx;
-    char why[256];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
-    va_end(ap);
-    mdr_error("rail %s peer %u: malformed message: %s; closing this rail to the peer",
-              ctx->rails[pr->rail].attr.name, pr->peer->index, why);
-    pr->down = 1;
-    ctx->rails[pr->rail].stats.failovers++;
-    mdr_send_rail_lost(pr, 0);
-    if (!mdr_peer_reachable(pr->peer))
-        mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_PROTO);
 }
 
 void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
@@ -397,30 +325,30 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
     rs->stats.rx_msgs++;
     rs->stats.rx_bytes += len;
     if (len < sizeof(hdr)) {
-        mdr_proto_fail(pr, "%zu bytes, shorter than a header", len);
+        mdr_peer_proto_fail(pr, "%zu bytes, shorter than a header", len);
         return;
     }
     memcpy(&hdr, data, sizeof(hdr));
     if (hdr.len != len) {
-        mdr_proto_fail(pr, "header says %u bytes, %zu arrived", hdr.len, len);
+        mdr_peer_proto_fail(pr, "header says %u bytes, %zu arrived", hdr.len, len);
         return;
     }
-    if (mdr_proto_check_hdr(pr, &hdr, len) != 0) /* type, length, flags: proto.c's table */
+    if (mdr_ctrl_check_hdr(pr, &hdr, len) != 0) /* type, length, flags: the table below */
         return;
     if (hdr.type == MDR_MSG_CREDIT && hdr.credits < mdr_credit_threshold(ctx)) {
-        mdr_proto_fail(pr, "CREDIT message returning %u credits (they are sent once %u are "
+        mdr_peer_proto_fail(pr, "CREDIT message returning %u credits (they are sent once %u are "
                        "owed): more than the %d reserved slots would be in flight",
                        hdr.credits, mdr_credit_threshold(ctx), MDR_RESERVED_SLOTS);
         return;
     }
     if (hdr.type != MDR_MSG_CREDIT && pr->ret_pending + pr->held >= ctx->cfg.credits) {
-        mdr_proto_fail(pr, "credit overrun: a message beyond its %u credits (%u consumed and "
+        mdr_peer_proto_fail(pr, "credit overrun: a message beyond its %u credits (%u consumed and "
                        "not returned, %u of them held out of order)",
                        ctx->cfg.credits, pr->ret_pending + pr->held, pr->held);
         return;
     }
     if ((uint64_t)pr->credits + hdr.credits > ctx->cfg.credits) {
-        mdr_proto_fail(pr, "returns %u credits, we only spent %u", hdr.credits,
+        mdr_peer_proto_fail(pr, "returns %u credits, we only spent %u", hdr.credits,
                        ctx->cfg.credits - pr->credits);
         return;
     }
@@ -434,16 +362,16 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
     /* The message is consumed now (copied or delivered): its slot is free. */
     pr->ret_pending++;
     if (((uintptr_t)data & 7) == 0) {
-        mdr_proto_handle(pr, data, len);
+        mdr_ctrl_dispatch(pr, data, len);
     } else {
         /* drivers hand aligned buffers; copy if one does not */
-        uint64_t *copy = malloc(len + 8);
+        uint64_t *copy = mdr_fault_nomem(ctx) ? NULL : malloc(len + 8);
         if (!copy) {
-            mdr_error("out of memory handling a message");
+            mdr_peer_recv_nomem(pr, "an aligned copy of a message");
             return;
         }
         memcpy(copy, data, len);
-        mdr_proto_handle(pr, (const mdr_hdr_t *)copy, len);
+        mdr_ctrl_dispatch(pr, (const mdr_hdr_t *)copy, len);
         free(copy);
     }
     mdr_credit_maybe_return(pr);
@@ -471,81 +399,91 @@ void mdr_ctrl_unhold(mdr_peer_rail_t *pr, unsigned n, int released)
     mdr_credit_maybe_return(pr);
 }
 
-void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
-{
-    mdr_rail_slot_t *rs = rail_cookie;
-    mdr_ctx_t *ctx = rs->ctx;
-    mdr_peer_t *peer = mdr_hash_get(&ctx->peer_by_uuid, uuid);
-    mdr_peer_rail_t *pr;
+/* ---------------- what a peer may send, and when ---------------- */
 
-    if (!peer) {
-        if (mdr_peer_lookup_or_create(ctx, uuid, &peer) != MADRAIL_OK)
-            return NULL;
-        peer->anonymous = 1;
-        mdr_info("rail %s: connection from unknown peer %016llx (now peer %u)",
-                 rs->attr.name, (unsigned long long)uuid, peer->index);
+/*
+ * Per message type: its length (exact, or the fixed part when a body of
+ * variable length follows) and the header flags it may carry, registered
+ * with its handler by the module that owns the type (mdr_ctrl_register,
+ * from each module's _init at context init: tag.c the sequenced types,
+ * eager.c ACK, rndv.c CTS and FIN, rfs.c the offers, this file CREDIT).
+ * Checked for every message before anything is taken from it (credits
+ * included); a type nobody registered is a protocol error.
+ * Further, per type (the handlers in eager.c, rndv.c, rfs.c and tag.c):
+ *
+ *   EAGER     AM only alone; RFS_CONSUMED not with SYNC; a consumed
+ *             eager must answer one of our offers to that peer and go to
+ *             the receive that made it (tag.c)
+ *   RTS       nothing to check against our state: it starts a transfer
+ *   RFS_DATA  answers an offer of ours to that peer, still unanswered;
+ *             xfer_len == min(total, offered buffer) (tag.c)
+ *   CTS       a send of ours to that peer, RTS sent and no CTS yet;
+ *             xfer_len <= its length; keys as mdr_rndv_keys_check says
+ *   FIN       a receive of ours from that peer that waits for puts (CTS
+ *             sent, or an offer of ours out or spent by RFS_DATA), on a
+ *             rail we gave a key for, 0 < bytes <= bytes not yet reported
+ *   ACK       a synchronous eager send of ours to that peer, waiting for it
+ *   CREDIT    returns at least ceil(credits/2) (ctrl.c, with the
+ *             over-return and overrun checks that apply to every message)
+ *   RFS       keys as mdr_rndv_keys_check says; at most MDR_RFS_WAIT_MAX kept
+ *             from one peer, no id twice
+ *   RFS_NACK  answers an offer of ours to that peer, still unanswered
+ *   RFS_REVOKE  from a peer with more offers to us than revokes (an offer
+ *             already spent or declined may still be revoked: the cancel
+ *             crossed the answer)
+ */
+madrail_status_t mdr_ctrl_register(mdr_ctx_t *ctx, int type, const mdr_ctrl_handler_t *h)
+{
+    if (type <= 0 || type >= MDR_MSG_MAX || !h->name || ctx->handlers[type].name) {
+        mdr_error("message type %d (%s): %s", type, h->name ? h->name : "?",
+                  type > 0 && type < MDR_MSG_MAX ? "registered twice" : "out of range");
+        return MADRAIL_ERR_INVALID;
     }
-    if (peer->broken) {
-        mdr_warn("rail %s peer %u: connection refused: the peer was given up", rs->attr.name,
-                 peer->index);
-        return NULL;
-    }
-    pr = &peer->rails[rs->index];
-    if (pr->ep && pr->ep != ep) {
-        mdr_dead_ep_t *d;
-        if (!pr->down) {
-            mdr_warn("rail %s peer %u: second connection refused", rs->attr.name, peer->index);
-            return NULL;
-        }
-        /* the peer reconnected after this rail failed: start afresh on the
-         * new connection; the old ep is destroyed at finalize */
-        d = malloc(sizeof(*d));
-        if (!d)
-            return NULL;
-        d->rail = rs->index;
-        d->ep = pr->ep;
-        mdr_list_push_tail(&peer->dead_eps, &d->link);
-        pr->down = 0;
-        pr->credits = ctx->cfg.credits;
-        pr->ret_pending = 0;
-        pr->credit_queued = 0;
-        mdr_match_rail_reset(peer, rs->index);
-        pr->untracked_sent = 0;
-        mdr_health_rail_reset(pr);
-        mdr_info("rail %s peer %u: reconnected", rs->attr.name, peer->index);
-    }
-    pr->ep = ep;
-    return pr;
+    ctx->handlers[type] = *h;
+    return MADRAIL_OK;
 }
 
-void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *reason)
+madrail_status_t mdr_ctrl_init(mdr_ctx_t *ctx)
 {
-    mdr_peer_rail_t *pr = ep_cookie;
-    mdr_ctx_t *ctx = pr->peer->ctx;
+    /* taken in mdr_ctrl_recv_upcall itself: no handler */
+    static const mdr_ctrl_handler_t credit = {"CREDIT", sizeof(mdr_hdr_t), 0, 0, NULL};
+    return mdr_ctrl_register(ctx, MDR_MSG_CREDIT, &credit);
+}
 
-    if (pr->down || mdr_peer_rail_failed_unused(pr, reason))
-        return;
-    if (ctx->finalizing &&
-        (status == MADRAIL_ERR_RAIL_DOWN || status == MADRAIL_ERR_RAIL_CONNECT))
-        mdr_debug("rail %s peer %u closed: %s", ctx->rails[pr->rail].attr.name,
-                  pr->peer->index, reason ? reason : "");
-    else
-        mdr_warn("rail %s peer %u failed: %s (%s)", ctx->rails[pr->rail].attr.name,
-                 pr->peer->index, reason ? reason : "", madrail_status_str(status));
-    pr->down = 1;
-    ctx->rails[pr->rail].stats.failovers++;
-    mdr_send_rail_lost(pr, status == MADRAIL_ERR_RAIL_CONNECT);
-    if (status == MADRAIL_ERR_RAIL_CONNECT && pr->untracked_sent &&
-        mdr_peer_reachable(pr->peer)) {
-        /* an active message or a protocol reply queued on it is lost for
-         * sure and no request can send it again */
-        mdr_error("rail %s peer %u: a message no request can send again was lost with the "
-                  "connection; failing every request to the peer",
-                  ctx->rails[pr->rail].attr.name, pr->peer->index);
-        mdr_peer_give_up(pr->peer);
-    } else if (!mdr_peer_reachable(pr->peer)) {
-        mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_UNREACHABLE);
-    } else {
-        mdr_peer_activate(pr->peer);
+int mdr_ctrl_check_hdr(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+{
+    const mdr_ctrl_handler_t *rule;
+
+    if (hdr->type >= MDR_MSG_MAX || !pr->peer->ctx->handlers[hdr->type].name) {
+        mdr_peer_proto_fail(pr, "unknown type %u", hdr->type);
+        return -1;
     }
+    rule = &pr->peer->ctx->handlers[hdr->type];
+    if (rule->body ? len < rule->len : len != rule->len) {
+        mdr_peer_proto_fail(pr, "%s of %zu bytes (%s%zu)", rule->name, len, rule->body ? ">= " : "",
+                       rule->len);
+        return -1;
+    }
+    if (hdr->flags & ~rule->flags) {
+        mdr_peer_proto_fail(pr, "%s with flags 0x%x (allowed: 0x%x)", rule->name, hdr->flags,
+                       rule->flags);
+        return -1;
+    }
+    if (((hdr->flags & MDR_HF_AM) && hdr->flags != MDR_HF_AM) ||
+        ((hdr->flags & MDR_HF_RFS_CONSUMED) && (hdr->flags & MDR_HF_SYNC))) {
+        mdr_peer_proto_fail(pr, "%s with flags 0x%x that exclude each other", rule->name,
+                       hdr->flags);
+        return -1;
+    }
+    return 0;
+}
+
+void mdr_ctrl_dispatch(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+{
+    const mdr_ctrl_handler_t *h = &pr->peer->ctx->handlers[hdr->type];
+
+    if (h->fn) /* mdr_ctrl_check_hdr let only registered types through */
+        h->fn(pr, hdr, len);
+    else /* CREDIT is taken in mdr_ctrl_recv_upcall */
+        mdr_peer_proto_fail(pr, "unexpected %s", h->name);
 }

@@ -39,7 +39,7 @@
  * matters when the sender has more in flight than the fast rail's
  * credits: sending the surplus on the slow rail makes the fast rail's
  * later messages arrive ahead of it, and the receiver withholds their
- * credits until it comes (match.c), which starves the fast rail further
+ * credits until it comes (tag.c), which starves the fast rail further
  * (measured on loop rails capped 3:1: the fast rail carried 53% of
  * 32 KiB messages with 32 in flight, 75% with waiting).  Rails are
  * visited by increasing latency and the search stops when a rail's
@@ -47,7 +47,7 @@
  * even when idle is not asked for its backlog.  So the common case (the
  * lowest-latency rail is idle) asks one driver for its backlog, as the
  * static choice did.  Which rail a sequenced message takes does
- * not change the reorder bound (match.c): that counts credits, and the
+ * not change the reorder bound (tag.c): that counts credits, and the
  * message only goes on a rail with one.
  */
 #include "mdr_config.h"

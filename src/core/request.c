@@ -110,7 +110,7 @@ void mdr_req_release(mdr_req_t *req)
     if (ctx->reqgen[idx] == 0)
         ctx->reqgen[idx] = 1;
     ctx->reqfree[ctx->nreqfree++] = idx;
-    mdr_rfs_release(req); /* a request released without completing (isend error) */
+    mdr_rndv_reg_release(req); /* a request released without completing (isend error) */
     free(req->cts);
     free(req->puts);
     if (ctx->nreq_cache < MDR_REQ_CACHE_MAX) {
@@ -146,7 +146,7 @@ void mdr_req_complete(mdr_req_t *req, madrail_status_t status)
      * of it is in flight.  Held past this point they would stay
      * referenced, hence never evicted, until the user collects the
      * request. */
-    mdr_rfs_release(req);
+    mdr_rndv_reg_release(req);
     if (req->type == MDR_REQ_SEND) {
         req->ctx->active_sends--;
         if (status == MADRAIL_OK || status == MADRAIL_ERR_TRUNCATE)
@@ -193,7 +193,7 @@ void mdr_send_fail(mdr_req_t *req, madrail_status_t status)
      * driver's and their completion finishes the send (with this status) */
     for (j = 0; j < req->nputs; j++) {
         if (req->puts[j].state == MDR_PUT_IDLE) {
-            req->puts[j].state = MDR_PUT_DONE;
+            mdr_put_set(&req->puts[j], MDR_PUT_DONE);
             req->puts_left--;
         } else if (req->puts[j].state == MDR_PUT_INFLIGHT) {
             busy = 1;
@@ -275,20 +275,6 @@ static void mdr_send_lost(mdr_req_t *req)
     }
 }
 
-void mdr_peer_give_up(mdr_peer_t *peer)
-{
-    mdr_ctx_t *ctx = peer->ctx;
-    int r;
-
-    peer->broken = 1;
-    for (r = 0; r < ctx->nrails; r++)
-        if (!peer->rails[r].down) {
-            peer->rails[r].down = 1;
-            ctx->rails[r].stats.failovers++;
-        }
-    mdr_peer_fail(peer, MADRAIL_ERR_PEER_UNREACHABLE);
-}
-
 /* Clear the bits of rails whose ep has nothing unsent left; note failed
  * ones.  Completes req when its protocol is over and nothing is unsent;
  * leaves losses to the caller.  Returns 1 when req completed. */
@@ -363,11 +349,15 @@ void mdr_send_txq_sent(mdr_ctx_t *ctx, uint64_t sreq_id, int rail, int sequenced
     mdr_send_track(req, rail, sequenced);
 }
 
-void mdr_send_txq_lost(mdr_ctx_t *ctx, uint64_t sreq_id, int rail)
+void mdr_send_txq_lost(mdr_ctx_t *ctx, uint64_t sreq_id, int rail, int part)
 {
     mdr_req_t *req = mdr_req_lookup(ctx, sreq_id);
     if (!req || req->type != MDR_REQ_SEND || req->complete || req->unsent_txq == 0)
         return;
+    if (part >= 0 && mdr_rndv_fin_lost(req, part)) {
+        req->unsent_txq--; /* after: the send must not look over in between */
+        return;
+    }
     req->unsent_txq--;
     req->lost_rails |= (uint8_t)(1u << rail); /* a FIN: never sequenced */
     mdr_send_track(req, -1, 0);
@@ -516,4 +506,126 @@ madrail_status_t madrail_recv(madrail_context_t ctx, madrail_peer_t src, void *b
     if (st != MADRAIL_OK)
         return st;
     return madrail_wait(&req, info_p);
+}
+
+void mdr_recv_finish(mdr_req_t *req, madrail_status_t st)
+{
+    mdr_peer_t *peer = mdr_peer_get(req->ctx, req->info.source);
+    mdr_rndv_reg_release(req);
+    if (peer && peer->rfs_out == req)
+        peer->rfs_out = NULL;
+    if (req->peer != MADRAIL_ANY_PEER) {
+        peer = mdr_peer_get(req->ctx, req->peer);
+        if (peer && peer->rfs_out == req)
+            peer->rfs_out = NULL;
+    }
+    mdr_req_complete(req, st);
+}
+
+void mdr_sendq_add(mdr_peer_t *peer, mdr_req_t *req)
+{
+    if (!req->queued) {
+        req->queued = 1;
+        mdr_list_push_tail(&peer->sendq, &req->link);
+        mdr_peer_activate(peer);
+    }
+}
+
+void mdr_sendq_del(mdr_req_t *req)
+{
+    if (req->queued) {
+        req->queued = 0;
+        mdr_list_del(&req->link);
+    }
+}
+
+int mdr_send_progress(mdr_req_t *req)
+{
+    mdr_peer_t *peer = mdr_peer_get(req->ctx, req->peer);
+    if (req->rndv == MDR_RNDV_PUTTING)
+        return mdr_rndv_issue_puts(req);
+    if (req->rndv == MDR_RNDV_NONE && req->frag_off <= req->len)
+        return mdr_eager_send(peer, req);
+    mdr_sendq_del(req);
+    return 0;
+}
+
+madrail_status_t mdr_send_restart(mdr_req_t *req)
+{
+    mdr_peer_t *peer = mdr_peer_get(req->ctx, req->peer);
+
+    if (req->rndv == MDR_RNDV_NONE) { /* eager fragments: all again, same sequence number */
+        req->frag_off = 0;
+        mdr_ack_set(req, ((req->flags & MADRAIL_SEND_SYNC) && !req->rfs_consumed) ? MDR_ACK_WAIT
+                                                                                  : MDR_ACK_NONE);
+        req->proto_done = 0;
+        mdr_sendq_add(peer, req);
+        return MADRAIL_OK;
+    }
+    if (req->rndv == MDR_RNDV_RTS_SENT) /* the RTS: no CTS can have come */
+        return mdr_rndv_send_rts(peer, req);
+    return MADRAIL_ERR_RAIL_DOWN; /* RFS_DATA went with puts: not repeatable here */
+}
+
+madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req)
+{
+    mdr_ctx_t *ctx = peer->ctx;
+    mdr_rfs_t *offer = mdr_rfs_take(peer, req);
+
+    req->seq = peer->next_send_seq++;
+    if (offer) {
+        req->rfs_consumed = 1;
+        req->peer_req_id = offer->rreq_id;
+    }
+    if (req->len < ctx->cfg.rndv_thresh || (offer && req->len <= ctx->eager_max)) {
+        free(offer);
+        if ((req->flags & MADRAIL_SEND_SYNC) && !req->rfs_consumed)
+            mdr_ack_set(req, MDR_ACK_WAIT);
+        mdr_eager_send(peer, req);
+        return MADRAIL_OK;
+    }
+    if (offer)
+        return mdr_rfs_send_data(peer, req, offer);
+    return mdr_rndv_send_rts(peer, req);
+}
+
+madrail_peer_t mdr_req_bound_peer(const mdr_req_t *req)
+{
+    if (req->type == MDR_REQ_RECV && req->matched)
+        return req->info.source;
+    return req->peer;
+}
+
+/* Our request named by id in a message of `what` from pr's peer: live (the
+ * id's generation and index, see mdr_req_lookup), of that type, not
+ * complete, bound to that peer.  NULL (and the rail closed) otherwise. */
+mdr_req_t *mdr_req_for_reply(mdr_peer_rail_t *pr, const char *what, uint64_t id, int type)
+{
+    mdr_req_t *req = mdr_req_lookup(pr->peer->ctx, id);
+
+    if (!req || req->type != type || req->complete) {
+        mdr_peer_proto_fail(pr, "%s for unknown %s %llx", what, type == MDR_REQ_SEND ? "send" : "receive",
+                       (unsigned long long)id);
+        return NULL;
+    }
+    if (mdr_req_bound_peer(req) != pr->peer->index) {
+        madrail_peer_t b = mdr_req_bound_peer(req);
+        if (b == MADRAIL_ANY_PEER)
+            mdr_peer_proto_fail(pr, "%s for receive %llx, which no peer has matched yet", what,
+                           (unsigned long long)id);
+        else
+            mdr_peer_proto_fail(pr, "%s for %s %llx, which is bound to peer %u", what,
+                           type == MDR_REQ_SEND ? "send" : "receive", (unsigned long long)id, b);
+        return NULL;
+    }
+    return req;
+}
+
+void mdr_state_illegal(mdr_ctx_t *ctx, const char *machine, uint64_t id, const char *from,
+                       const char *to)
+{
+    ctx->state_errors++;
+    mdr_error("request %llx: %s state %s -> %s is not a transition of that machine; "
+              "state kept (a bug in madrail, please report it)",
+              (unsigned long long)id, machine, from, to);
 }

@@ -203,7 +203,7 @@ static void fz_check_held(fz_state_t *s)
         uint64_t held;
         if (peer == NULL)
             continue; /* retired */
-        held = peer->held_bytes; /* match.c's count of what it holds for the peer */
+        held = peer->held_bytes; /* tag.c's count of what it holds for the peer */
         if (held > FZ_HELD_MAX) {
             fprintf(stderr, "fuzz: %llu bytes held for peer %u's unreceived messages (more "
                     "than %llu)\n", (unsigned long long)held, p,
@@ -485,8 +485,8 @@ static void fz_dump(fz_state_t *s)
                     "queued %d frag_off %zu nputs %d puts_left %d fins_left %d matched %d "
                     "rfs_state %d\n",
                     (unsigned long long)q->id, q->type == MDR_REQ_SEND ? "send" : "recv",
-                    q->peer, q->len, q->complete, q->rndv, q->wait_ack, q->queued, q->frag_off,
-                    q->nputs, q->puts_left, q->fins_left, q->matched, q->rfs_state);
+                    q->peer, q->len, q->complete, (int)q->rndv, (int)q->wait_ack, q->queued, q->frag_off,
+                    q->nputs, q->puts_left, q->fins_left, q->matched, (int)q->rfs_state);
         }
         for (k = 0; k < c->npeers; k++)
             for (r = 0; r < c->nrails; r++) {

@@ -55,6 +55,8 @@ static int pair_open(pair_t *p, const char *const *ov)
     return 0;
 }
 
+static int state_errors; /* transitions the state machines refused, all cases */
+
 static void pair_close(pair_t *p)
 {
     int i;
@@ -63,6 +65,7 @@ static void pair_close(pair_t *p)
         madrail_progress(p->a);
         madrail_progress(p->b);
     }
+    state_errors += (int)(p->a->state_errors + p->b->state_errors);
     madrail_context_finalize(p->a);
     madrail_context_finalize(p->b);
 }
@@ -658,13 +661,13 @@ static void test_reg_release_peer_fail(void)
     madrail_isend(p.a, p.a2b, sb, n, 3, 0, &sr);
     /* one side at a time, checked right after a handled the CTS, before
      * b's progress takes the put in flight */
-    for (i = 0; i < 400 && !(sr->rndv == 2 && sr->queued); i++)
+    for (i = 0; i < 400 && !(sr->rndv == MDR_RNDV_PUTTING && sr->queued); i++)
         madrail_progress(i % 2 ? p.b : p.a);
     for (j = 0; j < sr->nputs; j++) {
-        inflight += sr->puts[j].state == 1;
-        queued += sr->puts[j].state == 0;
+        inflight += sr->puts[j].state == MDR_PUT_INFLIGHT;
+        queued += sr->puts[j].state == MDR_PUT_IDLE;
     }
-    CHECK(sr->rndv == 2 && sr->queued && inflight == 1 && queued == 1,
+    CHECK(sr->rndv == MDR_RNDV_PUTTING && sr->queued && inflight == 1 && queued == 1,
           "staged: one put in flight, one queued (rndv %d queued %d, %d in flight, %d waiting)",
           sr->rndv, sr->queued, inflight, queued);
     mdr_peer_fail(mdr_peer_get(p.a, p.a2b), MADRAIL_ERR_PEER_UNREACHABLE);
@@ -832,6 +835,242 @@ static void test_config_errors(void)
     CHECK(madrail_context_init(&p3, &c) == MADRAIL_ERR_CONFIG, "bad size refused");
 }
 
+/* wait for a request a bounded number of spins (a lost message makes a
+ * receive wait for good: the case must fail, not hang) */
+static madrail_status_t pwait_n(pair_t *p, madrail_request_t *req, madrail_info_t *info, int n)
+{
+    int i, flag = 0;
+    madrail_status_t st = MADRAIL_OK;
+    for (i = 0; i < n && *req; i++) {
+        spin(p);
+        st = madrail_test(req, &flag, info);
+        if (flag)
+            return st;
+    }
+    return MADRAIL_ERR_IO; /* did not complete */
+}
+
+/* Memory runs out on the receive path for a message that arrived (issue
+ * 12: it used to be dropped with a log line, leaving a hole in the
+ * peer's sequence that every later message waited behind for good).  B's
+ * Nth allocation fails (ctx->fault_nomem): the record of an unexpected
+ * message (1), a fragment of it (2 for an eager message), the
+ * reorder-table slot of an RTS (2).  B must give A up at once: its
+ * receive from A completes with MADRAIL_ERR_NOMEM, every rail to A is
+ * down, A's reconnections would be refused. */
+static void test_recv_nomem(int nth, size_t len, const char *what)
+{
+    pair_t p;
+    const char *ov[] = {"MADRAIL_RAILS=loop:nm0,loop:nm1", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_SLOT_SIZE=1k", "MADRAIL_RNDV_THRESH=16k",
+                        "MADRAIL_RNDV_RECV_FIRST=0", NULL};
+    uint8_t *sb = malloc(len), rb[64];
+    madrail_request_t sr, later;
+    madrail_status_t st;
+    mdr_peer_t *ba;
+    int i;
+
+    if (!sb || pair_open(&p, ov) != 0) {
+        CHECK(0, "open");
+        free(sb);
+        return;
+    }
+    fill(sb, len, 5);
+    /* a receive that waits for A's second message (tag 2) */
+    CHECK(madrail_irecv(p.b, p.b2a, rb, sizeof(rb), 2, 0, &later) == MADRAIL_OK, "irecv");
+    p.b->fault_nomem = (unsigned)nth;
+    /* A's first message (tag 1) is unexpected at B: B must store it */
+    CHECK(madrail_isend(p.a, p.a2b, sb, len, 1, 0, &sr) == MADRAIL_OK, "isend 1");
+    st = pwait_n(&p, &later, NULL, 2000);
+    CHECK(st == MADRAIL_ERR_NOMEM,
+          "%s: out of memory at B for A's unexpected message: B's receive from A fails with "
+          "no memory (%s), it does not wait for good behind the lost message",
+          what, st == MADRAIL_ERR_IO ? "not complete" : madrail_status_str(st));
+    ba = mdr_peer_get(p.b, p.b2a);
+    CHECK(ba->broken && ba->rails[0].down && ba->rails[1].down,
+          "%s: B gave A up (broken %d, rails down %d %d)", what, ba->broken, ba->rails[0].down,
+          ba->rails[1].down);
+    CHECK(p.b->fault_nomem == 0, "%s: the fault was used", what);
+    /* A knows nothing (no acknowledgements yet): its eager send completed
+     * when its data left; its rendezvous waits for a CTS that will not
+     * come, so A gives B up as B gave A up, and finalize need not wait */
+    for (i = 0; i < 100; i++)
+        spin(&p);
+    mdr_peer_give_up(mdr_peer_get(p.a, p.a2b));
+    CHECK(pwait_n(&p, &sr, NULL, 100) != MADRAIL_ERR_IO, "%s: A's send is over", what);
+    pair_close(&p);
+    free(sb);
+}
+
+/* A rail dies in the middle of a rendezvous striped over two rails (issue
+ * 12: these used to fail the send with RAIL_DOWN while the receive waited
+ * for good for the FIN of the lost rail): phase 0 with A's put on it in
+ * flight, phase 1 after that put completed, with its FIN queued for want
+ * of a credit.  Neither FIN can have reached B, so A puts the chunk again
+ * on the surviving rail with its FIN there: both requests complete, the
+ * data is exact.  Phase 2, one rail only: both sides get an error within
+ * a bounded number of progress calls. */
+static void test_rndv_rail_dies(int phase)
+{
+    enum { N = 256 * 1024 };
+    pair_t p;
+    const char *ov2[] = {"MADRAIL_RAILS=loop:rd0,loop:rd1", "MADRAIL_LOG_LEVEL=error",
+                         "MADRAIL_RNDV_RECV_FIRST=0", "MADRAIL_RAIL_WEIGHTS=1,1", NULL};
+    const char *ov1[] = {"MADRAIL_RAILS=loop:rd2", "MADRAIL_LOG_LEVEL=error",
+                         "MADRAIL_RNDV_RECV_FIRST=0", NULL};
+    static const char *const names[] = {"put in flight", "FIN queued", "one rail"};
+    uint8_t *sb = malloc(N), *rb = malloc(N);
+    madrail_request_t sr, rr;
+    madrail_status_t s1, s2;
+    mdr_peer_t *ab;
+    int i, dead = phase == 2 ? 0 : 1;
+
+    if (!sb || !rb || pair_open(&p, phase == 2 ? ov1 : ov2) != 0) {
+        CHECK(0, "open");
+        goto out;
+    }
+    fill(sb, N, 11);
+    memset(rb, 0, N);
+    ab = mdr_peer_get(p.a, p.a2b);
+    CHECK(madrail_irecv(p.b, p.b2a, rb, N, 7, 0, &rr) == MADRAIL_OK &&
+              madrail_isend(p.a, p.a2b, sb, N, 7, 0, &sr) == MADRAIL_OK,
+          "%s: post", names[phase]);
+    for (i = 0; i < 100 && rr->rndv != MDR_RNDV_CTS_SENT; i++)
+        madrail_progress(p.b);
+    if (phase == 1)
+        ab->rails[dead].credits = 0; /* its FIN will wait in the txq */
+    for (i = 0; i < 100 && sr->rndv != MDR_RNDV_PUTTING; i++)
+        madrail_progress(p.a);
+    CHECK(sr->rndv == MDR_RNDV_PUTTING && sr->nputs == (phase == 2 ? 1 : 2),
+          "%s: setup: A puts %d chunks", names[phase], sr->nputs);
+    if (phase == 1) {
+        for (i = 0; i < 200 && (sr->puts_left > 0 || mdr_list_empty(&ab->txq)); i++)
+            spin(&p);
+        CHECK(sr->puts_left == 0 && !mdr_list_empty(&ab->txq) && !sr->complete,
+              "%s: setup: both puts done, the FIN of rail %d queued", names[phase], dead);
+    }
+    mdr_loop_rail_kill(p.a->rails[dead].rail, "test: the rail dies");
+    s1 = pwait_n(&p, &rr, NULL, 5000);
+    s2 = pwait_n(&p, &sr, NULL, 5000);
+    if (phase == 2) {
+        CHECK(s1 != MADRAIL_OK && s1 != MADRAIL_ERR_IO && s2 != MADRAIL_OK &&
+                  s2 != MADRAIL_ERR_IO,
+              "%s: both sides get an error in bounded time (receive %s, send %s)",
+              names[phase], madrail_status_str(s1), madrail_status_str(s2));
+    } else {
+        CHECK(s1 == MADRAIL_OK && verify(rb, N, 11),
+              "%s: the receive completes with exact data (%s)", names[phase],
+              s1 == MADRAIL_ERR_IO ? "not complete" : madrail_status_str(s1));
+        CHECK(s2 == MADRAIL_OK, "%s: the send completes (%s)", names[phase],
+              s2 == MADRAIL_ERR_IO ? "not complete" : madrail_status_str(s2));
+        CHECK(ab->rails[dead].down && !ab->rails[0].down, "%s: A's rail %d down, rail 0 up",
+              names[phase], dead);
+        CHECK(p.a->rails[0].stats.tx_put_bytes == N,
+              "%s: rail 0 put all %d bytes: its chunk and the lost rail's again (%llu)",
+              names[phase], N, (unsigned long long)p.a->rails[0].stats.tx_put_bytes);
+    }
+    pair_close(&p);
+out:
+    free(sb);
+    free(rb);
+}
+
+/* A sender cannot register its buffer on one rail of a rendezvous (issue
+ * 12 asked whether that still ends as RAIL_DOWN with nothing re-planned):
+ * the chunk goes on the other rail, the transfer completes with exact
+ * data, and the rail stays up (a registration failure is a local resource
+ * problem, not a dead rail).  ctx->fault_reg makes rail 1's fail. */
+static void test_reg_fail_replanned(void)
+{
+    enum { N = 256 * 1024 };
+    pair_t p;
+    const char *ov[] = {"MADRAIL_RAILS=loop:rf0;reg=1,loop:rf1;reg=1", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_RNDV_RECV_FIRST=0", "MADRAIL_RAIL_WEIGHTS=1,1", NULL};
+    uint8_t *sb = malloc(N), *rb = malloc(N);
+    madrail_request_t sr, rr;
+    madrail_status_t s1, s2;
+
+    if (!sb || !rb || pair_open(&p, ov) != 0) {
+        CHECK(0, "open");
+        goto out;
+    }
+    fill(sb, N, 13);
+    memset(rb, 0, N);
+    p.a->fault_reg = 2u;
+    madrail_irecv(p.b, p.b2a, rb, N, 8, 0, &rr);
+    madrail_isend(p.a, p.a2b, sb, N, 8, 0, &sr);
+    s1 = pwait_n(&p, &rr, NULL, 5000);
+    s2 = pwait_n(&p, &sr, NULL, 5000);
+    CHECK(s1 == MADRAIL_OK && verify(rb, N, 13) && s2 == MADRAIL_OK,
+          "registration refused on rail 1: receive %s, send %s, data %s",
+          s1 == MADRAIL_ERR_IO ? "not complete" : madrail_status_str(s1),
+          s2 == MADRAIL_ERR_IO ? "not complete" : madrail_status_str(s2),
+          verify(rb, N, 13) ? "exact" : "wrong");
+    CHECK(p.a->rails[0].stats.tx_put_bytes == N && p.a->rails[1].stats.tx_put_bytes == 0,
+          "all %d bytes put on rail 0 (%llu, %llu)", N,
+          (unsigned long long)p.a->rails[0].stats.tx_put_bytes,
+          (unsigned long long)p.a->rails[1].stats.tx_put_bytes);
+    CHECK(!mdr_peer_get(p.a, p.a2b)->rails[1].down, "rail 1 stays up");
+    p.a->fault_reg = 0;
+    pair_close(&p);
+out:
+    free(sb);
+    free(rb);
+}
+
+/* The protocol state machines (issue 12): each setter takes the
+ * transitions of its table and refuses (logs, counts, keeps the state)
+ * any other; the whole of this file's traffic makes no refused one. */
+static void test_state_tables(void)
+{
+    pair_t p;
+    mdr_req_t *s, *r;
+    mdr_put_op_t op;
+    uint64_t e0;
+    const char *ov[] = {"MADRAIL_RAILS=loop:st0", "MADRAIL_LOG_LEVEL=error", NULL};
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "open");
+        return;
+    }
+    s = mdr_req_alloc(p.a, MDR_REQ_SEND);
+    r = mdr_req_alloc(p.a, MDR_REQ_RECV);
+    e0 = p.a->state_errors;
+    CHECK(mdr_rndv_set(s, MDR_RNDV_RTS_SENT) == 0 && mdr_rndv_set(s, MDR_RNDV_RTS_SENT) == 0 &&
+              mdr_rndv_set(s, MDR_RNDV_PUTTING) == 0 && s->rndv == MDR_RNDV_PUTTING,
+          "send rendezvous: NONE -> RTS_SENT -> RTS_SENT (again) -> PUTTING");
+    CHECK(mdr_rndv_set(s, MDR_RNDV_RTS_SENT) == -1 && s->rndv == MDR_RNDV_PUTTING &&
+              mdr_rndv_set(s, MDR_RNDV_CTS_SENT) == -1 && s->rndv == MDR_RNDV_PUTTING,
+          "send rendezvous: PUTTING -> RTS_SENT and -> CTS_SENT refused, state kept");
+    CHECK(mdr_rndv_set(r, MDR_RNDV_PUTTING) == -1 && r->rndv == MDR_RNDV_NONE &&
+              mdr_rndv_set(r, MDR_RNDV_CTS_SENT) == 0 && mdr_rndv_set(r, MDR_RNDV_NONE) == -1,
+          "receive rendezvous: no PUTTING; NONE -> CTS_SENT, no way back");
+    CHECK(mdr_rfs_set(r, MDR_RFS_CONSUMED) == -1 && r->rfs_state == MDR_RFS_NONE &&
+              mdr_rfs_set(r, MDR_RFS_OUT) == 0 && mdr_rfs_set(r, MDR_RFS_STALE) == 0 &&
+              mdr_rfs_set(r, MDR_RFS_OUT) == -1 && mdr_rfs_set(r, MDR_RFS_NONE) == 0,
+          "offer: NONE -/-> CONSUMED; NONE -> OUT -> STALE -/-> OUT; STALE -> NONE");
+    CHECK(mdr_rfs_set(r, MDR_RFS_OUT) == 0 && mdr_rfs_set(r, MDR_RFS_CONSUMED) == 0 &&
+              mdr_rfs_set(r, MDR_RFS_NONE) == -1 && r->rfs_state == MDR_RFS_CONSUMED,
+          "offer: a spent offer stays spent");
+    CHECK(mdr_ack_set(s, MDR_ACK_GOT) == -1 && s->wait_ack == MDR_ACK_NONE &&
+              mdr_ack_set(s, MDR_ACK_WAIT) == 0 && mdr_ack_set(s, MDR_ACK_GOT) == 0 &&
+              mdr_ack_set(s, MDR_ACK_WAIT) == -1 && mdr_ack_set(s, MDR_ACK_NONE) == 0,
+          "ACK: NONE -/-> GOT; NONE -> WAIT -> GOT -/-> WAIT; GOT -> NONE");
+    memset(&op, 0, sizeof(op));
+    op.req = s;
+    CHECK(mdr_put_set(&op, MDR_PUT_INFLIGHT) == 0 && mdr_put_set(&op, MDR_PUT_IDLE) == 0 &&
+              mdr_put_set(&op, MDR_PUT_DONE) == 0 && mdr_put_set(&op, MDR_PUT_INFLIGHT) == -1 &&
+              op.state == MDR_PUT_DONE,
+          "put: IDLE -> INFLIGHT -> IDLE (moved) -> DONE -/-> INFLIGHT");
+    CHECK(p.a->state_errors - e0 == 10, "10 refused transitions counted (%llu)",
+          (unsigned long long)(p.a->state_errors - e0));
+    p.a->state_errors = e0;
+    p.a->active_sends--; /* s was never started */
+    mdr_req_release(s);
+    mdr_req_release(r);
+    pair_close(&p);
+}
+
 int main(void)
 {
     test_config_errors();
@@ -854,6 +1093,16 @@ int main(void)
     test_reg_release("MADRAIL_RAILS=loop:rg3;reg=1,loop:rg4;reg=1;nores=3", 0);
     test_reg_release_fail();
     test_reg_release_peer_fail();
+    test_state_tables();
+    test_reg_fail_replanned();
+    test_rndv_rail_dies(0);
+    test_rndv_rail_dies(1);
+    test_rndv_rail_dies(2);
+    test_recv_nomem(1, 100, "message record");
+    test_recv_nomem(2, 3000, "fragment");
+    test_recv_nomem(2, 100000, "reorder-table slot of an RTS");
+    CHECK(state_errors == 0, "no state machine refused a transition in any case above (%d)",
+          state_errors);
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }

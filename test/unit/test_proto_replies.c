@@ -79,14 +79,20 @@ static int trio_open(trio_t *t, const char *rails, const char *extra)
     return 0;
 }
 
+/* transitions the state machines refused, all cases: forged replies must
+ * be stopped by the handlers' checks before any state changes */
+static uint64_t state_errors;
+
 static void trio_close(trio_t *t)
 {
     int i, k;
     for (k = 0; k < 1000; k++)
         for (i = 0; i < N; i++)
             madrail_progress(t->c[i]);
-    for (i = 0; i < N; i++)
+    for (i = 0; i < N; i++) {
+        state_errors += t->c[i]->state_errors;
         madrail_context_finalize(t->c[i]);
+    }
 }
 
 /* Progress the contexts in mask (bit i: context i) n times. */
@@ -880,6 +886,57 @@ static void test_credit(void)
     trio_close(&t);
 }
 
+/* ---------------- dispatch table ---------------- */
+
+static void dummy_handler(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+{
+    (void)pr;
+    (void)hdr;
+    (void)len;
+}
+
+/* The protocol modules register their message types at context init
+ * (ctrl.c dispatches by that table, issue 12): every type is there, each
+ * with a handler but CREDIT (ctrl.c takes it itself); a second
+ * registration of a type, or a type out of range, is refused and changes
+ * nothing; a message of a type nobody registered closes its rail. */
+static void test_dispatch(void)
+{
+    trio_t t;
+    mdr_ctx_t *a;
+    mdr_ctrl_handler_t h = {"X", sizeof(mdr_hdr_t), 0, 0, dummy_handler};
+    mdr_hdr_t m;
+    int type, all = 1;
+
+    printf("# dispatch table: registrations and unknown types\n");
+    if (trio_open(&t, "MADRAIL_RAILS=loop:r0,loop:r1", NULL) != 0) {
+        CHECK(0, "open");
+        return;
+    }
+    a = t.c[A];
+    for (type = 1; type < MDR_MSG_MAX; type++)
+        all &= a->handlers[type].name != NULL &&
+               (type == MDR_MSG_CREDIT) == (a->handlers[type].fn == NULL);
+    CHECK(all, "types 1..%d registered, each with a handler but CREDIT", MDR_MSG_MAX - 1);
+    CHECK(a->handlers[0].name == NULL, "type 0 is not registered");
+    CHECK(mdr_ctrl_register(a, MDR_MSG_CTS, &h) == MADRAIL_ERR_INVALID &&
+              a->handlers[MDR_MSG_CTS].fn != dummy_handler,
+          "CTS registered twice: refused, the first handler stays");
+    CHECK(mdr_ctrl_register(a, 0, &h) == MADRAIL_ERR_INVALID &&
+              mdr_ctrl_register(a, MDR_MSG_MAX, &h) == MADRAIL_ERR_INVALID,
+          "types 0 and %d refused", MDR_MSG_MAX);
+    CHECK(exchange(&t, B, A, 100, 30), "setup: some traffic");
+    memset(&m, 0, sizeof(m));
+    m.type = 0;
+    forge(&t, B, A, 1, &m, sizeof(m));
+    spin(&t, ONLY(A), 5);
+    CHECK(rails_down(&t, A, B) == 2u, "a message of type 0 closes rail 1 (mask %x)",
+          rails_down(&t, A, B));
+    peer_closed_rail(&t, B, A, 1);
+    CHECK(others_complete(&t, 1900), "other traffic completes");
+    trio_close(&t);
+}
+
 /* ---------------- flags ---------------- */
 
 static int am_calls;
@@ -1013,6 +1070,7 @@ static const struct {
     {"revoke", test_revoke},
     {"credit", test_credit},
     {"flags", test_flags},
+    {"dispatch", test_dispatch},
 };
 
 /* No argument: every case; else only the cases named. */
@@ -1029,6 +1087,8 @@ int main(int argc, char **argv)
         if (run)
             tests[i].fn();
     }
+    CHECK(state_errors == 0, "no state machine refused a transition (%llu)",
+          (unsigned long long)state_errors);
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -46,7 +46,7 @@
  * A message that answers a receiver-first offer (RFS_DATA, or an EAGER
  * with RFS_CONSUMED) does not go through tag matching: it names the
  * receive that made the offer, and must be the answer to an offer of ours
- * to that peer that is still out (proto.c lists every such rule).
+ * to that peer that is still out (ctrl.c lists every such rule).
  */
 #include "mdr_config.h"
 
@@ -128,7 +128,7 @@ static void mdr_inmsg_unhold(mdr_inmsg_t *m, int released)
         }
 }
 
-static void mdr_inmsg_free(mdr_ctx_t *ctx, mdr_inmsg_t *m)
+void mdr_inmsg_free(mdr_ctx_t *ctx, mdr_inmsg_t *m)
 {
     mdr_frags_free(ctx, m);
     mdr_inmsg_unhold(m, 0);
@@ -136,20 +136,24 @@ static void mdr_inmsg_free(mdr_ctx_t *ctx, mdr_inmsg_t *m)
     free(m);
 }
 
-/* Store a fragment of a message no receive has taken; 0 past the cap. */
-static int mdr_frag_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off, const uint8_t *pl,
-                          size_t plen)
+/* What storing a fragment came to. */
+enum mdr_store { MDR_STORE_NOMEM = -1, MDR_STORE_CAP = 0, MDR_STORE_OK = 1 };
+
+/* Store a fragment of a message no receive has taken: MDR_STORE_CAP past
+ * MADRAIL_RECV_MEM_MAX, MDR_STORE_NOMEM when memory ran out (the fragment
+ * is lost: the caller fails the peer, mdr_peer_recv_nomem). */
+static enum mdr_store mdr_frag_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off,
+                                     const uint8_t *pl, size_t plen)
 {
     size_t alloc = sizeof(mdr_frag_t) + plen;
     mdr_frag_t *f;
 
     if (!mdr_held_charge(m, mdr_pool_cost(alloc)))
-        return 0;
-    f = mdr_pool_get(&ctx->pool, alloc);
+        return MDR_STORE_CAP;
+    f = mdr_fault_nomem(ctx) ? NULL : mdr_pool_get(&ctx->pool, alloc);
     if (!f) {
-        mdr_error("out of memory for a %zu-byte fragment", plen);
         mdr_held_uncharge(m, mdr_pool_cost(alloc));
-        return 1; /* dropped: the receive will not complete, as before */
+        return MDR_STORE_NOMEM;
     }
     f->off = off;
     f->len = (uint32_t)plen;
@@ -157,7 +161,7 @@ static int mdr_frag_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off, const ui
     memcpy(f->data, pl, plen);
     f->next = m->frags;
     m->frags = f;
-    return 1;
+    return MDR_STORE_OK;
 }
 
 /* The cap was reached: fail the peer (all its rails) and free what it held. */
@@ -171,24 +175,11 @@ static void mdr_recv_mem_fail(mdr_peer_t *peer, size_t more)
               "failing this peer (post receives earlier, or raise MADRAIL_RECV_MEM_MAX)",
               peer->index, peer->held_bytes, more, ctx->cfg.recv_mem_max);
     for (r = 0; r < ctx->nrails; r++)
-        if (!peer->rails[r].down) {
-            peer->rails[r].down = 1;
-            ctx->rails[r].stats.failovers++;
-        }
+        mdr_peer_rail_mark_down(&peer->rails[r], 1);
     mdr_peer_fail(peer, MADRAIL_ERR_NOMEM);
 }
 
-static void mdr_send_ack(mdr_peer_t *peer, uint64_t sreq_id)
-{
-    mdr_id_hdr_t ack;
-    memset(&ack, 0, sizeof(ack));
-    ack.h.type = MDR_MSG_ACK;
-    ack.id = sreq_id;
-    if (mdr_ctrl_send(peer, -1, &ack.h, sizeof(ack), NULL, 0) != MADRAIL_OK)
-        mdr_warn("peer %u: cannot send ACK", peer->index);
-}
-
-static void mdr_recv_set_info(mdr_req_t *req, mdr_peer_t *peer, uint64_t tag, uint64_t total)
+void mdr_recv_set_info(mdr_req_t *req, mdr_peer_t *peer, uint64_t tag, uint64_t total)
 {
     req->matched = 1;
     req->info.source = peer->index;
@@ -207,26 +198,6 @@ static void mdr_eager_done(mdr_req_t *req, mdr_inmsg_t *m)
     mdr_recv_finish(req, req->info.sent_length > req->len ? MADRAIL_ERR_TRUNCATE : MADRAIL_OK);
 }
 
-/* If this receive had offered its buffer first, take the offer back. */
-static void mdr_rfs_on_match(mdr_req_t *req, mdr_peer_t *peer, const mdr_inmsg_t *m)
-{
-    if (req->rfs_state != MDR_RFS_OUT)
-        return;
-    if (m->type == MDR_MSG_EAGER && (m->flags & MDR_HF_RFS_CONSUMED)) {
-        /* the sender used our offer for a small message: nothing will be
-         * put (mdr_match_target checked it answers this receive's offer) */
-        req->rfs_state = MDR_RFS_CONSUMED;
-        mdr_rfs_wait_del(peer, req->id);
-        if (peer->rfs_out == req)
-            peer->rfs_out = NULL;
-        mdr_rfs_release(req);
-    } else {
-        /* matched by a message the sender sent before it saw our offer: it
-         * will answer RFS_NACK; keep the registrations for the CTS */
-        req->rfs_state = MDR_RFS_STALE;
-    }
-}
-
 /* The receive an in-order EAGER or RTS goes to (NULL: none posted).  An
  * RFS_CONSUMED eager names the receive whose offer it spent: that offer
  * must be ours to this peer and unanswered, and the receive the first
@@ -241,7 +212,7 @@ static int mdr_match_target(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, uint64_t tag, u
     if (hflags & MDR_HF_RFS_CONSUMED) {
         if (!mdr_rfs_wait_has(peer, id) || !req || req->id != id ||
             req->rfs_state != MDR_RFS_OUT || req->peer != peer->index) {
-            mdr_proto_fail(pr, "EAGER spends offer %llx, which is not an open offer of ours "
+            mdr_peer_proto_fail(pr, "EAGER spends offer %llx, which is not an open offer of ours "
                                "to this peer that the message fits",
                            (unsigned long long)id);
             return -1;
@@ -265,7 +236,7 @@ static void mdr_bind(mdr_ctx_t *ctx, mdr_inmsg_t *m, mdr_req_t *req)
     switch (m->type) {
     case MDR_MSG_EAGER:
         if (m->flags & MDR_HF_SYNC)
-            mdr_send_ack(peer, m->id);
+            mdr_eager_send_ack(peer, m->id);
         {
             mdr_frag_t *f;
             for (f = m->frags; f; f = f->next) /* mdr_match_incoming checked off + len <= total */
@@ -289,16 +260,6 @@ static void mdr_bind(mdr_ctx_t *ctx, mdr_inmsg_t *m, mdr_req_t *req)
     }
 }
 
-static void mdr_am_deliver(mdr_ctx_t *ctx, mdr_peer_t *peer, uint64_t id, const void *data,
-                           size_t len)
-{
-    if (ctx->am_cb)
-        ctx->am_cb(ctx->am_arg, peer->index, id, data, len);
-    else
-        mdr_warn("peer %u: active message %llx dropped: no handler", peer->index,
-                 (unsigned long long)id);
-}
-
 /* m's sequence number has come up: match it or park it as unexpected. */
 static void mdr_in_order(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, mdr_inmsg_t *m)
 {
@@ -318,40 +279,8 @@ static void mdr_in_order(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, mdr_inmsg_t *m)
         return;
     }
     if (m->type == MDR_MSG_RFS_DATA) {
-        uint64_t xfer;
-        req = mdr_req_lookup(ctx, m->id);
         mdr_hash_del(&peer->inflight, m->seq);
-        if (!mdr_rfs_wait_has(peer, m->id) || !req || req->type != MDR_REQ_RECV ||
-            req->complete || req->peer != peer->index || req->rfs_state != MDR_RFS_OUT ||
-            req->matched || !mdr_match_fits(req, peer, m->tag, m->flags)) {
-            mdr_proto_fail(pr, "RFS_DATA for %llx, which is not an open offer of ours to this "
-                               "peer that the message fits",
-                           (unsigned long long)m->id);
-            mdr_inmsg_free(ctx, m);
-            return;
-        }
-        xfer = m->total < req->len ? m->total : req->len;
-        if (m->xfer_len != xfer || req->fin_bytes > xfer) {
-            mdr_proto_fail(pr, "RFS_DATA puts %llu bytes of %llu into a %zu-byte buffer "
-                               "(FINs reported %llu)",
-                           (unsigned long long)m->xfer_len, (unsigned long long)m->total,
-                           req->len, (unsigned long long)req->fin_bytes);
-            mdr_inmsg_free(ctx, m);
-            return;
-        }
-        if (!mdr_list_empty(&req->link))
-            mdr_list_del(&req->link);
-        mdr_recv_set_info(req, peer, m->tag, m->total);
-        req->rfs_state = MDR_RFS_CONSUMED;
-        req->rndv = MDR_RNDV_RFS_DATA;
-        mdr_rfs_wait_del(peer, req->id);
-        if (peer->rfs_out == req)
-            peer->rfs_out = NULL;
-        req->xfer_len = m->xfer_len;
-        mdr_inmsg_free(ctx, m);
-        if (req->fin_bytes == req->xfer_len)
-            mdr_recv_finish(req, req->info.sent_length > req->len ? MADRAIL_ERR_TRUNCATE
-                                                                  : MADRAIL_OK);
+        mdr_rfs_data_in_order(pr, m);
         return;
     }
     if (mdr_match_target(ctx, pr, m->tag, m->flags, m->id, &req) != 0) {
@@ -375,8 +304,8 @@ static void mdr_drain_reorder(mdr_ctx_t *ctx, mdr_peer_rail_t *pr)
 
 /* Store an eager fragment into m (unmatched: a fragment of its own;
  * matched: the user's buffer).  0 when MADRAIL_RECV_MEM_MAX refused it. */
-static int mdr_eager_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off, const uint8_t *pl,
-                           size_t plen)
+static enum mdr_store mdr_eager_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off,
+                                      const uint8_t *pl, size_t plen)
 {
     if (m->rreq) {
         mdr_req_t *req = m->rreq;
@@ -386,13 +315,15 @@ static int mdr_eager_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off, const u
                 n = req->len - off;
             memcpy((uint8_t *)req->buf + off, pl, n);
         }
-    } else if (plen && !mdr_frag_store(ctx, m, off, pl, plen)) {
-        return 0;
+    } else if (plen) {
+        enum mdr_store st = mdr_frag_store(ctx, m, off, pl, plen);
+        if (st != MDR_STORE_OK)
+            return st;
     }
     m->recvd += plen;
     if (m->rreq && m->recvd == m->total)
         mdr_eager_done(m->rreq, m);
-    return 1;
+    return MDR_STORE_OK;
 }
 
 uint64_t mdr_match_window(const mdr_ctx_t *ctx)
@@ -426,7 +357,7 @@ madrail_status_t mdr_match_check_config(const mdr_ctx_t *ctx)
     return MADRAIL_OK;
 }
 
-void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
     mdr_peer_t *peer = pr->peer;
     mdr_ctx_t *ctx = peer->ctx;
@@ -436,7 +367,7 @@ void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
     mdr_inmsg_t *m;
 
     switch (hdr->type) {
-    /* lengths and flags were checked against proto.c's table */
+    /* lengths and flags were checked against ctrl.c's table */
     case MDR_MSG_EAGER: {
         const mdr_eager_hdr_t *e = (const mdr_eager_hdr_t *)hdr;
         seq = e->seq;
@@ -447,17 +378,17 @@ void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
         pl = (const uint8_t *)(e + 1);
         plen = len - sizeof(*e);
         if ((hdr->flags & MDR_HF_AM) && (off != 0 || plen != total)) {
-            mdr_proto_fail(pr, "active message in fragments");
+            mdr_peer_proto_fail(pr, "active message in fragments");
             return;
         }
         if (total >= ctx->cfg.rndv_thresh && total > ctx->eager_max) {
-            mdr_proto_fail(pr, "EAGER message of %llu bytes: at or above MADRAIL_RNDV_THRESH=%zu "
+            mdr_peer_proto_fail(pr, "EAGER message of %llu bytes: at or above MADRAIL_RNDV_THRESH=%zu "
                            "a sender uses rendezvous (every process must use the same value)",
                            (unsigned long long)total, ctx->cfg.rndv_thresh);
             return;
         }
         if (off > total || plen > total - off) {
-            mdr_proto_fail(pr, "EAGER fragment %llu+%zu of a %llu-byte message",
+            mdr_peer_proto_fail(pr, "EAGER fragment %llu+%zu of a %llu-byte message",
                            (unsigned long long)off, plen, (unsigned long long)total);
             return;
         }
@@ -490,19 +421,27 @@ void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
         if (hdr->type != MDR_MSG_EAGER || m->type != MDR_MSG_EAGER || m->tag != tag ||
             m->total != total || m->flags != hdr->flags || m->id != id ||
             plen > m->total - m->recvd) {
-            mdr_proto_fail(pr, "fragment of message %llu does not fit it",
+            mdr_peer_proto_fail(pr, "fragment of message %llu does not fit it",
                            (unsigned long long)seq);
             return;
         }
         if (!m->in_order && mdr_ctrl_hold(pr))
             m->held[pr->rail]++;
-        if (!mdr_eager_store(ctx, m, off, pl, plen))
+        switch (mdr_eager_store(ctx, m, off, pl, plen)) {
+        case MDR_STORE_CAP:
             mdr_recv_mem_fail(peer, mdr_pool_cost(sizeof(mdr_frag_t) + plen));
+            break;
+        case MDR_STORE_NOMEM:
+            mdr_peer_recv_nomem(pr, "a fragment of a message that arrived");
+            break;
+        default:
+            break;
+        }
         return;
     }
     if (seq < peer->expected_seq || seq - peer->expected_seq >= mdr_match_window(ctx)) {
         /* see the top of this file: a peer within its credits is never that far ahead */
-        mdr_proto_fail(pr, "sequence %llu, expected %llu to %llu (MADRAIL_CREDITS=%u x %d rails "
+        mdr_peer_proto_fail(pr, "sequence %llu, expected %llu to %llu (MADRAIL_CREDITS=%u x %d rails "
                        "ahead at most)",
                        (unsigned long long)seq, (unsigned long long)peer->expected_seq,
                        (unsigned long long)(peer->expected_seq + mdr_match_window(ctx) - 1),
@@ -536,16 +475,16 @@ void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
                 memcpy(req->buf, pl, req->info.length);
             peer->expected_seq++;
             if (hdr->flags & MDR_HF_SYNC)
-                mdr_send_ack(peer, id);
+                mdr_eager_send_ack(peer, id);
             mdr_recv_finish(req, total > req->len ? MADRAIL_ERR_TRUNCATE : MADRAIL_OK);
             mdr_drain_reorder(ctx, pr);
             return;
         }
     }
 
-    m = calloc(1, sizeof(*m));
+    m = mdr_fault_nomem(ctx) ? NULL : calloc(1, sizeof(*m));
     if (!m) {
-        mdr_error("out of memory for an inbound message");
+        mdr_peer_recv_nomem(pr, "the record of a message that arrived");
         return;
     }
     mdr_list_init(&m->link);
@@ -557,16 +496,25 @@ void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
     m->type = hdr->type;
     m->flags = hdr->flags;
     m->xfer_len = xfer;
-    if (!mdr_held_charge(m, MDR_INMSG_COST) ||
-        (hdr->type == MDR_MSG_EAGER && !mdr_eager_store(ctx, m, off, pl, plen))) {
-        size_t more = MDR_INMSG_COST + (plen ? mdr_pool_cost(sizeof(mdr_frag_t) + plen) : 0);
-        mdr_inmsg_free(ctx, m);
-        mdr_recv_mem_fail(peer, more);
-        return;
+    {
+        enum mdr_store st = !mdr_held_charge(m, MDR_INMSG_COST) ? MDR_STORE_CAP
+                            : hdr->type == MDR_MSG_EAGER ? mdr_eager_store(ctx, m, off, pl, plen)
+                                                         : MDR_STORE_OK;
+        if (st == MDR_STORE_CAP) {
+            size_t more = MDR_INMSG_COST + (plen ? mdr_pool_cost(sizeof(mdr_frag_t) + plen) : 0);
+            mdr_inmsg_free(ctx, m);
+            mdr_recv_mem_fail(peer, more);
+            return;
+        }
+        if (st == MDR_STORE_NOMEM) {
+            mdr_inmsg_free(ctx, m);
+            mdr_peer_recv_nomem(pr, "a fragment of a message that arrived");
+            return;
+        }
     }
-    if (mdr_hash_put(&peer->inflight, seq, m) != MADRAIL_OK) {
-        mdr_error("out of memory for the reorder table");
+    if (mdr_fault_nomem(ctx) || mdr_hash_put(&peer->inflight, seq, m) != MADRAIL_OK) {
         mdr_inmsg_free(ctx, m);
+        mdr_peer_recv_nomem(pr, "the reorder-table slot of a message that arrived");
         return;
     }
     if (seq != peer->expected_seq && mdr_ctrl_hold(pr))
@@ -762,18 +710,8 @@ madrail_status_t madrail_cancel(madrail_context_t ctx, madrail_request_t req)
         return MADRAIL_ERR_INVALID;
     if (req->type != MDR_REQ_RECV || req->matched || req->complete)
         return MADRAIL_OK; /* too late or a send: completes normally */
-    if (req->rfs_state == MDR_RFS_OUT) {
-        mdr_peer_t *peer = mdr_peer_get(ctx, req->peer);
-        mdr_id_hdr_t rv;
-        if (!req->cancel_pending && peer) {
-            memset(&rv, 0, sizeof(rv));
-            rv.h.type = MDR_MSG_RFS_REVOKE;
-            rv.id = req->id;
-            req->cancel_pending = 1;
-            /* on the offer's rail, behind it (the sender counts on it) */
-            if (mdr_ctrl_send(peer, req->rfs_rail, &rv.h, sizeof(rv), NULL, 0) != MADRAIL_OK)
-                req->cancel_pending = 0;
-        }
+    if (req->rfs_state == MDR_RFS_OUT) { /* completes when the sender answers */
+        mdr_rfs_revoke(req);
         return MADRAIL_OK;
     }
     mdr_list_del(&req->link);
@@ -831,117 +769,22 @@ void mdr_match_rail_reset(mdr_peer_t *peer, int rail)
     peer->rails[rail].held = 0;
 }
 
-/* Every rail to peer is gone: fail what depends on it, and free what it
- * made us hold (see the top of this file for what is kept). */
-void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
+
+/* The sequenced messages all go through matching in sequence order (their
+ * rules beyond length and flags are checked by mdr_match_incoming). */
+madrail_status_t mdr_tag_init(mdr_ctx_t *ctx)
 {
-    mdr_ctx_t *ctx = peer->ctx;
-    mdr_list_t *it, *tmp;
-    uint32_t i;
-
-    mdr_error("peer %u failed: failing its requests (%s)", peer->index,
-              madrail_status_str(status));
-    mdr_match_peer_release(peer, 0, status == MADRAIL_ERR_PEER_UNREACHABLE);
-    /* control messages that can no longer go, and offers it made us */
-    while ((it = mdr_list_pop_head(&peer->txq)))
-        free(mdr_container_of(it, mdr_txq_item_t, link));
-    while ((it = mdr_list_pop_head(&peer->rfs_stored)))
-        free(mdr_container_of(it, mdr_rfs_t, link));
-    peer->nrfs_stored = 0;
-    mdr_list_for_each_safe(it, tmp, &peer->sendq) {
-        mdr_req_t *req = mdr_container_of(it, mdr_req_t, link);
-        int j;
-        mdr_list_del(it);
-        req->queued = 0;
-        /* Puts it could not issue yet never will; puts already issued are
-         * still the driver's (their completions, failed, finish the send:
-         * its buffer and registrations must outlive them). */
-        for (j = 0; j < req->nputs; j++)
-            if (req->puts[j].state == MDR_PUT_IDLE) {
-                req->puts[j].state = MDR_PUT_DONE;
-                req->puts_left--;
-            }
-        if (req->rndv != MDR_RNDV_PUTTING || req->puts_left == 0)
-            mdr_req_complete(req, status);
-        else if (req->info.status == MADRAIL_OK)
-            req->info.status = status;
-    }
-    mdr_list_for_each_safe(it, tmp, &ctx->posted) {
-        mdr_req_t *req = mdr_container_of(it, mdr_req_t, link);
-        if (req->peer == peer->index) {
-            mdr_list_del(it);
-            mdr_req_complete(req, status);
-        }
-    }
-    /* sends waiting for CTS/ACK and receives waiting for FIN from this peer */
-    for (i = 0; i < ctx->reqtab_cap; i++) {
-        mdr_req_t *req = ctx->reqtab[i];
-        int j, busy = 0;
-        if (!req || req->complete || req->peer != peer->index)
-            continue;
-        for (j = 0; j < req->nputs; j++)
-            busy |= req->puts[j].state == MDR_PUT_INFLIGHT; /* the driver still reports these */
-        if (busy)
-            continue;
-        if (req->type == MDR_REQ_SEND || req->matched)
-            mdr_req_complete(req, status);
-    }
-}
-
-/* ---------------- active messages ---------------- */
-
-madrail_status_t madrail_am_set_handler(madrail_context_t ctx, madrail_am_handler_t cb, void *arg)
-{
-    if (!ctx)
-        return MADRAIL_ERR_INVALID;
-    ctx->am_cb = cb;
-    ctx->am_arg = arg;
-    return MADRAIL_OK;
-}
-
-size_t madrail_am_max(madrail_context_t ctx)
-{
-    return ctx ? ctx->eager_max : 0;
-}
-
-madrail_status_t madrail_am_send(madrail_context_t ctx, madrail_peer_t peer_idx, uint64_t id,
-                                 const struct iovec *iov, int iovcnt)
-{
-    mdr_peer_t *peer;
-    mdr_eager_hdr_t e;
-    const void *payload = NULL;
-    size_t total = 0, off = 0;
-    int i;
-
-    if (!ctx || iovcnt < 0 || (iovcnt && !iov))
-        return MADRAIL_ERR_INVALID;
-    peer = mdr_peer_get(ctx, peer_idx);
-    if (!peer) {
-        mdr_error("am_send: no peer %u", peer_idx);
-        return MADRAIL_ERR_INVALID;
-    }
-    for (i = 0; i < iovcnt; i++)
-        total += iov[i].iov_len;
-    if (total > ctx->eager_max) {
-        mdr_error("am_send: %zu bytes, at most %zu in an active message", total,
-                  ctx->eager_max);
-        return MADRAIL_ERR_INVALID;
-    }
-    if (iovcnt == 1) {
-        payload = iov[0].iov_base;
-    } else if (total) {
-        for (i = 0; i < iovcnt; i++) {
-            if (iov[i].iov_len)
-                memcpy(ctx->am_scratch + off, iov[i].iov_base, iov[i].iov_len);
-            off += iov[i].iov_len;
-        }
-        payload = ctx->am_scratch;
-    }
-    memset(&e, 0, sizeof(e));
-    e.h.type = MDR_MSG_EAGER;
-    e.h.flags = MDR_HF_AM;
-    e.seq = peer->next_send_seq++;
-    e.tag = id;
-    e.total = total;
-    return mdr_ctrl_send(peer, -1, &e.h, sizeof(e), payload, total);
+    static const mdr_ctrl_handler_t eager = {
+        "EAGER", sizeof(mdr_eager_hdr_t), 1,
+        MDR_HF_SYNC | MDR_HF_INTERNAL | MDR_HF_RFS_CONSUMED | MDR_HF_AM, mdr_match_incoming};
+    static const mdr_ctrl_handler_t rts = {"RTS", sizeof(mdr_rts_hdr_t), 0, MDR_HF_INTERNAL,
+                                           mdr_match_incoming};
+    static const mdr_ctrl_handler_t rfs_data = {"RFS_DATA", sizeof(mdr_rfs_data_hdr_t), 0,
+                                                MDR_HF_INTERNAL, mdr_match_incoming};
+    madrail_status_t st = mdr_ctrl_register(ctx, MDR_MSG_EAGER, &eager);
+    if (st == MADRAIL_OK)
+        st = mdr_ctrl_register(ctx, MDR_MSG_RTS, &rts);
+    if (st == MADRAIL_OK)
+        st = mdr_ctrl_register(ctx, MDR_MSG_RFS_DATA, &rfs_data);
+    return st;
 }

@@ -1,0 +1,415 @@
+/*
+ * Peers: a remote process and the rails that reach it.  Peer records are
+ * made at peer_add (or when a process we did not know connects to us) and
+ * connected rail by rail on first traffic, so a large job pays for the
+ * peers it talks to, not for all of them.  This file owns what happens to
+ * a peer-rail over its life: connection, the accepted/failed upcalls of
+ * the drivers, a rail closed for a protocol error, and the peer failing
+ * when no rail is left.
+ *
+ * Peers are never freed while the user may hold their index, with one
+ * exception: a peer that connected to us before we knew it (anonymous) and
+ * lost every rail before anything came of it.  Nobody can know its index,
+ * so it is retired at once and its index reused: processes of the job that
+ * connect and leave cannot make the peer table grow.
+ *
+ * A failed ep is never destroyed inside the driver upcall that reported
+ * it (the driver is on its stack): it is kept on the peer until finalize,
+ * and a retired peer is freed by the next progress.
+ */
+#include "mdr_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+/* Inbound messages were freed by the caller. */
+void mdr_peer_destroy(mdr_ctx_t *ctx, mdr_peer_t *peer)
+{
+    mdr_list_t *it;
+    int r;
+
+    for (r = 0; r < ctx->nrails; r++)
+        if (peer->rails[r].ep)
+            ctx->rails[r].ops->ep_destroy(peer->rails[r].ep);
+    while ((it = mdr_list_pop_head(&peer->txq)))
+        free(mdr_container_of(it, mdr_txq_item_t, link));
+    while ((it = mdr_list_pop_head(&peer->rfs_stored)))
+        free(mdr_container_of(it, mdr_rfs_t, link));
+    while ((it = mdr_list_pop_head(&peer->dead_eps))) {
+        mdr_dead_ep_t *d = mdr_container_of(it, mdr_dead_ep_t, link);
+        ctx->rails[d->rail].ops->ep_destroy(d->ep);
+        free(d);
+    }
+    mdr_hash_cleanup(&peer->inflight);
+    free(peer);
+}
+
+/* Free the retired peers (from progress, outside any driver upcall). */
+void mdr_peer_reap_retired(mdr_ctx_t *ctx)
+{
+    mdr_list_t *it;
+
+    while ((it = mdr_list_pop_head(&ctx->retired)))
+        mdr_peer_destroy(ctx, mdr_container_of(it, mdr_peer_t, retired_link));
+}
+
+static int mdr_peer_unused(const mdr_peer_t *peer)
+{
+    return peer->anonymous && peer->expected_seq == 0 && peer->next_send_seq == 0 &&
+           peer->inflight.count == 0 && mdr_list_empty(&peer->txq) &&
+           mdr_list_empty(&peer->sendq) && mdr_list_empty(&peer->rfs_stored) &&
+           peer->rfs_out == NULL;
+}
+
+int mdr_peer_retire_unused(mdr_peer_t *peer)
+{
+    mdr_ctx_t *ctx = peer->ctx;
+    int r;
+
+    if (!mdr_peer_unused(peer))
+        return 0;
+    for (r = 0; r < ctx->nrails; r++)
+        if (peer->rails[r].ep && !peer->rails[r].down)
+            return 0;
+    if (ctx->npeer_free == ctx->peer_free_cap) {
+        uint32_t cap = ctx->peer_free_cap ? 2 * ctx->peer_free_cap : 16;
+        uint32_t *nf = realloc(ctx->peer_free, cap * sizeof(*nf));
+        if (!nf)
+            return 0; /* kept: it costs a table slot, nothing else */
+        ctx->peer_free = nf;
+        ctx->peer_free_cap = cap;
+    }
+    mdr_debug("peer %u (%016llx) left before it was used: retired", peer->index,
+              (unsigned long long)peer->uuid);
+    if (mdr_hash_get(&ctx->peer_by_uuid, peer->uuid) == peer)
+        mdr_hash_del(&ctx->peer_by_uuid, peer->uuid);
+    if (peer->active) {
+        peer->active = 0;
+        mdr_list_del(&peer->active_link);
+    }
+    ctx->peers[peer->index] = NULL;
+    ctx->peer_free[ctx->npeer_free++] = peer->index;
+    mdr_list_push_tail(&ctx->retired, &peer->retired_link);
+    return 1;
+}
+
+int mdr_peer_rail_failed_unused(mdr_peer_rail_t *pr, const char *reason)
+{
+    mdr_peer_t *peer = pr->peer;
+
+    if (!mdr_peer_unused(peer))
+        return 0;
+    mdr_debug("rail %s peer %u (%016llx, not used yet) failed: %s",
+              peer->ctx->rails[pr->rail].attr.name, peer->index,
+              (unsigned long long)peer->uuid, reason ? reason : "");
+    mdr_peer_rail_mark_down(pr, 0); /* not a failover: the peer was never used */
+    (void)mdr_peer_retire_unused(peer);
+    return 1;
+}
+
+/* Create (or find) the peer record for uuid. */
+static madrail_status_t mdr_peer_create(mdr_ctx_t *ctx, uint64_t uuid, mdr_peer_t **peer_p)
+{
+    mdr_peer_t *peer;
+    madrail_status_t st;
+    int r;
+
+    peer = mdr_hash_get(&ctx->peer_by_uuid, uuid);
+    if (peer) {
+        *peer_p = peer;
+        return MADRAIL_OK;
+    }
+    if (ctx->npeer_free == 0 && ctx->npeers == ctx->peers_cap) {
+        uint32_t cap = ctx->peers_cap ? ctx->peers_cap * 2 : 16;
+        mdr_peer_t **np = realloc(ctx->peers, cap * sizeof(*np));
+        if (!np)
+            return MADRAIL_ERR_NOMEM;
+        ctx->peers = np;
+        ctx->peers_cap = cap;
+    }
+    peer = calloc(1, sizeof(*peer));
+    if (!peer)
+        return MADRAIL_ERR_NOMEM;
+    st = mdr_hash_init(&peer->inflight, 16);
+    if (st != MADRAIL_OK)
+        goto err_free;
+    peer->ctx = ctx;
+    peer->uuid = uuid;
+    peer->index = ctx->npeer_free ? ctx->peer_free[ctx->npeer_free - 1] : ctx->npeers;
+    peer->nrails = ctx->nrails;
+    mdr_list_init(&peer->txq);
+    mdr_list_init(&peer->sendq);
+    mdr_list_init(&peer->rfs_stored);
+    mdr_list_init(&peer->active_link);
+    mdr_list_init(&peer->dead_eps);
+    mdr_list_init(&peer->retired_link);
+    for (r = 0; r < ctx->nrails; r++) {
+        peer->rails[r].peer = peer;
+        peer->rails[r].rail = r;
+        peer->rails[r].credits = ctx->cfg.credits;
+    }
+    st = mdr_hash_put(&ctx->peer_by_uuid, uuid, peer);
+    if (st != MADRAIL_OK)
+        goto err_hash;
+    if (ctx->npeer_free)
+        ctx->peers[ctx->peer_free[--ctx->npeer_free]] = peer;
+    else
+        ctx->peers[ctx->npeers++] = peer;
+    *peer_p = peer;
+    return MADRAIL_OK;
+
+err_hash:
+    mdr_hash_cleanup(&peer->inflight);
+err_free:
+    free(peer);
+    return st;
+}
+
+madrail_status_t mdr_peer_lookup_or_create(mdr_ctx_t *ctx, uint64_t uuid, mdr_peer_t **peer_p)
+{
+    return mdr_peer_create(ctx, uuid, peer_p);
+}
+
+void mdr_peer_activate(mdr_peer_t *peer)
+{
+    if (!peer->active) {
+        peer->active = 1;
+        mdr_list_push_tail(&peer->ctx->active, &peer->active_link);
+    }
+}
+
+int mdr_peer_rail_usable(const mdr_peer_rail_t *pr)
+{
+    return !pr->down && (pr->ep || pr->have_addr);
+}
+
+madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail)
+{
+    mdr_ctx_t *ctx = peer->ctx;
+    mdr_peer_rail_t *pr = &peer->rails[rail];
+    madrail_status_t st;
+
+    if (pr->ep)
+        return MADRAIL_OK;
+    if (pr->down || !pr->have_addr)
+        return MADRAIL_ERR_RAIL_DOWN;
+    st = ctx->rails[rail].ops->ep_create(ctx->rails[rail].rail, peer->uuid, pr->addr,
+                                         pr->addr_len, pr, &pr->ep);
+    if (st != MADRAIL_OK) {
+        mdr_peer_rail_mark_down(pr, 1);
+        if (mdr_peer_reachable(peer)) {
+            mdr_warn("rail %s peer %u: connect failed: %s; the other rails carry its traffic",
+                     ctx->rails[rail].attr.name, peer->index, madrail_status_str(st));
+        } else {
+            /* no upcall will come: fail the peer's requests from progress
+             * (the caller may be in the middle of one of them) */
+            mdr_error("rail %s peer %u: connect failed: %s; no rail left to the peer",
+                      ctx->rails[rail].attr.name, peer->index, madrail_status_str(st));
+            peer->unreachable_pending = 1;
+            mdr_peer_activate(peer);
+        }
+        return st;
+    }
+    mdr_debug("rail %s peer %u: connecting", ctx->rails[rail].attr.name, peer->index);
+    return MADRAIL_OK;
+}
+
+int mdr_peer_rail_mark_down(mdr_peer_rail_t *pr, int failover)
+{
+    if (pr->down)
+        return 0;
+    pr->down = 1;
+    if (failover)
+        pr->peer->ctx->rails[pr->rail].stats.failovers++;
+    return 1;
+}
+
+int mdr_peer_reachable(const mdr_peer_t *peer)
+{
+    int r;
+    for (r = 0; r < peer->ctx->nrails; r++)
+        if (mdr_peer_rail_usable(&peer->rails[r]))
+            return 1;
+    return 0;
+}
+
+void mdr_peer_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    char why[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    mdr_error("rail %s peer %u: malformed message: %s; closing this rail to the peer",
+              ctx->rails[pr->rail].attr.name, pr->peer->index, why);
+    mdr_peer_rail_mark_down(pr, 1);
+    mdr_send_rail_lost(pr, 0);
+    if (!mdr_peer_reachable(pr->peer))
+        mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_PROTO);
+}
+
+void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
+{
+    mdr_rail_slot_t *rs = rail_cookie;
+    mdr_ctx_t *ctx = rs->ctx;
+    mdr_peer_t *peer = mdr_hash_get(&ctx->peer_by_uuid, uuid);
+    mdr_peer_rail_t *pr;
+
+    if (!peer) {
+        if (mdr_peer_lookup_or_create(ctx, uuid, &peer) != MADRAIL_OK)
+            return NULL;
+        peer->anonymous = 1;
+        mdr_info("rail %s: connection from unknown peer %016llx (now peer %u)",
+                 rs->attr.name, (unsigned long long)uuid, peer->index);
+    }
+    if (peer->broken) {
+        mdr_warn("rail %s peer %u: connection refused: the peer was given up", rs->attr.name,
+                 peer->index);
+        return NULL;
+    }
+    pr = &peer->rails[rs->index];
+    if (pr->ep && pr->ep != ep) {
+        mdr_dead_ep_t *d;
+        if (!pr->down) {
+            mdr_warn("rail %s peer %u: second connection refused", rs->attr.name, peer->index);
+            return NULL;
+        }
+        /* the peer reconnected after this rail failed: start afresh on the
+         * new connection; the old ep is destroyed at finalize */
+        d = malloc(sizeof(*d));
+        if (!d)
+            return NULL;
+        d->rail = rs->index;
+        d->ep = pr->ep;
+        mdr_list_push_tail(&peer->dead_eps, &d->link);
+        pr->down = 0; /* the only way up: a new connection */
+        pr->credits = ctx->cfg.credits;
+        pr->ret_pending = 0;
+        pr->credit_queued = 0;
+        mdr_match_rail_reset(peer, rs->index);
+        pr->untracked_sent = 0;
+        mdr_health_rail_reset(pr);
+        mdr_info("rail %s peer %u: reconnected", rs->attr.name, peer->index);
+    }
+    pr->ep = ep;
+    return pr;
+}
+
+void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *reason)
+{
+    mdr_peer_rail_t *pr = ep_cookie;
+    mdr_ctx_t *ctx = pr->peer->ctx;
+
+    if (pr->down || mdr_peer_rail_failed_unused(pr, reason))
+        return;
+    if (ctx->finalizing &&
+        (status == MADRAIL_ERR_RAIL_DOWN || status == MADRAIL_ERR_RAIL_CONNECT))
+        mdr_debug("rail %s peer %u closed: %s", ctx->rails[pr->rail].attr.name,
+                  pr->peer->index, reason ? reason : "");
+    else
+        mdr_warn("rail %s peer %u failed: %s (%s)", ctx->rails[pr->rail].attr.name,
+                 pr->peer->index, reason ? reason : "", madrail_status_str(status));
+    mdr_peer_rail_mark_down(pr, 1);
+    mdr_send_rail_lost(pr, status == MADRAIL_ERR_RAIL_CONNECT);
+    if (status == MADRAIL_ERR_RAIL_CONNECT && pr->untracked_sent &&
+        mdr_peer_reachable(pr->peer)) {
+        /* an active message or a protocol reply queued on it is lost for
+         * sure and no request can send it again */
+        mdr_error("rail %s peer %u: a message no request can send again was lost with the "
+                  "connection; failing every request to the peer",
+                  ctx->rails[pr->rail].attr.name, pr->peer->index);
+        mdr_peer_give_up(pr->peer);
+    } else if (!mdr_peer_reachable(pr->peer)) {
+        mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_UNREACHABLE);
+    } else {
+        mdr_peer_activate(pr->peer);
+    }
+}
+
+/* Every rail to peer is gone: fail what depends on it, and free what it
+ * made us hold (see the top of this file for what is kept). */
+void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
+{
+    mdr_ctx_t *ctx = peer->ctx;
+    mdr_list_t *it, *tmp;
+    uint32_t i;
+
+    mdr_error("peer %u failed: failing its requests (%s)", peer->index,
+              madrail_status_str(status));
+    mdr_match_peer_release(peer, 0, status == MADRAIL_ERR_PEER_UNREACHABLE);
+    /* control messages that can no longer go, and offers it made us */
+    while ((it = mdr_list_pop_head(&peer->txq)))
+        free(mdr_container_of(it, mdr_txq_item_t, link));
+    while ((it = mdr_list_pop_head(&peer->rfs_stored)))
+        free(mdr_container_of(it, mdr_rfs_t, link));
+    peer->nrfs_stored = 0;
+    mdr_list_for_each_safe(it, tmp, &peer->sendq) {
+        mdr_req_t *req = mdr_container_of(it, mdr_req_t, link);
+        int j;
+        mdr_list_del(it);
+        req->queued = 0;
+        /* Puts it could not issue yet never will; puts already issued are
+         * still the driver's (their completions, failed, finish the send:
+         * its buffer and registrations must outlive them). */
+        for (j = 0; j < req->nputs; j++)
+            if (req->puts[j].state == MDR_PUT_IDLE) {
+                mdr_put_set(&req->puts[j], MDR_PUT_DONE);
+                req->puts_left--;
+            }
+        if (req->rndv != MDR_RNDV_PUTTING || req->puts_left == 0)
+            mdr_req_complete(req, status);
+        else if (req->info.status == MADRAIL_OK)
+            req->info.status = status;
+    }
+    mdr_list_for_each_safe(it, tmp, &ctx->posted) {
+        mdr_req_t *req = mdr_container_of(it, mdr_req_t, link);
+        if (req->peer == peer->index) {
+            mdr_list_del(it);
+            mdr_req_complete(req, status);
+        }
+    }
+    /* sends waiting for CTS/ACK and receives waiting for FIN from this peer */
+    for (i = 0; i < ctx->reqtab_cap; i++) {
+        mdr_req_t *req = ctx->reqtab[i];
+        int j, busy = 0;
+        if (!req || req->complete || req->peer != peer->index)
+            continue;
+        for (j = 0; j < req->nputs; j++)
+            busy |= req->puts[j].state == MDR_PUT_INFLIGHT; /* the driver still reports these */
+        if (busy)
+            continue;
+        if (req->type == MDR_REQ_SEND || req->matched)
+            mdr_req_complete(req, status);
+    }
+}
+
+void mdr_peer_recv_nomem(mdr_peer_rail_t *pr, const char *what)
+{
+    mdr_peer_t *peer = pr->peer;
+    mdr_ctx_t *ctx = peer->ctx;
+    int r;
+
+    mdr_error("rail %s peer %u: out of memory for %s: a message from the peer is lost, and "
+              "its later messages could never be matched in order: failing every request to "
+              "the peer",
+              ctx->rails[pr->rail].attr.name, peer->index, what);
+    peer->broken = 1;
+    for (r = 0; r < ctx->nrails; r++)
+        mdr_peer_rail_mark_down(&peer->rails[r], 1);
+    mdr_peer_fail(peer, MADRAIL_ERR_NOMEM);
+}
+
+void mdr_peer_give_up(mdr_peer_t *peer)
+{
+    mdr_ctx_t *ctx = peer->ctx;
+    int r;
+
+    peer->broken = 1;
+    for (r = 0; r < ctx->nrails; r++)
+        mdr_peer_rail_mark_down(&peer->rails[r], 1);
+    mdr_peer_fail(peer, MADRAIL_ERR_PEER_UNREACHABLE);
+}

@@ -1,0 +1,60 @@
+/*
+ * Progress: poll every rail (which runs the receive upcalls), then let
+ * each peer with queued work send what its credits allow, then settle the
+ * sends whose data may still sit in a driver.  Only peers on ctx->active
+ * are visited, so an idle job costs the rail polls and nothing per peer.
+ * Progress never recurses: an upcall or a completion callback that calls
+ * madrail_progress returns at once.
+ */
+#include "mdr_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+/* A peer on ctx->active: its deferred failure, its queued control
+ * messages, then its sends with fragments or puts left (after the txq:
+ * sequenced messages start in order, ctrl.c). */
+static int mdr_peer_progress(mdr_peer_t *peer)
+{
+    mdr_list_t *it, *tmp;
+    int n;
+
+    if (peer->unreachable_pending) {
+        peer->unreachable_pending = 0;
+        mdr_peer_fail(peer, MADRAIL_ERR_PEER_UNREACHABLE);
+    }
+    n = mdr_ctrl_txq_progress(peer);
+    mdr_list_for_each_safe(it, tmp, &peer->sendq) {
+        mdr_req_t *req = mdr_container_of(it, mdr_req_t, link);
+        n += mdr_send_progress(req);
+    }
+    if (mdr_list_empty(&peer->txq) && mdr_list_empty(&peer->sendq) && peer->active) {
+        peer->active = 0;
+        mdr_list_del(&peer->active_link);
+    }
+    return n;
+}
+
+int madrail_progress(madrail_context_t ctx)
+{
+    int r, n = 0;
+    mdr_list_t *it, *tmp;
+
+    if (!ctx || ctx->in_progress)
+        return 0;
+    ctx->in_progress = 1;
+    for (r = 0; r < ctx->nrails; r++)
+        n += ctx->rails[r].ops->progress(ctx->rails[r].rail);
+    if (!mdr_list_empty(&ctx->retired))
+        mdr_peer_reap_retired(ctx);
+    mdr_list_for_each_safe(it, tmp, &ctx->active) {
+        mdr_peer_t *peer = mdr_container_of(it, mdr_peer_t, active_link);
+        n += mdr_peer_progress(peer);
+    }
+    if (!mdr_list_empty(&ctx->unsent))
+        n += mdr_send_check_all(ctx);
+    ctx->in_progress = 0;
+    return n;
+}
