@@ -44,7 +44,6 @@
  */
 #include "mdr_config.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
