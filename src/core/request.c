@@ -16,6 +16,11 @@
  * wait first flushes the rails the send used and looks again before it
  * pays for a full progress.  Data that left and is then lost in the
  * network is beyond what a sender can see without acknowledgements.
+ *
+ * The send entry points (mdr_send_start: eager, rendezvous, or a stored
+ * receiver-first offer; progress; restart) live here too: what they start
+ * is what this file tracks, and the protocol modules (eager.c, rndv.c,
+ * rfs.c) only carry it out.
  */
 #include "mdr_config.h"
 
