@@ -44,7 +44,6 @@
  */
 #include "mdr_config.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -337,19 +336,19 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
         return;
     if (hdr.type == MDR_MSG_CREDIT && hdr.credits < mdr_credit_threshold(ctx)) {
         mdr_peer_proto_fail(pr, "CREDIT message returning %u credits (they are sent once %u are "
-                       "owed): more than the %d reserved slots would be in flight",
-                       hdr.credits, mdr_credit_threshold(ctx), MDR_RESERVED_SLOTS);
+                            "owed): more than the %d reserved slots would be in flight",
+                            hdr.credits, mdr_credit_threshold(ctx), MDR_RESERVED_SLOTS);
         return;
     }
     if (hdr.type != MDR_MSG_CREDIT && pr->ret_pending + pr->held >= ctx->cfg.credits) {
         mdr_peer_proto_fail(pr, "credit overrun: a message beyond its %u credits (%u consumed and "
-                       "not returned, %u of them held out of order)",
-                       ctx->cfg.credits, pr->ret_pending + pr->held, pr->held);
+                            "not returned, %u of them held out of order)",
+                            ctx->cfg.credits, pr->ret_pending + pr->held, pr->held);
         return;
     }
     if ((uint64_t)pr->credits + hdr.credits > ctx->cfg.credits) {
         mdr_peer_proto_fail(pr, "returns %u credits, we only spent %u", hdr.credits,
-                       ctx->cfg.credits - pr->credits);
+                            ctx->cfg.credits - pr->credits);
         return;
     }
     if (hdr.credits) {
@@ -461,18 +460,18 @@ int mdr_ctrl_check_hdr(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
     rule = &pr->peer->ctx->handlers[hdr->type];
     if (rule->body ? len < rule->len : len != rule->len) {
         mdr_peer_proto_fail(pr, "%s of %zu bytes (%s%zu)", rule->name, len, rule->body ? ">= " : "",
-                       rule->len);
+                            rule->len);
         return -1;
     }
     if (hdr->flags & ~rule->flags) {
         mdr_peer_proto_fail(pr, "%s with flags 0x%x (allowed: 0x%x)", rule->name, hdr->flags,
-                       rule->flags);
+                            rule->flags);
         return -1;
     }
     if (((hdr->flags & MDR_HF_AM) && hdr->flags != MDR_HF_AM) ||
         ((hdr->flags & MDR_HF_RFS_CONSUMED) && (hdr->flags & MDR_HF_SYNC))) {
         mdr_peer_proto_fail(pr, "%s with flags 0x%x that exclude each other", rule->name,
-                       hdr->flags);
+                            hdr->flags);
         return -1;
     }
     return 0;

@@ -109,7 +109,7 @@ static void mdr_handle_ack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
         return;
     if (req->wait_ack != MDR_ACK_WAIT || req->frag_off == 0) {
         mdr_peer_proto_fail(pr, "ACK for send %llx, which waits for none",
-                       (unsigned long long)a->id);
+                            (unsigned long long)a->id);
         return;
     }
     if (req->frag_off <= req->len) { /* fragments still going out */

@@ -19,6 +19,8 @@
  */
 #include "mdr_config.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -16,6 +16,11 @@
  * wait first flushes the rails the send used and looks again before it
  * pays for a full progress.  Data that left and is then lost in the
  * network is beyond what a sender can see without acknowledgements.
+ *
+ * The send entry points (mdr_send_start: eager, rendezvous, or a stored
+ * receiver-first offer; progress; restart) live here too: what they start
+ * is what this file tracks, and the protocol modules (eager.c, rndv.c,
+ * rfs.c) only carry it out.
  */
 #include "mdr_config.h"
 
@@ -604,18 +609,19 @@ mdr_req_t *mdr_req_for_reply(mdr_peer_rail_t *pr, const char *what, uint64_t id,
     mdr_req_t *req = mdr_req_lookup(pr->peer->ctx, id);
 
     if (!req || req->type != type || req->complete) {
-        mdr_peer_proto_fail(pr, "%s for unknown %s %llx", what, type == MDR_REQ_SEND ? "send" : "receive",
-                       (unsigned long long)id);
+        mdr_peer_proto_fail(pr, "%s for unknown %s %llx", what,
+                            type == MDR_REQ_SEND ? "send" : "receive", (unsigned long long)id);
         return NULL;
     }
     if (mdr_req_bound_peer(req) != pr->peer->index) {
         madrail_peer_t b = mdr_req_bound_peer(req);
         if (b == MADRAIL_ANY_PEER)
             mdr_peer_proto_fail(pr, "%s for receive %llx, which no peer has matched yet", what,
-                           (unsigned long long)id);
+                                (unsigned long long)id);
         else
             mdr_peer_proto_fail(pr, "%s for %s %llx, which is bound to peer %u", what,
-                           type == MDR_REQ_SEND ? "send" : "receive", (unsigned long long)id, b);
+                                type == MDR_REQ_SEND ? "send" : "receive",
+                                (unsigned long long)id, b);
         return NULL;
     }
     return req;

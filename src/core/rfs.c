@@ -146,7 +146,7 @@ static void mdr_handle_rfs(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
 
     if (r->buf_len == 0 || r->space > MDR_RFS_SPACE_INTERNAL) {
         mdr_peer_proto_fail(pr, "RFS of %llu bytes in tag space %u", (unsigned long long)r->buf_len,
-                       r->space);
+                            r->space);
         return;
     }
     if (mdr_rndv_keys_check(pr, "RFS", (const uint8_t *)(r + 1), klen, r->nkeys, r->buf_len) != 0)
@@ -192,8 +192,9 @@ static void mdr_handle_nack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t le
 
     (void)len;
     if (!mdr_rfs_wait_has(pr->peer, n->id)) {
-        mdr_peer_proto_fail(pr, "RFS_NACK for %llx: no offer of ours to this peer waits for an answer",
-                       (unsigned long long)n->id);
+        mdr_peer_proto_fail(pr, "RFS_NACK for %llx: no offer of ours to this peer waits for an "
+                            "answer",
+                            (unsigned long long)n->id);
         return;
     }
     mdr_rfs_wait_del(pr->peer, n->id);
@@ -228,7 +229,7 @@ static void mdr_handle_revoke(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t 
      * a receive revokes once: never more revokes than offers. */
     if (peer->rfs_revokes_in >= peer->rfs_offers_in) {
         mdr_peer_proto_fail(pr, "RFS_REVOKE %llx: %llu offers from this peer, all revoked",
-                       (unsigned long long)v->id, (unsigned long long)peer->rfs_offers_in);
+                            (unsigned long long)v->id, (unsigned long long)peer->rfs_offers_in);
         return;
     }
     peer->rfs_revokes_in++;
@@ -331,7 +332,7 @@ void mdr_rfs_data_in_order(mdr_peer_rail_t *pr, mdr_inmsg_t *m)
         req->matched || !mdr_match_fits(req, peer, m->tag, m->flags)) {
         mdr_peer_proto_fail(pr, "RFS_DATA for %llx, which is not an open offer of ours to this "
                            "peer that the message fits",
-                       (unsigned long long)m->id);
+                            (unsigned long long)m->id);
         mdr_inmsg_free(ctx, m);
         return;
     }
@@ -339,8 +340,8 @@ void mdr_rfs_data_in_order(mdr_peer_rail_t *pr, mdr_inmsg_t *m)
     if (m->xfer_len != xfer || req->fin_bytes > xfer) {
         mdr_peer_proto_fail(pr, "RFS_DATA puts %llu bytes of %llu into a %zu-byte buffer "
                            "(FINs reported %llu)",
-                       (unsigned long long)m->xfer_len, (unsigned long long)m->total,
-                       req->len, (unsigned long long)req->fin_bytes);
+                            (unsigned long long)m->xfer_len, (unsigned long long)m->total,
+                            req->len, (unsigned long long)req->fin_bytes);
         mdr_inmsg_free(ctx, m);
         return;
     }

@@ -514,7 +514,7 @@ int mdr_rndv_keys_check(mdr_peer_rail_t *pr, const char *what, const uint8_t *ke
 
     if ((xfer == 0) != (nkeys == 0) || nkeys > (uint32_t)ctx->nrails) {
         mdr_peer_proto_fail(pr, "%s with %u keys for %llu bytes (%d rails)", what, nkeys,
-                       (unsigned long long)xfer, ctx->nrails);
+                            (unsigned long long)xfer, ctx->nrails);
         return -1;
     }
     for (k = 0; k < nkeys; k++) {
@@ -527,13 +527,13 @@ int mdr_rndv_keys_check(mdr_peer_rail_t *pr, const char *what, const uint8_t *ke
         off += sizeof(d);
         if (d.rail >= ctx->nrails || (seen & (1u << d.rail))) {
             mdr_peer_proto_fail(pr, "%s: key %u names rail %u (%d rails, %s)", what, k, d.rail,
-                           ctx->nrails, d.rail < ctx->nrails ? "named twice" : "no such rail");
+                                ctx->nrails, d.rail < ctx->nrails ? "named twice" : "no such rail");
             return -1;
         }
         seen |= 1u << d.rail;
         if (d.key_len > keys_len - off) {
             mdr_peer_proto_fail(pr, "%s: key for rail %u of %u bytes, %zu left", what, d.rail,
-                           d.key_len, keys_len - off);
+                                d.key_len, keys_len - off);
             return -1;
         }
         off = mdr_pad8(off + d.key_len);
@@ -556,23 +556,23 @@ static void mdr_handle_cts(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
         return;
     if (req->rndv != MDR_RNDV_RTS_SENT) {
         mdr_peer_proto_fail(pr, "CTS for send %llx that sent no RTS or had its CTS",
-                       (unsigned long long)c->sreq_id);
+                            (unsigned long long)c->sreq_id);
         return;
     }
     if (c->xfer_len > req->len) {
         mdr_peer_proto_fail(pr, "CTS asks for %llu bytes of a %zu-byte message",
-                       (unsigned long long)c->xfer_len, req->len);
+                            (unsigned long long)c->xfer_len, req->len);
         return;
     }
     if (mdr_rndv_keys_check(pr, "CTS", (const uint8_t *)(c + 1), len - sizeof(*c), c->nkeys,
-                       c->xfer_len) != 0)
+                            c->xfer_len) != 0)
         return;
     mdr_health_cts_rcvd(req, pr);
     req->peer_req_id = c->rreq_id;
     mdr_rndv_set(req, MDR_RNDV_PUTTING);
     req->seq_unsent = 0; /* the CTS answers the RTS: it arrived */
     st = mdr_rndv_plan_puts(pr->peer, req, (const uint8_t *)(c + 1), len - sizeof(*c), c->nkeys,
-                       c->xfer_len);
+                            c->xfer_len);
     if (st != MADRAIL_OK) {
         mdr_req_complete(req, st);
         return;
@@ -601,19 +601,19 @@ static void mdr_handle_fin(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
         limit = req->len; /* the puts into our offer may overtake its RFS_DATA */
     } else {
         mdr_peer_proto_fail(pr, "FIN for receive %llx, which waits for no puts (%s)",
-                       (unsigned long long)f->rreq_id,
-                       req->matched ? "an eager message" : "not matched, no offer out");
+                            (unsigned long long)f->rreq_id,
+                            req->matched ? "an eager message" : "not matched, no offer out");
         return;
     }
     if (!req->reg[pr->rail]) {
         mdr_peer_proto_fail(pr, "FIN for receive %llx on a rail it gave no key for",
-                       (unsigned long long)f->rreq_id);
+                            (unsigned long long)f->rreq_id);
         return;
     }
     if (f->bytes == 0 || f->bytes > limit - req->fin_bytes) {
         mdr_peer_proto_fail(pr, "FIN of %llu bytes for receive %llx: %llu of %llu reported already",
-                       (unsigned long long)f->bytes, (unsigned long long)f->rreq_id,
-                       (unsigned long long)req->fin_bytes, (unsigned long long)limit);
+                            (unsigned long long)f->bytes, (unsigned long long)f->rreq_id,
+                            (unsigned long long)req->fin_bytes, (unsigned long long)limit);
         return;
     }
     ctx->rails[pr->rail].stats.rx_put_bytes += f->bytes;

@@ -214,7 +214,7 @@ static int mdr_match_target(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, uint64_t tag, u
             req->rfs_state != MDR_RFS_OUT || req->peer != peer->index) {
             mdr_peer_proto_fail(pr, "EAGER spends offer %llx, which is not an open offer of ours "
                                "to this peer that the message fits",
-                           (unsigned long long)id);
+                                (unsigned long long)id);
             return -1;
         }
     }
@@ -382,14 +382,15 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
             return;
         }
         if (total >= ctx->cfg.rndv_thresh && total > ctx->eager_max) {
-            mdr_peer_proto_fail(pr, "EAGER message of %llu bytes: at or above MADRAIL_RNDV_THRESH=%zu "
-                           "a sender uses rendezvous (every process must use the same value)",
-                           (unsigned long long)total, ctx->cfg.rndv_thresh);
+            mdr_peer_proto_fail(pr, "EAGER message of %llu bytes: at or above "
+                                "MADRAIL_RNDV_THRESH=%zu a sender uses rendezvous (every "
+                                "process must use the same value)",
+                                (unsigned long long)total, ctx->cfg.rndv_thresh);
             return;
         }
         if (off > total || plen > total - off) {
             mdr_peer_proto_fail(pr, "EAGER fragment %llu+%zu of a %llu-byte message",
-                           (unsigned long long)off, plen, (unsigned long long)total);
+                                (unsigned long long)off, plen, (unsigned long long)total);
             return;
         }
         break;
@@ -422,7 +423,7 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
             m->total != total || m->flags != hdr->flags || m->id != id ||
             plen > m->total - m->recvd) {
             mdr_peer_proto_fail(pr, "fragment of message %llu does not fit it",
-                           (unsigned long long)seq);
+                                (unsigned long long)seq);
             return;
         }
         if (!m->in_order && mdr_ctrl_hold(pr))
@@ -441,11 +442,11 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
     }
     if (seq < peer->expected_seq || seq - peer->expected_seq >= mdr_match_window(ctx)) {
         /* see the top of this file: a peer within its credits is never that far ahead */
-        mdr_peer_proto_fail(pr, "sequence %llu, expected %llu to %llu (MADRAIL_CREDITS=%u x %d rails "
-                       "ahead at most)",
-                       (unsigned long long)seq, (unsigned long long)peer->expected_seq,
-                       (unsigned long long)(peer->expected_seq + mdr_match_window(ctx) - 1),
-                       ctx->cfg.credits, ctx->nrails);
+        mdr_peer_proto_fail(pr, "sequence %llu, expected %llu to %llu (MADRAIL_CREDITS=%u x %d "
+                            "rails ahead at most)",
+                            (unsigned long long)seq, (unsigned long long)peer->expected_seq,
+                            (unsigned long long)(peer->expected_seq + mdr_match_window(ctx) - 1),
+                            ctx->cfg.credits, ctx->nrails);
         return;
     }
 
