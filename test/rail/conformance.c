@@ -511,6 +511,11 @@ static int chk_attr(const t_spec_t *sp, char *why)
             at->bandwidth_mbs);
     T_CHECK(!(at->caps & MDR_RAIL_CAP_PUT_HW) || (at->caps & MDR_RAIL_CAP_PUT),
             "PUT_HW without PUT");
+    T_CHECK(o->size == sizeof(mdr_rail_ops_t) && mdr_rail_ops_check(o) == MADRAIL_OK,
+            "ops table refused by mdr_rail_ops_check (size %zu)", o->size);
+    T_CHECK((at->caps & ~o->caps) == 0,
+            "rail caps %#x include bits %#x its driver's ops->caps %#x do not list", at->caps,
+            at->caps & ~o->caps, o->caps);
     T_CHECK(at->caps == p.b.attr.caps && at->max_ctrl == p.b.attr.max_ctrl,
             "two rails of one spec report different caps or max_ctrl");
     if (at->caps & MDR_RAIL_CAP_PUT) {
@@ -1546,10 +1551,11 @@ static int chk_knob_profile(const t_spec_t *sp, const char *fab, char *why)
     T_CHECK(p.b.attr.latency_us == 7.5, "latency=7.5 gave %g us", p.b.attr.latency_us);
     T_CHECK(fabs(p.b.attr.bandwidth_mbs - 10.0 * 1048576 / 1e6) < 1e-9,
             "bw=10m gave %g MB/s, want %g", p.b.attr.bandwidth_mbs, 10.0 * 1048576 / 1e6);
-    T_CHECK(p.a.attr.caps == (MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP), "caps %#x",
-            p.a.attr.caps);
-    T_CHECK(p.b.attr.caps == MDR_RAIL_CAP_PUT, "reg=1: caps %#x, want put without REG_CHEAP",
-            p.b.attr.caps);
+    T_CHECK(p.a.attr.caps ==
+                (MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_PUT_REMOTE | MDR_RAIL_CAP_REG_CHEAP),
+            "caps %#x", p.a.attr.caps);
+    T_CHECK(p.b.attr.caps == (MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_PUT_REMOTE),
+            "reg=1: caps %#x, want put without REG_CHEAP", p.b.attr.caps);
     T_CHECK(p.a.attr.max_ctrl == T_SLOT, "max_ctrl %zu, want slot_size %d", p.a.attr.max_ctrl,
             T_SLOT);
     T_CHECK(strncmp(p.a.attr.name, "loop:", 5) == 0 && strcmp(p.a.attr.name + 5, fab) == 0,

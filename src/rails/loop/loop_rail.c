@@ -789,7 +789,9 @@ static void mdr_loop_query(mdr_rail_t *rail, mdr_rail_attr_t *attr)
 {
     memset(attr, 0, sizeof(*attr));
     snprintf(attr->name, sizeof(attr->name), "%s", rail->name);
-    attr->caps = MDR_RAIL_CAP_PUT | (rail->cfg.reg ? 0 : MDR_RAIL_CAP_REG_CHEAP);
+    /* a put completes once the receiver's progress copied it in place */
+    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_PUT_REMOTE |
+                 (rail->cfg.reg ? 0 : MDR_RAIL_CAP_REG_CHEAP);
     attr->latency_us = rail->cfg.latency_us;
     if (rail->cfg.profile_mbs > 0)
         attr->bandwidth_mbs = rail->cfg.profile_mbs;
@@ -1073,6 +1075,8 @@ static int mdr_loop_progress(mdr_rail_t *rail)
 }
 
 const mdr_rail_ops_t mdr_loop_ops = {
+    .size = MDR_RAIL_OPS_SIZE,
+    .caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_PUT_REMOTE | MDR_RAIL_CAP_REG_CHEAP,
     .name = "loop",
     .open = mdr_loop_open,
     .close = mdr_loop_close,

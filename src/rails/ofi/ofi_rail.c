@@ -855,7 +855,8 @@ static void mdr_ofi_query(mdr_rail_t *rail, mdr_rail_attr_t *attr)
 {
     memset(attr, 0, sizeof(*attr));
     snprintf(attr->name, sizeof(attr->name), "%s", rail->name);
-    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_PUT_HW;
+    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_PUT_HW |
+                 (rail->put_delivery ? MDR_RAIL_CAP_PUT_REMOTE : 0);
     /* A provider that wants no registration of local buffers (FI_MR_LOCAL
      * unset: tcp, shm, udp, sockets) keeps registrations in a software
      * table: registering per transfer costs about a microsecond, less than
@@ -997,6 +998,9 @@ static int mdr_ofi_progress(mdr_rail_t *rail)
 }
 
 const mdr_rail_ops_t mdr_ofi_ops = {
+    .size = MDR_RAIL_OPS_SIZE,
+    .caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_PUT_HW | MDR_RAIL_CAP_REG_CHEAP |
+            MDR_RAIL_CAP_PUT_REMOTE,
     .name = "ofi",
     .open = mdr_ofi_open,
     .close = mdr_ofi_close,

@@ -651,7 +651,7 @@ static void mdr_shm_query(mdr_rail_t *rail, mdr_rail_attr_t *attr)
 {
     memset(attr, 0, sizeof(*attr));
     snprintf(attr->name, sizeof(attr->name), "%s", rail->name);
-    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP;
+    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP | (rail->cma ? MDR_RAIL_CAP_CMA : 0);
     attr->latency_us = rail->latency_us;
     attr->bandwidth_mbs = rail->bandwidth_mbs;
     attr->max_ctrl = rail->slot_size;
@@ -993,6 +993,8 @@ static int mdr_shm_progress(mdr_rail_t *rail)
 }
 
 const mdr_rail_ops_t mdr_shm_ops = {
+    .size = MDR_RAIL_OPS_SIZE,
+    .caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP | MDR_RAIL_CAP_CMA,
     .name = "shm",
     .open = mdr_shm_open,
     .close = mdr_shm_close,

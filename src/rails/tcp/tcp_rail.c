@@ -358,7 +358,10 @@ static void mdr_tcp_query(mdr_rail_t *rail, mdr_rail_attr_t *attr)
 {
     memset(attr, 0, sizeof(*attr));
     snprintf(attr->name, sizeof(attr->name), "%s", rail->name);
-    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP;
+    /* FLUSH whatever MADRAIL_TCP_COALESCE says: a message behind a busy
+     * connection waits in the flush queue too */
+    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP | MDR_RAIL_CAP_FLUSH |
+                 (rail->cfg.put_ack ? MDR_RAIL_CAP_PUT_REMOTE : 0);
     attr->latency_us = rail->latency_us;
     attr->bandwidth_mbs = rail->bandwidth_mbs;
     attr->max_ctrl = rail->slot_size;
@@ -645,6 +648,11 @@ static int mdr_tcp_flush(mdr_rail_t *rail)
 }
 
 const mdr_rail_ops_t mdr_tcp_ops = {
+    .size = MDR_RAIL_OPS_SIZE,
+    /* PUT_REMOTE with MADRAIL_TCP_PUT_ACK=1 only: else a put completes when
+     * the socket took it */
+    .caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP | MDR_RAIL_CAP_PUT_REMOTE |
+            MDR_RAIL_CAP_FLUSH,
     .name = "tcp",
     .open = mdr_tcp_open,
     .close = mdr_tcp_close,

@@ -900,7 +900,9 @@ static void mdr_ucx_query(mdr_rail_t *rail, mdr_rail_attr_t *attr)
 {
     memset(attr, 0, sizeof(*attr));
     snprintf(attr->name, sizeof(attr->name), "%s", rail->name);
-    attr->caps = MDR_RAIL_CAP_PUT | (rail->check ? 0 : MDR_RAIL_CAP_PUT_HW);
+    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_FLUSH |
+                 (rail->check ? 0 : MDR_RAIL_CAP_PUT_HW) |
+                 (rail->order_flush ? MDR_RAIL_CAP_PUT_REMOTE : 0);
     attr->latency_us = rail->latency_us;
     attr->bandwidth_mbs = rail->bandwidth_mbs;
     attr->max_ctrl = rail->slot_size;
@@ -973,6 +975,9 @@ static int mdr_ucx_flush(mdr_rail_t *rail)
 }
 
 const mdr_rail_ops_t mdr_ucx_ops = {
+    .size = MDR_RAIL_OPS_SIZE,
+    .caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_PUT_HW | MDR_RAIL_CAP_PUT_REMOTE |
+            MDR_RAIL_CAP_FLUSH,
     .name = "ucx",
     .open = mdr_ucx_open,
     .close = mdr_ucx_close,
