@@ -12,16 +12,23 @@
  *   - ep_destroy called from inside an upcall while progress still holds
  *     pointers to the ep: the ep becomes a zombie, freed at the end of
  *     progress;
- *   - the accept path of a connection from a peer: if the peer started
- *     over, its old ep is failed and reported before the new one is
- *     offered, so the core sees the two events in order; then the new ep
- *     is offered through ep_accepted, which may destroy it or refuse it.
+ *   - the accept path of a connection from a peer: the new ep is offered
+ *     through ep_accepted, which may destroy it (inside the upcall) or
+ *     refuse it (mdr_rail_ep_offer).  Before that, a driver whose peer
+ *     started over fails the old ep and runs its report, so the core sees
+ *     the two events in order (each driver decides what "started over"
+ *     means on its wire);
+ *   - the rule that settles a simultaneous connect of two stream
+ *     connections (tcp; mdr_rail_arbitrate_remote_wins).
  *
  * What stays in the driver is what differs: its connection objects, its
  * queues, what a failure drops, and what it reports after ep_failed (the
  * error completions of its puts).  The driver embeds mdr_rail_ep_t as
  * `base` in its struct mdr_ep and mdr_rail_base_t as `base` in its struct
- * mdr_rail, and passes its own free function at init.
+ * mdr_rail, and passes its own free function at init.  loop does not
+ * embed it: its eps live under one process-wide lock and report through
+ * one event queue, with none of the above but the software-put
+ * registration (sw_reg.h).
  */
 #ifndef MDR_RAILS_RAIL_EP_H
 #define MDR_RAILS_RAIL_EP_H
