@@ -51,6 +51,7 @@ madrail_status_t mdr_rail_ep_init(mdr_rail_base_t *rb, mdr_rail_ep_t *ep, uint64
     ep->rb = rb;
     ep->uuid = uuid;
     ep->cookie = cookie;
+    mdr_list_init(&ep->link); /* mdr_list_del is harmless even when nothing is filed */
     mdr_list_init(&ep->fail_link);
     if (map && mdr_hash_get(&rb->eps, uuid) == NULL) {
         madrail_status_t st = mdr_hash_put(&rb->eps, uuid, ep);
