@@ -113,7 +113,8 @@ madrail_status_t mdr_rcache_create(const mdr_rail_ops_t *ops, mdr_rail_t *rail, 
     mdr_rcache_t *rc;
     long page;
 
-    if (!ops || !rc_p || !ops->mem_reg || !ops->mem_dereg) {
+    /* a driver's operations are never NULL (mdr_rail_ops_check) */
+    if (!ops || !rc_p) {
         mdr_error("rcache: no driver operations to register memory with");
         return MADRAIL_ERR_INVALID;
     }
@@ -123,8 +124,7 @@ madrail_status_t mdr_rcache_create(const mdr_rail_ops_t *ops, mdr_rail_t *rail, 
         return MADRAIL_ERR_NOMEM;
     }
     memset(&attr, 0, sizeof(attr));
-    if (ops->query)
-        ops->query(rail, &attr);
+    ops->query(rail, &attr);
     snprintf(rc->name, sizeof(rc->name), "%s", attr.name[0] ? attr.name : ops->name);
     rc->ops = ops;
     rc->rail = rail;

@@ -402,7 +402,7 @@ static void mdr_send_push(mdr_req_t *req)
     int r;
 
     for (r = 0; bits != 0; r++, bits >>= 1)
-        if (bits & 1u)
+        if ((bits & 1u) && (ctx->rails[r].attr.caps & MDR_RAIL_CAP_FLUSH))
             ctx->rails[r].ops->flush(ctx->rails[r].rail);
     mdr_send_settle(req);
 }
@@ -416,7 +416,8 @@ static void mdr_req_flush(const mdr_req_t *req)
     if (req->type != MDR_REQ_SEND)
         return;
     for (r = 0; r < ctx->nrails; r++)
-        ctx->rails[r].ops->flush(ctx->rails[r].rail);
+        if (ctx->rails[r].attr.caps & MDR_RAIL_CAP_FLUSH)
+            ctx->rails[r].ops->flush(ctx->rails[r].rail);
 }
 
 madrail_status_t madrail_test(madrail_request_t *req_p, int *flag_p, madrail_info_t *info_p)

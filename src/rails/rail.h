@@ -27,12 +27,26 @@ typedef struct mdr_rail mdr_rail_t;
 typedef struct mdr_ep mdr_ep_t;
 typedef struct mdr_memh mdr_memh_t;
 
-/* Capability bits of a rail. */
+/* Capability bits.  A driver's ops->caps lists every bit one of its rails
+ * may report; each rail reports its own in attr.caps (a subset: a rail's
+ * configuration may switch a bit off).  The bits name what the driver
+ * really wires in: mdr_rail_ops_check refuses a driver whose PUT or FLUSH
+ * bit disagrees with its operations, and the conformance suite checks
+ * each rail's bits against what the rail does. */
 enum {
     MDR_RAIL_CAP_PUT = 1u << 0,      /* put() works (in hardware or software) */
     MDR_RAIL_CAP_PUT_HW = 1u << 1,   /* put() is hardware RDMA (no remote CPU) */
-    MDR_RAIL_CAP_REG_CHEAP = 1u << 2 /* mem_reg() is cheap: the core need not cache */
+    MDR_RAIL_CAP_REG_CHEAP = 1u << 2,/* mem_reg() is cheap: the core need not cache
+                                      * (without it, registration is needed and costs) */
+    MDR_RAIL_CAP_PUT_REMOTE = 1u << 3,/* a put's completion says the data is in the
+                                      * target memory (remote completion); without it,
+                                      * only that the source may be reused (local) */
+    MDR_RAIL_CAP_CMA = 1u << 4,      /* puts to a process of this node are one copy
+                                      * by the sender (process_vm_writev) */
+    MDR_RAIL_CAP_FLUSH = 1u << 5     /* ctrl_send may keep messages back: flush() does
+                                      * work (without it, flush is mdr_rail_noop_flush) */
 };
+#define MDR_RAIL_CAP_ALL 0x3fu
 
 /* What the core learns about a rail after open(). */
 typedef struct mdr_rail_attr {
@@ -99,6 +113,10 @@ struct mdr_completion {
 enum { MDR_MEM_LOCAL = 1u << 0, MDR_MEM_REMOTE_WRITE = 1u << 1 };
 
 typedef struct mdr_rail_ops {
+    /* sizeof(mdr_rail_ops_t) as the driver was compiled: a driver built
+     * against another version of this header is refused (MDR_RAIL_OPS_SIZE). */
+    size_t size;
+    uint32_t caps;    /* MDR_RAIL_CAP_* that some rail of this driver may report */
     const char *name; /* driver name, the part of a rail spec before ':' */
 
     /* Open a rail from the part of the spec after "name:" (e.g. "lo",
@@ -174,9 +192,20 @@ typedef struct mdr_rail_ops {
     int (*flush)(mdr_rail_t *rail);
 } mdr_rail_ops_t;
 
-/* Registry of built drivers. */
+#define MDR_RAIL_OPS_SIZE sizeof(mdr_rail_ops_t)
+
+/* Is ops a driver the core can use?  size == sizeof(mdr_rail_ops_t), a
+ * name, no NULL operation, caps within MDR_RAIL_CAP_ALL, every put-related
+ * bit with MDR_RAIL_CAP_PUT, MDR_RAIL_CAP_PUT exactly when put, mem_reg and
+ * rkey_pack are not the unsupported stubs, MDR_RAIL_CAP_FLUSH exactly when
+ * flush is not mdr_rail_noop_flush.  MADRAIL_OK, or MADRAIL_ERR_INVALID
+ * after logging which rule the driver broke. */
+madrail_status_t mdr_rail_ops_check(const mdr_rail_ops_t *ops);
+
+/* Registry of built drivers: each is checked with mdr_rail_ops_check when
+ * first looked up, and a driver that fails is never handed out. */
 const mdr_rail_ops_t *mdr_rail_find(const char *name);
-/* Visit each built driver in a fixed order; returns the count. */
+/* Visit each usable built driver in a fixed order; returns the count. */
 int mdr_rail_foreach(void (*fn)(const mdr_rail_ops_t *ops, void *arg), void *arg);
 
 /* Missing operations point at these; they return MADRAIL_ERR_UNSUPPORTED. */

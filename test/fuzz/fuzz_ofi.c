@@ -226,7 +226,7 @@ static uint32_t fz_epid(fz_ofi_t *s, int v)
     if (!v)
         return s->pep.ep != NULL ? s->pep.ep->epid : 0;
     for (i = 0; i < FZ_MAXEP; i++)
-        if (s->vep[i].ep != NULL && s->vep[i].ep->uuid == FZ_P_UUID)
+        if (s->vep[i].ep != NULL && s->vep[i].ep->base.uuid == FZ_P_UUID)
             return s->vep[i].ep->epid;
     return 0;
 }
@@ -284,7 +284,7 @@ static void fz_reset(fz_ofi_t *s)
         size_t np = 0, ne = 0;
         mdr_list_t *l;
         mdr_list_for_each(l, &s->v->peer_list) np++;
-        mdr_list_for_each(l, &s->v->eps_all) ne++;
+        mdr_list_for_each(l, &s->v->base.eps_all) ne++;
         fprintf(stderr, "fuzz: V keeps %zu peer addresses, %zu endpoints\n", np, ne);
     }
 }

@@ -224,7 +224,7 @@ static uint32_t fz_conn(fz_ucx_t *s, int v)
     if (!v)
         return s->pep.ep != NULL ? s->pep.ep->tx_conn : 0;
     for (i = 0; i < FZ_MAXEP; i++)
-        if (s->vep[i].ep != NULL && s->vep[i].ep->uuid == FZ_P_UUID)
+        if (s->vep[i].ep != NULL && s->vep[i].ep->base.uuid == FZ_P_UUID)
             return s->vep[i].ep->tx_conn;
     return 0;
 }

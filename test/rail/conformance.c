@@ -511,6 +511,11 @@ static int chk_attr(const t_spec_t *sp, char *why)
             at->bandwidth_mbs);
     T_CHECK(!(at->caps & MDR_RAIL_CAP_PUT_HW) || (at->caps & MDR_RAIL_CAP_PUT),
             "PUT_HW without PUT");
+    T_CHECK(o->size == sizeof(mdr_rail_ops_t) && mdr_rail_ops_check(o) == MADRAIL_OK,
+            "ops table refused by mdr_rail_ops_check (size %zu)", o->size);
+    T_CHECK((at->caps & ~o->caps) == 0,
+            "rail caps %#x include bits %#x its driver's ops->caps %#x do not list", at->caps,
+            at->caps & ~o->caps, o->caps);
     T_CHECK(at->caps == p.b.attr.caps && at->max_ctrl == p.b.attr.max_ctrl,
             "two rails of one spec report different caps or max_ctrl");
     if (at->caps & MDR_RAIL_CAP_PUT) {
@@ -955,6 +960,97 @@ static int chk_put_sizes(const t_spec_t *sp, char *why)
     }
     T_CHECK(p.a.own.nfailed == 0 && p.b.acc.nfailed == 0, "ep failed: %.200s%.200s",
             p.a.own.fail_reason, p.b.acc.fail_reason);
+out:
+    if (lmemh != NULL)
+        p.a.ops->mem_dereg(p.a.rail, lmemh);
+    t_target_free(&p.b, &t);
+    free(src);
+    t_pair_close(&p);
+    return rc;
+}
+
+/* MDR_RAIL_CAP_PUT_REMOTE: when a put's completion is reported, its data
+ * is in the target memory already (checked inside the callback, before
+ * anything else runs on either side).  Rails without the bit skip. */
+typedef struct t_remote_comp {
+    mdr_completion_t c;
+    const uint8_t *dst, *src;
+    size_t len;
+    int calls, placed;
+    madrail_status_t status;
+} t_remote_comp_t;
+
+static void t_remote_cb(mdr_completion_t *c, madrail_status_t status)
+{
+    t_remote_comp_t *rc = (t_remote_comp_t *)c;
+
+    rc->calls++;
+    rc->status = status;
+    rc->placed = memcmp(rc->dst, rc->src, rc->len) == 0;
+}
+
+static int chk_put_remote(const t_spec_t *sp, char *why)
+{
+    static const size_t lens[] = {64, 65536, 1u << 20};
+    const size_t n = sizeof(lens) / sizeof(lens[0]);
+    t_remote_comp_t rcomp;
+    mdr_memh_t *lmemh = NULL;
+    t_target_t t;
+    uint8_t *src = NULL;
+    madrail_status_t st;
+    double dl;
+    int rc;
+    size_t i;
+    t_pair_t p;
+
+    memset(&t, 0, sizeof(t));
+    if (t_pair_open(&p, sp, why) != 0)
+        return T_FAIL;
+    rc = t_need_put(sp, &p, why);
+    if (rc != T_PASS)
+        goto out;
+    if (!(p.a.attr.caps & MDR_RAIL_CAP_PUT_REMOTE)) {
+        snprintf(why, T_WHY, "put completion is local (no MDR_RAIL_CAP_PUT_REMOTE)");
+        rc = T_SKIP;
+        goto out;
+    }
+    if (t_target_make(&p.b, &t, 1u << 20, 4096, MDR_MEM_REMOTE_WRITE, why) != 0) {
+        rc = T_FAIL;
+        goto out;
+    }
+    src = malloc(1u << 20);
+    T_CHECK(src != NULL, "out of memory");
+    if (!(p.a.attr.caps & MDR_RAIL_CAP_REG_CHEAP)) {
+        st = p.a.ops->mem_reg(p.a.rail, src, 1u << 20, MDR_MEM_LOCAL, &lmemh);
+        T_CHECK(st == MADRAIL_OK, "mem_reg of the source: %s", madrail_status_str(st));
+    }
+    st = t_connect(&p.a, &p.b);
+    T_CHECK(st == MADRAIL_OK, "ep_create: %s", madrail_status_str(st));
+    for (i = 0; i < n; i++) {
+        rt_fill(src, lens[i], 500 + i);
+        memset(&rcomp, 0, sizeof(rcomp));
+        rcomp.c.cb = t_remote_cb;
+        rcomp.dst = t.buf + t.reg_off;
+        rcomp.src = src;
+        rcomp.len = lens[i];
+        dl = mdr_time_sec() + T_TIMEOUT;
+        do {
+            st = p.a.ops->put(p.a.own.ep, src, lens[i], lmemh, t_raddr(&t, 0), t.rkey,
+                              t.rkey_len, &rcomp.c);
+            if (st == MADRAIL_ERR_NORESOURCE)
+                t_prog2(&p);
+        } while (st == MADRAIL_ERR_NORESOURCE && mdr_time_sec() < dl);
+        if (st == MADRAIL_OK) /* done at once: the data must be there now */
+            t_remote_cb(&rcomp.c, MADRAIL_OK);
+        else
+            T_CHECK(st == MADRAIL_INPROGRESS, "put of %zu bytes: %s", lens[i],
+                    madrail_status_str(st));
+        T_CHECK(T_WAIT(&p, rcomp.calls > 0), "put of %zu bytes never completed", lens[i]);
+        T_CHECK(rcomp.status == MADRAIL_OK, "put of %zu bytes: %s", lens[i],
+                madrail_status_str(rcomp.status));
+        T_CHECK(rcomp.placed, "advertises MDR_RAIL_CAP_PUT_REMOTE but the put of %zu bytes "
+                              "completed before its data was in the target memory", lens[i]);
+    }
 out:
     if (lmemh != NULL)
         p.a.ops->mem_dereg(p.a.rail, lmemh);
@@ -1546,10 +1642,11 @@ static int chk_knob_profile(const t_spec_t *sp, const char *fab, char *why)
     T_CHECK(p.b.attr.latency_us == 7.5, "latency=7.5 gave %g us", p.b.attr.latency_us);
     T_CHECK(fabs(p.b.attr.bandwidth_mbs - 10.0 * 1048576 / 1e6) < 1e-9,
             "bw=10m gave %g MB/s, want %g", p.b.attr.bandwidth_mbs, 10.0 * 1048576 / 1e6);
-    T_CHECK(p.a.attr.caps == (MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP), "caps %#x",
-            p.a.attr.caps);
-    T_CHECK(p.b.attr.caps == MDR_RAIL_CAP_PUT, "reg=1: caps %#x, want put without REG_CHEAP",
-            p.b.attr.caps);
+    T_CHECK(p.a.attr.caps ==
+                (MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_PUT_REMOTE | MDR_RAIL_CAP_REG_CHEAP),
+            "caps %#x", p.a.attr.caps);
+    T_CHECK(p.b.attr.caps == (MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_PUT_REMOTE),
+            "reg=1: caps %#x, want put without REG_CHEAP", p.b.attr.caps);
     T_CHECK(p.a.attr.max_ctrl == T_SLOT, "max_ctrl %zu, want slot_size %d", p.a.attr.max_ctrl,
             T_SLOT);
     T_CHECK(strncmp(p.a.attr.name, "loop:", 5) == 0 && strcmp(p.a.attr.name + 5, fab) == 0,
@@ -2081,6 +2178,7 @@ static void t_run_spec(const t_spec_t *sp, int *loop_knobs_done)
     T_RUN(sp, NULL, "ctrl-burst", chk_ctrl_burst(sp, why, note));
     T_RUN(sp, NULL, "put-sizes", chk_put_sizes(sp, why));
     T_RUN(sp, NULL, "put-then-ctrl-order", chk_put_order(sp, why));
+    T_RUN(sp, NULL, "put-remote-complete", chk_put_remote(sp, why));
     T_RUN(sp, NULL, "put-past-region-end", chk_put_bad(sp, why, 0));
     T_RUN(sp, NULL, "put-before-region", chk_put_bad(sp, why, 1));
     T_RUN(sp, NULL, "put-stale-key", chk_put_bad(sp, why, 2));

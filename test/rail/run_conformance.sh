@@ -46,6 +46,9 @@ MADRAIL_OFI_TIMEOUT=${MADRAIL_OFI_TIMEOUT:-3s}
 export MADRAIL_OFI_TIMEOUT
 
 echo "run_conformance.sh: $prog (ofi:${ofi_specs:- none})"
+# tcp with put acknowledgements: its puts complete remotely (PUT_REMOTE),
+# which put-remote-complete checks; the other checks must hold as well.
+MADRAIL_TCP_PUT_ACK=1 "$prog" tcp:lo || exit 1
 # shellcheck disable=SC2086 (ofi_specs: words without spaces or globs)
 exec "$prog" \
     loop:f0 \

@@ -37,6 +37,7 @@
 #include "rails/common/drv.h"
 #include "rails/loop/loop.h"
 #include "rails/common/region.h"
+#include "rails/common/sw_reg.h"
 #include "rails/rail.h"
 #include "util/cfg.h"
 #include "util/clock.h"
@@ -120,7 +121,7 @@ typedef struct mdr_loop_addr {
 
 typedef struct mdr_loop_rkey {
     uint64_t rail_id;
-    uint64_t key;
+    uint64_t key; /* the region key (rails/common/sw_reg.h) */
 } mdr_loop_rkey_t;
 
 /* One message or put between accept and delivery (then, for a put, until
@@ -139,12 +140,8 @@ typedef struct mdr_loop_item {
 } mdr_loop_item_t;
 
 struct mdr_memh {
-    mdr_list_t link; /* rail->regions */
+    mdr_region_t reg; /* in rail->regions: id, generation, range, access */
     mdr_rail_t *rail;
-    uint64_t key;
-    uintptr_t addr;
-    size_t len;
-    unsigned access;
 };
 
 struct mdr_ep {
@@ -188,9 +185,7 @@ struct mdr_rail {
     mdr_list_t eps;
     mdr_list_t incoming; /* eps of any rail with items in flight to us */
     mdr_list_t evq;      /* our eps with something to report */
-    mdr_list_t regions;
-    mdr_hash_t keys; /* key -> mdr_memh_t */
-    uint64_t next_key;
+    mdr_region_tab_t regions; /* registrations (mdr_memh_t.reg), under the lock */
 };
 
 /* Process-wide registry. */
@@ -453,32 +448,21 @@ static mdr_ep_t *mdr_loop_find_ep(mdr_rail_t *rail, const mdr_ep_t *sep)
 static mdr_memh_t *mdr_loop_put_target(mdr_rail_t *rail, const mdr_loop_item_t *item,
                                        char *why, size_t why_len)
 {
-    mdr_memh_t *memh;
+    mdr_region_t *r;
+    const char *reason;
 
     if (item->rkey.rail_id != rail->id) {
         snprintf(why, why_len, "put with a remote key of loop rail id %llu, not %llu",
                  (unsigned long long)item->rkey.rail_id, (unsigned long long)rail->id);
         return NULL;
     }
-    memh = mdr_hash_get(&rail->keys, item->rkey.key);
-    if (memh == NULL) {
-        snprintf(why, why_len, "put with unknown remote key %llu",
-                 (unsigned long long)item->rkey.key);
+    r = mdr_region_check_put(&rail->regions, item->rkey.key, item->raddr, item->len, &reason);
+    if (r == NULL) {
+        snprintf(why, why_len, "put of %zu bytes at 0x%llx with key %#llx: %s", item->len,
+                 (unsigned long long)item->raddr, (unsigned long long)item->rkey.key, reason);
         return NULL;
     }
-    if (!(memh->access & MDR_MEM_REMOTE_WRITE)) {
-        snprintf(why, why_len, "put into key %llu, not registered for remote write",
-                 (unsigned long long)memh->key);
-        return NULL;
-    }
-    if (!mdr_region_covers(memh->addr, memh->len, item->raddr, item->len)) {
-        snprintf(why, why_len,
-                 "put of %zu bytes at 0x%llx outside the region [0x%llx, +%zu) of key %llu",
-                 item->len, (unsigned long long)item->raddr, (unsigned long long)memh->addr,
-                 memh->len, (unsigned long long)memh->key);
-        return NULL;
-    }
-    return memh;
+    return mdr_container_of(r, mdr_memh_t, reg);
 }
 
 /*
@@ -720,14 +704,9 @@ static madrail_status_t mdr_loop_open(const char *spec, const mdr_rail_params_t 
     rail->upcalls = params->upcalls;
     rail->cookie = params->rail_cookie;
     rail->slot_size = params->slot_size;
-    rail->next_key = 1;
     mdr_list_init(&rail->eps);
     mdr_list_init(&rail->incoming);
     mdr_list_init(&rail->evq);
-    mdr_list_init(&rail->regions);
-    st = mdr_hash_init(&rail->keys, 16);
-    if (st != MADRAIL_OK)
-        goto err_rail;
 
     pthread_mutex_lock(&mdr_loop_lock);
     if (mdr_loop_nrails == 0) {
@@ -762,8 +741,6 @@ static madrail_status_t mdr_loop_open(const char *spec, const mdr_rail_params_t 
 
 err_locked:
     pthread_mutex_unlock(&mdr_loop_lock);
-    mdr_hash_cleanup(&rail->keys);
-err_rail:
     free(rail);
 err_copy:
     free(copy);
@@ -772,10 +749,14 @@ err_cfg:
     return st;
 }
 
+static void mdr_loop_region_free(mdr_region_t *r, void *arg)
+{
+    (void)arg;
+    free(mdr_container_of(r, mdr_memh_t, reg));
+}
+
 static void mdr_loop_close(mdr_rail_t *rail)
 {
-    mdr_list_t *it;
-
     if (rail == NULL)
         return;
     pthread_mutex_lock(&mdr_loop_lock);
@@ -789,9 +770,7 @@ static void mdr_loop_close(mdr_rail_t *rail)
                          MADRAIL_ERR_RAIL_DOWN, "the peer rail was closed");
     pthread_mutex_unlock(&mdr_loop_lock);
 
-    while ((it = mdr_list_pop_head(&rail->regions)) != NULL)
-        free(mdr_container_of(it, mdr_memh_t, link));
-    mdr_hash_cleanup(&rail->keys);
+    mdr_region_tab_cleanup(&rail->regions, mdr_loop_region_free, NULL);
     free(rail);
 }
 
@@ -810,7 +789,9 @@ static void mdr_loop_query(mdr_rail_t *rail, mdr_rail_attr_t *attr)
 {
     memset(attr, 0, sizeof(*attr));
     snprintf(attr->name, sizeof(attr->name), "%s", rail->name);
-    attr->caps = MDR_RAIL_CAP_PUT | (rail->cfg.reg ? 0 : MDR_RAIL_CAP_REG_CHEAP);
+    /* a put completes once the receiver's progress copied it in place */
+    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_PUT_REMOTE |
+                 (rail->cfg.reg ? 0 : MDR_RAIL_CAP_REG_CHEAP);
     attr->latency_us = rail->cfg.latency_us;
     if (rail->cfg.profile_mbs > 0)
         attr->bandwidth_mbs = rail->cfg.profile_mbs;
@@ -946,44 +927,31 @@ static madrail_status_t mdr_loop_mem_reg(mdr_rail_t *rail, void *addr, size_t le
                                          unsigned access, mdr_memh_t **memh_p)
 {
     madrail_status_t st;
-    mdr_memh_t *memh;
+    void *memh;
 
-    if ((addr == NULL && len != 0) || memh_p == NULL ||
-        (uintptr_t)addr + len < (uintptr_t)addr)
+    if (rail == NULL)
         return MADRAIL_ERR_INVALID;
-    memh = calloc(1, sizeof(*memh));
-    if (memh == NULL)
-        return MADRAIL_ERR_NOMEM;
-    memh->rail = rail;
-    memh->addr = (uintptr_t)addr;
-    memh->len = len;
-    memh->access = access;
-
     pthread_mutex_lock(&mdr_loop_lock);
-    memh->key = rail->next_key++;
-    st = mdr_hash_put(&rail->keys, memh->key, memh);
-    if (st != MADRAIL_OK) {
-        pthread_mutex_unlock(&mdr_loop_lock);
-        free(memh);
-        return st;
-    }
-    mdr_list_push_tail(&rail->regions, &memh->link);
+    st = mdr_sw_reg_new(&rail->regions, rail->name, addr, len, access, sizeof(mdr_memh_t),
+                        offsetof(mdr_memh_t, reg), &memh);
     pthread_mutex_unlock(&mdr_loop_lock);
+    if (st != MADRAIL_OK)
+        return st;
+    ((mdr_memh_t *)memh)->rail = rail;
     *memh_p = memh;
     return MADRAIL_OK;
 }
 
 static void mdr_loop_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh)
 {
-    if (memh == NULL)
+    if (memh == NULL || rail == NULL)
         return;
-    if (memh->rail != rail) {
-        mdr_error("rail %s: deregistration of a region of another rail", rail->name);
+    pthread_mutex_lock(&mdr_loop_lock);
+    if (!mdr_sw_reg_known(&rail->regions, &memh->reg, rail->name)) {
+        pthread_mutex_unlock(&mdr_loop_lock);
         return;
     }
-    pthread_mutex_lock(&mdr_loop_lock);
-    mdr_hash_del(&rail->keys, memh->key);
-    mdr_list_del(&memh->link);
+    (void)mdr_region_remove(&rail->regions, &memh->reg);
     pthread_mutex_unlock(&mdr_loop_lock);
     free(memh);
 }
@@ -996,7 +964,7 @@ static madrail_status_t mdr_loop_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, v
     if (memh == NULL || buf == NULL || len_p == NULL || memh->rail != rail)
         return MADRAIL_ERR_INVALID;
     k.rail_id = rail->id;
-    k.key = memh->key;
+    k.key = mdr_region_key(&memh->reg);
     memcpy(buf, &k, sizeof(k));
     *len_p = sizeof(k);
     return MADRAIL_OK;
@@ -1018,9 +986,8 @@ static madrail_status_t mdr_loop_put(mdr_ep_t *ep, const void *local, size_t len
     if ((local == NULL && len != 0) || comp == NULL || comp->cb == NULL)
         return MADRAIL_ERR_INVALID;
     if (lmemh != NULL &&
-        (lmemh->rail != ep->rail || (uintptr_t)local < lmemh->addr ||
-         (uintptr_t)local - lmemh->addr > lmemh->len ||
-         len > lmemh->len - ((uintptr_t)local - lmemh->addr))) {
+        (lmemh->rail != ep->rail ||
+         !mdr_region_covers(lmemh->reg.base, lmemh->reg.len, (uintptr_t)local, len))) {
         mdr_error("rail %s: put source of %zu bytes is not covered by its registration",
                   ep->rail->name, len);
         return MADRAIL_ERR_INVALID;
@@ -1108,6 +1075,8 @@ static int mdr_loop_progress(mdr_rail_t *rail)
 }
 
 const mdr_rail_ops_t mdr_loop_ops = {
+    .size = MDR_RAIL_OPS_SIZE,
+    .caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_PUT_REMOTE | MDR_RAIL_CAP_REG_CHEAP,
     .name = "loop",
     .open = mdr_loop_open,
     .close = mdr_loop_close,

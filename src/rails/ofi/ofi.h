@@ -30,6 +30,7 @@
 #include <rdma/fi_rma.h>
 
 #include "rails/common/drv.h"
+#include "rails/common/rail_ep.h"
 #include "rails/ofi/ofi_cfg.h"
 #include "rails/rail.h"
 #include "util/hash.h"
@@ -171,9 +172,8 @@ struct mdr_memh {
 };
 
 struct mdr_ep {
+    mdr_rail_ep_t base; /* peer uuid, core cookie, uuid table, failure queue, zombie */
     mdr_rail_t *rail;
-    void *cookie;
-    uint64_t uuid;
     uint32_t epid;      /* ours */
     uint32_t peer_epid; /* the peer's incarnation, from its HELLO; 0 until then */
     mdr_ofi_peer_t *peer;
@@ -182,19 +182,11 @@ struct mdr_ep {
     int peer_closed;    /* ... an orderly one with nothing pending: failed when next used */
     uint32_t closed_reason; /* MDR_OFI_BYE_* of that goodbye */
     int failed;
-    int destroyed;
-    int mapped;         /* rail->eps[uuid] == this */
     unsigned pending;   /* sends and puts not yet completed or not yet reported */
     size_t backlog;     /* bytes handed to the provider, not yet completed */
     mdr_list_t ops;     /* in flight, oldest first */
     double last_done;   /* when an operation of this ep last completed */
     double nores_since; /* first of the current run of refused sends (MADRAIL_OFI_TIMEOUT) */
-    mdr_list_t link;    /* rail->eps_all, or rail->zombie_eps */
-
-    int fail_queued;
-    madrail_status_t fail_status;
-    char fail_reason[200];
-    mdr_list_t fail_link; /* rail->failq */
 };
 
 struct mdr_rail {
@@ -206,7 +198,6 @@ struct mdr_rail {
     const uint8_t *job_key; /* the core's */
     mdr_drv_refusals_t refusals;
     const mdr_rail_upcalls_t *upcalls;
-    void *rail_cookie;
     size_t slot_size;
     unsigned slots;
     mdr_ofi_config_t cfg;
@@ -233,12 +224,9 @@ struct mdr_rail {
     uint8_t *rx_scratch; /* realigns a received message the provider placed unaligned */
     size_t msg_max;     /* largest message we send or accept, header and padding included */
 
-    mdr_hash_t eps;     /* uuid -> ep that is not failed */
+    mdr_rail_base_t base; /* eps by uuid, every ep, zombies, failure queue */
     mdr_hash_t peers;   /* uuid -> mdr_ofi_peer_t */
     mdr_list_t peer_list;
-    mdr_list_t eps_all; /* every ep not yet destroyed */
-    mdr_list_t zombie_eps;
-    mdr_list_t failq;
     mdr_list_t doneq;
     mdr_list_t orphans;
     mdr_list_t free_ops;
@@ -247,7 +235,6 @@ struct mdr_rail {
     uint64_t next_key;
     unsigned tx_inflight;
     unsigned byes_inflight;
-    int in_progress;
     int closing;
     double next_timeout_check;
     int shm_counted;     /* counted among the process's open shm rails */
@@ -282,7 +269,9 @@ void mdr_ofi_op_put(mdr_rail_t *rail, mdr_ofi_op_t *op);
 void mdr_ofi_txb_release(mdr_rail_t *rail, mdr_ofi_txbuf_t *txb);
 void mdr_ofi_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void mdr_ofi_ep_free(mdr_ep_t *ep);
+void mdr_ofi_ep_free(mdr_rail_ep_t *base);
+/* The live ep of a peer, or NULL. */
+mdr_ep_t *mdr_ofi_ep_lookup(mdr_rail_t *rail, uint64_t uuid);
 /* A BYE to the ep's peer, if the peer knows this incarnation (best effort). */
 void mdr_ofi_send_bye(mdr_ep_t *ep, uint32_t reason);
 /* One received message (from progress). */

@@ -113,31 +113,26 @@ static madrail_status_t mdr_ofi_ep_alloc(mdr_rail_t *rail, uint64_t uuid, void *
 
     if (ep == NULL)
         return MADRAIL_ERR_NOMEM;
-    if (mdr_hash_put(&rail->eps, uuid, ep) != MADRAIL_OK) {
+    if (mdr_rail_ep_init(&rail->base, &ep->base, uuid, cookie, 1) != MADRAIL_OK ||
+        !ep->base.mapped) {
+        mdr_list_del(&ep->base.link); /* harmless when it was not filed */
         free(ep);
         return MADRAIL_ERR_NOMEM;
     }
     ep->rail = rail;
-    ep->cookie = cookie;
-    ep->uuid = uuid;
     ep->peer = peer;
-    ep->mapped = 1;
     ep->epid = rail->next_epid++;
     if (rail->next_epid == 0)
         rail->next_epid = 1; /* 0 means "unknown" on the wire */
     mdr_list_init(&ep->ops);
-    mdr_list_init(&ep->fail_link);
-    mdr_list_push_tail(&rail->eps_all, &ep->link);
     *ep_p = ep;
     return MADRAIL_OK;
 }
 
-static void mdr_ofi_ep_unmap(mdr_ep_t *ep)
+mdr_ep_t *mdr_ofi_ep_lookup(mdr_rail_t *rail, uint64_t uuid)
 {
-    if (ep->mapped) {
-        mdr_hash_del(&ep->rail->eps, ep->uuid);
-        ep->mapped = 0;
-    }
+    mdr_rail_ep_t *b = mdr_rail_ep_lookup(&rail->base, uuid);
+    return b != NULL ? mdr_container_of(b, mdr_ep_t, base) : NULL;
 }
 
 void mdr_ofi_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...)
@@ -145,29 +140,23 @@ void mdr_ofi_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...
     mdr_rail_t *rail = ep->rail;
     va_list ap;
 
-    if (ep->destroyed || ep->failed)
+    if (ep->base.destroyed || ep->failed)
         return;
     va_start(ap, fmt);
-    vsnprintf(ep->fail_reason, sizeof(ep->fail_reason), fmt, ap);
+    mdr_rail_ep_fail_set(&ep->base, status, fmt, ap);
     va_end(ap);
     if (status == MADRAIL_ERR_RAIL_PROTO)
         mdr_error("rail %s peer %016llx: %s; closing the endpoint", rail->log_name,
-                  (unsigned long long)ep->uuid, ep->fail_reason);
+                  (unsigned long long)ep->base.uuid, ep->base.fail_reason);
     else
-        mdr_info("rail %s peer %016llx: %s", rail->log_name, (unsigned long long)ep->uuid,
-                 ep->fail_reason);
+        mdr_info("rail %s peer %016llx: %s", rail->log_name, (unsigned long long)ep->base.uuid,
+                 ep->base.fail_reason);
     ep->failed = 1;
-    ep->fail_status = status;
-    mdr_ofi_ep_unmap(ep);
     /* A connection that breaks breaks at both ends: tell the peer (best
      * effort; a peer that is gone will not hear it anyway). */
     if (!ep->bye_received)
         mdr_ofi_send_bye(ep, status == MADRAIL_ERR_RAIL_PROTO ? MDR_OFI_BYE_PROTO
                                                               : MDR_OFI_BYE_FAILED);
-    if (!ep->fail_queued) {
-        ep->fail_queued = 1;
-        mdr_list_push_tail(&rail->failq, &ep->fail_link);
-    }
 }
 
 /* An ep whose peer said an orderly goodbye fails when used; returns 1 then. */
@@ -179,9 +168,9 @@ static int mdr_ofi_closed_check(mdr_ep_t *ep)
     return 1;
 }
 
-void mdr_ofi_ep_free(mdr_ep_t *ep)
+void mdr_ofi_ep_free(mdr_rail_ep_t *base)
 {
-    free(ep);
+    free(mdr_container_of(base, mdr_ep_t, base));
 }
 
 madrail_status_t mdr_ofi_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const void *addr,
@@ -220,7 +209,7 @@ madrail_status_t mdr_ofi_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
                   rail->log_name, (unsigned long long)remote_uuid, len, nlen);
         return MADRAIL_ERR_INVALID;
     }
-    if (mdr_hash_get(&rail->eps, remote_uuid) != NULL) {
+    if (mdr_rail_ep_lookup(&rail->base, remote_uuid) != NULL) {
         mdr_error("rail %s peer %016llx: ep_create while an endpoint to that peer exists",
                   rail->log_name, (unsigned long long)remote_uuid);
         return MADRAIL_ERR_INVALID;
@@ -281,17 +270,13 @@ void mdr_ofi_ep_destroy(mdr_ep_t *ep)
     mdr_rail_t *rail;
     mdr_list_t *l;
 
-    if (ep == NULL || ep->destroyed)
+    if (ep == NULL || ep->base.destroyed)
         return;
     rail = ep->rail;
     if (!ep->failed && !ep->peer_closed && !rail->closing)
         mdr_ofi_send_bye(ep, MDR_OFI_BYE_DESTROYED);
-    ep->destroyed = 1;
-    mdr_ofi_ep_unmap(ep);
-    if (ep->fail_queued) {
-        mdr_list_del(&ep->fail_link);
-        ep->fail_queued = 0;
-    }
+    ep->base.destroyed = 1;
+    mdr_rail_ep_unmap(&ep->base);
     while ((l = mdr_list_pop_head(&ep->ops)) != NULL) {
         mdr_ofi_op_t *op = mdr_container_of(l, mdr_ofi_op_t, link);
         op->ep = NULL;
@@ -301,11 +286,7 @@ void mdr_ofi_ep_destroy(mdr_ep_t *ep)
     mdr_ofi_drop_done(ep);
     ep->pending = 0;
     ep->backlog = 0;
-    mdr_list_del(&ep->link);
-    if (rail->in_progress)
-        mdr_list_push_tail(&rail->zombie_eps, &ep->link);
-    else
-        mdr_ofi_ep_free(ep);
+    mdr_rail_ep_retire(&ep->base);
 }
 
 size_t mdr_ofi_ep_backlog(mdr_ep_t *ep)
@@ -404,7 +385,7 @@ static madrail_status_t mdr_ofi_send_hello(mdr_ep_t *ep)
     memcpy(addr + 10, &zero, 2);
     memcpy(addr + MDR_OFI_ADDR_HDR, rail->name_buf, rail->name_len);
     memset(&h, 0, sizeof(h));
-    h.target = ep->uuid;
+    h.target = ep->base.uuid;
     h.addr_len = (uint32_t)(MDR_OFI_ADDR_HDR + rail->name_len);
     memcpy(h.key, rail->job_key, sizeof(h.key));
     iov[0].iov_base = &h;
@@ -415,7 +396,7 @@ static madrail_status_t mdr_ofi_send_hello(mdr_ep_t *ep)
     if (st == MADRAIL_OK) {
         ep->hello_sent = 1;
         mdr_debug("rail %s peer %016llx: hello from endpoint %u", rail->log_name,
-                  (unsigned long long)ep->uuid, ep->epid);
+                  (unsigned long long)ep->base.uuid, ep->epid);
     }
     return st;
 }
@@ -436,7 +417,7 @@ void mdr_ofi_send_bye(mdr_ep_t *ep, uint32_t reason)
     st = mdr_ofi_send_msg(ep, MDR_OFI_M_BYE, &iov, 1, sizeof(b), 1);
     if (st != MADRAIL_OK)
         mdr_debug("rail %s peer %016llx: no goodbye sent (%s)", ep->rail->log_name,
-                  (unsigned long long)ep->uuid, madrail_status_str(st));
+                  (unsigned long long)ep->base.uuid, madrail_status_str(st));
 }
 
 /* A peer that stopped taking messages (shm: its queue is full because it
@@ -473,7 +454,7 @@ madrail_status_t mdr_ofi_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
     madrail_status_t st;
     int i;
 
-    if (ep == NULL || ep->destroyed || (iovcnt > 0 && iov == NULL) || iovcnt < 0)
+    if (ep == NULL || ep->base.destroyed || (iovcnt > 0 && iov == NULL) || iovcnt < 0)
         return MADRAIL_ERR_INVALID;
     if (ep->failed || mdr_ofi_closed_check(ep))
         return MADRAIL_ERR_RAIL_DOWN;
@@ -481,7 +462,7 @@ madrail_status_t mdr_ofi_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
         len += iov[i].iov_len;
     if (len > ep->rail->slot_size) {
         mdr_error("rail %s peer %016llx: control message of %zu bytes exceeds the slot size "
-                  "%zu", ep->rail->log_name, (unsigned long long)ep->uuid, len,
+                  "%zu", ep->rail->log_name, (unsigned long long)ep->base.uuid, len,
                   ep->rail->slot_size);
         return MADRAIL_ERR_INVALID;
     }
@@ -510,7 +491,7 @@ static madrail_status_t mdr_ofi_put_post(mdr_ep_t *ep, const void *local, size_t
     mdr_ofi_op_t *op;
     ssize_t ret;
 
-    if (ep == NULL || ep->destroyed || comp == NULL || (local == NULL && len > 0) ||
+    if (ep == NULL || ep->base.destroyed || comp == NULL || (local == NULL && len > 0) ||
         rkey == NULL)
         return MADRAIL_ERR_INVALID;
     rail = ep->rail;
@@ -536,7 +517,7 @@ static madrail_status_t mdr_ofi_put_post(mdr_ep_t *ep, const void *local, size_t
         return MADRAIL_OK;
     if (len > rail->max_msg) {
         mdr_error("rail %s peer %016llx: put of %zu bytes exceeds the provider's largest "
-                  "transfer (%zu)", rail->log_name, (unsigned long long)ep->uuid, len,
+                  "transfer (%zu)", rail->log_name, (unsigned long long)ep->base.uuid, len,
                   rail->max_msg);
         return MADRAIL_ERR_INVALID;
     }
@@ -641,39 +622,41 @@ void mdr_ofi_op_done(mdr_rail_t *rail, mdr_ofi_op_t *op, madrail_status_t status
     mdr_ofi_op_put(rail, op);
 }
 
+/* After ep_failed: its puts in flight fail now, as on a broken
+ * connection: the provider may never complete a write to a peer that is
+ * gone.  Their completions, if they come, are dropped. */
+static int mdr_ofi_report_ops(mdr_rail_ep_t *base)
+{
+    mdr_ep_t *ep = mdr_container_of(base, mdr_ep_t, base);
+    mdr_rail_t *rail = ep->rail;
+    mdr_list_t *l;
+    int n = 0;
+
+    while (!ep->base.destroyed && (l = mdr_list_pop_head(&ep->ops)) != NULL) {
+        mdr_ofi_op_t *op = mdr_container_of(l, mdr_ofi_op_t, link);
+        mdr_completion_t *comp = op->ctx.kind == MDR_OFI_OP_PUT ? op->comp : NULL;
+        op->ep = NULL;
+        op->comp = NULL;
+        mdr_list_push_tail(&rail->orphans, &op->link);
+        if (!op->is_bye && ep->pending > 0)
+            ep->pending--;
+        if (comp != NULL) {
+            n++;
+            comp->cb(comp, ep->base.fail_status);
+        }
+    }
+    if (!ep->base.destroyed)
+        ep->backlog = 0;
+    return n;
+}
+
 int mdr_ofi_report(mdr_rail_t *rail)
 {
     mdr_list_t *l;
     int n = 0;
 
     for (;;) {
-        while ((l = mdr_list_pop_head(&rail->failq)) != NULL) {
-            mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, fail_link);
-            ep->fail_queued = 0;
-            if (ep->destroyed)
-                continue;
-            n++;
-            if (ep->cookie != NULL)
-                rail->upcalls->ep_failed(ep->cookie, ep->fail_status, ep->fail_reason);
-            /* Its puts in flight fail now, as on a broken connection: the
-             * provider may never complete a write to a peer that is gone.
-             * Their completions, if they come, are dropped. */
-            while (!ep->destroyed && (l = mdr_list_pop_head(&ep->ops)) != NULL) {
-                mdr_ofi_op_t *op = mdr_container_of(l, mdr_ofi_op_t, link);
-                mdr_completion_t *comp = op->ctx.kind == MDR_OFI_OP_PUT ? op->comp : NULL;
-                op->ep = NULL;
-                op->comp = NULL;
-                mdr_list_push_tail(&rail->orphans, &op->link);
-                if (!op->is_bye && ep->pending > 0)
-                    ep->pending--;
-                if (comp != NULL) {
-                    n++;
-                    comp->cb(comp, ep->fail_status);
-                }
-            }
-            if (!ep->destroyed)
-                ep->backlog = 0;
-        }
+        n += mdr_rail_base_report(&rail->base, NULL, mdr_ofi_report_ops);
         l = mdr_list_pop_head(&rail->doneq);
         if (l == NULL)
             break;
@@ -684,12 +667,12 @@ int mdr_ofi_report(mdr_rail_t *rail)
             madrail_status_t st = op->status;
 
             mdr_ofi_op_put(rail, op);
-            if (ep == NULL || ep->destroyed || comp == NULL)
+            if (ep == NULL || ep->base.destroyed || comp == NULL)
                 continue;
             if (ep->pending > 0)
                 ep->pending--;
             if (ep->failed && st == MADRAIL_OK)
-                st = ep->fail_status;
+                st = ep->base.fail_status;
             n++;
             comp->cb(comp, st);
         }
@@ -705,8 +688,8 @@ void mdr_ofi_check_timeouts(mdr_rail_t *rail)
     if (now < rail->next_timeout_check)
         return;
     rail->next_timeout_check = now + 0.1;
-    mdr_list_for_each(l, &rail->eps_all) {
-        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, link);
+    mdr_list_for_each(l, &rail->base.eps_all) {
+        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, base.link);
         mdr_ofi_op_t *op;
         if (ep->failed || mdr_list_empty(&ep->ops))
             continue;
@@ -751,7 +734,7 @@ static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
     uint16_t nlen;
     mdr_ofi_peer_t *peer;
     mdr_ep_t *ep;
-    void *cookie;
+    mdr_rail_offer_t offer;
     int ret;
 
     snprintf(src, sizeof(src), "uuid %016llx", (unsigned long long)hdr->uuid);
@@ -803,7 +786,7 @@ static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
                  rail->log_name, (unsigned long long)hdr->uuid);
         return;
     }
-    ep = mdr_hash_get(&rail->eps, hdr->uuid);
+    ep = mdr_ofi_ep_lookup(rail, hdr->uuid);
     if (ep != NULL) {
         if (ep->peer_epid == 0 || ep->peer_epid == hdr->epid) {
             /* our own ep (created by the core, or by an earlier hello): no accept */
@@ -849,10 +832,10 @@ static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
         return;
     }
     ep->peer_epid = hdr->epid;
-    cookie = rail->upcalls->ep_accepted(rail->rail_cookie, hdr->uuid, ep);
-    if (ep->destroyed) /* the core destroyed it inside the upcall */
+    offer = mdr_rail_ep_offer(&ep->base, ep);
+    if (offer == MDR_RAIL_OFFER_GONE) /* the core destroyed it inside the upcall */
         return;
-    if (cookie == NULL) {
+    if (offer == MDR_RAIL_OFFER_REFUSED) {
         mdr_debug("rail %s peer %016llx: refused by the core", rail->log_name,
                   (unsigned long long)hdr->uuid);
         mdr_ofi_send_bye(ep, MDR_OFI_BYE_REFUSED);
@@ -860,7 +843,6 @@ static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
         mdr_ofi_ep_destroy(ep);
         return;
     }
-    ep->cookie = cookie;
     mdr_debug("rail %s peer %016llx: accepted (its endpoint %u, ours %u)", rail->log_name,
               (unsigned long long)hdr->uuid, hdr->epid, ep->epid);
 }
@@ -874,7 +856,7 @@ static void mdr_ofi_bye_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
     if (len < sizeof(b))
         return;
     memcpy(&b, body, sizeof(b));
-    ep = mdr_hash_get(&rail->eps, hdr->uuid);
+    ep = mdr_ofi_ep_lookup(rail, hdr->uuid);
     if (ep == NULL)
         return;
     if (b.target_epid != 0 ? b.target_epid != ep->epid : ep->peer_epid != hdr->epid) {
@@ -892,7 +874,7 @@ static void mdr_ofi_bye_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
         ep->pending == 0 && !ep->failed) {
         ep->peer_closed = 1;
         ep->closed_reason = b.reason;
-        mdr_ofi_ep_unmap(ep); /* a later HELLO from the peer makes a new ep */
+        mdr_rail_ep_unmap(&ep->base); /* a later HELLO from the peer makes a new ep */
         mdr_debug("rail %s peer %016llx: %s; failed when used", rail->log_name,
                   (unsigned long long)hdr->uuid, mdr_ofi_bye_str(b.reason));
         return;
@@ -923,7 +905,7 @@ void mdr_ofi_recv_msg(mdr_rail_t *rail, const uint8_t *buf, size_t len)
         return;
     }
     if (hdr.pad > 7 || hdr.pad > len - MDR_OFI_HDR_LEN) {
-        ep = mdr_hash_get(&rail->eps, hdr.uuid);
+        ep = mdr_ofi_ep_lookup(rail, hdr.uuid);
         if (ep != NULL)
             mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "message with %u padding bytes",
                             hdr.pad);
@@ -941,13 +923,13 @@ void mdr_ofi_recv_msg(mdr_rail_t *rail, const uint8_t *buf, size_t len)
     case MDR_OFI_M_CTRL:
         break;
     default:
-        ep = mdr_hash_get(&rail->eps, hdr.uuid);
+        ep = mdr_ofi_ep_lookup(rail, hdr.uuid);
         if (ep != NULL && ep->peer_epid == hdr.epid)
             mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "message of unknown type %u",
                             hdr.type);
         return;
     }
-    ep = mdr_hash_get(&rail->eps, hdr.uuid);
+    ep = mdr_ofi_ep_lookup(rail, hdr.uuid);
     if (ep == NULL || ep->peer_epid != hdr.epid) {
         /* an incarnation we do not know (any more): stale, or refused */
         mdr_debug("rail %s: control message from %016llx endpoint %u dropped (no endpoint "
@@ -965,6 +947,6 @@ void mdr_ofi_recv_msg(mdr_rail_t *rail, const uint8_t *buf, size_t len)
         memcpy(rail->rx_scratch, body, blen);
         body = rail->rx_scratch;
     }
-    if (ep->cookie != NULL)
-        rail->upcalls->ctrl_recv(ep->cookie, body, blen);
+    if (ep->base.cookie != NULL)
+        rail->upcalls->ctrl_recv(ep->base.cookie, body, blen);
 }

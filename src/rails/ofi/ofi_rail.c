@@ -573,9 +573,11 @@ static madrail_status_t mdr_ofi_open(const char *spec, const mdr_rail_params_t *
     rail = calloc(1, sizeof(*rail));
     if (rail == NULL)
         return MADRAIL_ERR_NOMEM;
-    mdr_list_init(&rail->eps_all);
-    mdr_list_init(&rail->zombie_eps);
-    mdr_list_init(&rail->failq);
+    if (mdr_rail_base_init(&rail->base, rail->log_name, params, mdr_ofi_ep_free) !=
+        MADRAIL_OK) {
+        free(rail);
+        return MADRAIL_ERR_NOMEM;
+    }
     mdr_list_init(&rail->doneq);
     mdr_list_init(&rail->orphans);
     mdr_list_init(&rail->free_ops);
@@ -587,7 +589,6 @@ static madrail_status_t mdr_ofi_open(const char *spec, const mdr_rail_params_t *
     rail->uuid = params->uuid;
     rail->job_key = params->job_key;
     rail->upcalls = params->upcalls;
-    rail->rail_cookie = params->rail_cookie;
     rail->slot_size = params->slot_size;
     rail->slots = params->slots ? params->slots : 1;
     /* incarnation ids start at random: after the handshake, what a message
@@ -610,8 +611,6 @@ static madrail_status_t mdr_ofi_open(const char *spec, const mdr_rail_params_t *
     if (st != MADRAIL_OK)
         goto err;
     st = MADRAIL_ERR_NOMEM;
-    if (mdr_hash_init(&rail->eps, 16) != MADRAIL_OK)
-        goto err;
     if (mdr_hash_init(&rail->peers, 16) != MADRAIL_OK)
         goto err;
     rail->rx_scratch = malloc(rail->msg_max);
@@ -748,10 +747,7 @@ err:
 
 static void mdr_ofi_reap(mdr_rail_t *rail)
 {
-    mdr_list_t *l;
-
-    while ((l = mdr_list_pop_head(&rail->zombie_eps)) != NULL)
-        mdr_ofi_ep_free(mdr_container_of(l, mdr_ep_t, link));
+    mdr_rail_base_reap(&rail->base);
 }
 
 /* Closing every libfabric object of a rail and freeing it. */
@@ -790,8 +786,7 @@ static void mdr_ofi_teardown(mdr_rail_t *rail)
         free(mdr_container_of(l, mdr_ofi_peer_t, link));
     if (rail->peers.cap > 0)
         mdr_hash_cleanup(&rail->peers);
-    if (rail->eps.cap > 0)
-        mdr_hash_cleanup(&rail->eps);
+    mdr_rail_base_cleanup(&rail->base);
     mdr_cfg_release(&mdr_ofi_cfg_table, &rail->cfg);
     free(rail);
 }
@@ -827,18 +822,18 @@ static void mdr_ofi_close(mdr_rail_t *rail)
     mdr_list_t *l;
     double deadline;
 
-    if (rail == NULL || mdr_drv_close_refused(rail->in_progress, rail->log_name))
+    if (rail == NULL || mdr_drv_close_refused(rail->base.in_progress, rail->log_name))
         return;
     /* Tell every peer that knows us, then give the goodbyes a moment to
      * leave (the provider may need progress to send them). */
-    mdr_list_for_each(l, &rail->eps_all) {
-        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, link);
+    mdr_list_for_each(l, &rail->base.eps_all) {
+        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, base.link);
         if (!ep->failed && !ep->peer_closed)
             mdr_ofi_send_bye(ep, MDR_OFI_BYE_CLOSED);
     }
     rail->closing = 1;
-    while (!mdr_list_empty(&rail->eps_all))
-        mdr_ofi_ep_destroy(mdr_container_of(rail->eps_all.next, mdr_ep_t, link));
+    while (!mdr_list_empty(&rail->base.eps_all))
+        mdr_ofi_ep_destroy(mdr_container_of(rail->base.eps_all.next, mdr_ep_t, base.link));
     if (rail->cq != NULL && rail->byes_inflight > 0) {
         deadline = mdr_time_sec() + MDR_OFI_CLOSE_WAIT;
         while (rail->byes_inflight > 0 && mdr_time_sec() < deadline)
@@ -855,7 +850,8 @@ static void mdr_ofi_query(mdr_rail_t *rail, mdr_rail_attr_t *attr)
 {
     memset(attr, 0, sizeof(*attr));
     snprintf(attr->name, sizeof(attr->name), "%s", rail->name);
-    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_PUT_HW;
+    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_PUT_HW |
+                 (rail->put_delivery ? MDR_RAIL_CAP_PUT_REMOTE : 0);
     /* A provider that wants no registration of local buffers (FI_MR_LOCAL
      * unset: tcp, shm, udp, sockets) keeps registrations in a software
      * table: registering per transfer costs about a microsecond, less than
@@ -977,9 +973,9 @@ static int mdr_ofi_progress(mdr_rail_t *rail)
     mdr_list_t *l;
     int count;
 
-    if (rail == NULL || rail->in_progress)
+    if (rail == NULL || rail->base.in_progress)
         return 0;
-    rail->in_progress = 1;
+    rail->base.in_progress = 1;
     while ((l = mdr_list_pop_head(&rail->rx_repost)) != NULL) {
         mdr_ofi_rxbuf_t *rxb = mdr_container_of(l, mdr_ofi_rxbuf_t, link);
         if (mdr_ofi_post_rx(rail, rxb) != MADRAIL_OK) {
@@ -992,11 +988,14 @@ static int mdr_ofi_progress(mdr_rail_t *rail)
         mdr_ofi_check_timeouts(rail);
     count += mdr_ofi_report(rail);
     mdr_ofi_reap(rail);
-    rail->in_progress = 0;
+    rail->base.in_progress = 0;
     return count;
 }
 
 const mdr_rail_ops_t mdr_ofi_ops = {
+    .size = MDR_RAIL_OPS_SIZE,
+    .caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_PUT_HW | MDR_RAIL_CAP_REG_CHEAP |
+            MDR_RAIL_CAP_PUT_REMOTE,
     .name = "ofi",
     .open = mdr_ofi_open,
     .close = mdr_ofi_close,

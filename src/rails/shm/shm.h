@@ -35,7 +35,9 @@
 #include <sys/uio.h>
 
 #include "rails/common/drv.h"
+#include "rails/common/rail_ep.h"
 #include "rails/common/region.h"
+#include "rails/common/sw_reg.h"
 #include "rails/rail.h"
 #include "util/cfg.h"
 #include "util/hash.h"
@@ -232,18 +234,10 @@ typedef struct mdr_shm_put {
 enum { MDR_SHM_RX_UNKNOWN = 0, MDR_SHM_RX_ATTACHED = 1, MDR_SHM_RX_ZOMBIE = 2 };
 
 struct mdr_ep {
+    mdr_rail_ep_t base;    /* peer uuid, core cookie, uuid table, failure queue, zombie */
     mdr_rail_t *rail;
-    void *cookie;
-    uint64_t uuid;
-    mdr_list_t link;       /* rail->eps_all, or rail->zombie_eps once destroyed */
-    int mapped;            /* rail->eps[uuid] == this */
-    int destroyed;
     int accepting;         /* inside ep_accepted */
     int failed;
-    int fail_queued;
-    madrail_status_t fail_status;
-    char fail_reason[192];
-    mdr_list_t fail_link;  /* rail->failq */
 
     pid_t pid;
     uint64_t start;
@@ -271,7 +265,6 @@ struct mdr_rail {
     const uint8_t *job_key;  /* the core's */
     mdr_drv_refusals_t refusals;
     const mdr_rail_upcalls_t *upcalls;
-    void *rail_cookie;
     size_t slot_size;
     unsigned slots;
     double latency_us, bandwidth_mbs;
@@ -299,10 +292,7 @@ struct mdr_rail {
     unsigned nzombies;
     uint32_t seen_claims;
 
-    mdr_hash_t eps;          /* uuid -> live (not failed) ep */
-    mdr_list_t eps_all;
-    mdr_list_t zombie_eps;
-    mdr_list_t failq;
+    mdr_rail_base_t base;    /* eps by uuid, every ep, zombies, failure queue */
     mdr_list_t psegs;
     mdr_ep_t **scan;         /* snapshot of eps_all for one progress pass */
     size_t scan_cap;
@@ -343,6 +333,13 @@ madrail_status_t mdr_shm_ep_alloc(mdr_rail_t *rail, uint64_t uuid, void *cookie,
 void mdr_shm_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void mdr_shm_ep_free(mdr_ep_t *ep);
+void mdr_shm_ep_free_base(mdr_rail_ep_t *base); /* the base's ep_free */
+/* The live ep of a peer, or NULL. */
+static inline mdr_ep_t *mdr_shm_ep_lookup(mdr_rail_t *rail, uint64_t uuid)
+{
+    mdr_rail_ep_t *b = mdr_rail_ep_lookup(&rail->base, uuid);
+    return b != NULL ? mdr_container_of(b, mdr_ep_t, base) : NULL;
+}
 void mdr_shm_ep_attach_rx(mdr_ep_t *ep, uint32_t index);
 int mdr_shm_ep_progress(mdr_ep_t *ep);
 int mdr_shm_report(mdr_rail_t *rail);

@@ -54,31 +54,22 @@ madrail_status_t mdr_shm_ep_alloc(mdr_rail_t *rail, uint64_t uuid, void *cookie,
     if (ep == NULL)
         return MADRAIL_ERR_NOMEM;
     ep->rail = rail;
-    ep->uuid = uuid;
-    ep->cookie = cookie;
     ep->pidfd = -1;
     mdr_list_init(&ep->putq);
     mdr_list_init(&ep->doneq);
-    mdr_list_init(&ep->fail_link);
-    st = mdr_hash_put(&rail->eps, uuid, ep);
-    if (st != MADRAIL_OK) {
+    st = mdr_rail_ep_init(&rail->base, &ep->base, uuid, cookie, 1);
+    if (st != MADRAIL_OK || !ep->base.mapped) {
+        if (st == MADRAIL_OK) {
+            mdr_list_del(&ep->base.link);
+            st = MADRAIL_ERR_INVALID; /* the callers checked: cannot be */
+        }
         free(ep);
         return st;
     }
-    ep->mapped = 1;
-    mdr_list_push_tail(&rail->eps_all, &ep->link);
     ep->in_all = 1;
     rail->neps++;
     *ep_p = ep;
     return MADRAIL_OK;
-}
-
-static void mdr_shm_ep_unmap(mdr_ep_t *ep)
-{
-    if (ep->mapped) {
-        mdr_hash_del(&ep->rail->eps, ep->uuid);
-        ep->mapped = 0;
-    }
 }
 
 static void mdr_shm_free_puts(mdr_list_t *list)
@@ -132,17 +123,15 @@ void mdr_shm_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...
     mdr_rail_t *rail = ep->rail;
     va_list ap;
 
-    if (ep->failed || ep->destroyed)
+    if (ep->failed || ep->base.destroyed)
         return;
     ep->failed = 1;
-    ep->fail_status = status;
     va_start(ap, fmt);
-    vsnprintf(ep->fail_reason, sizeof(ep->fail_reason), fmt, ap);
+    mdr_rail_ep_fail_set(&ep->base, status, fmt, ap);
     va_end(ap);
     mdr_debug("rail %s peer %016llx: failed: %s (%s)", rail->log_name,
-              (unsigned long long)ep->uuid, ep->fail_reason, madrail_status_str(status));
-    mdr_shm_ep_unmap(ep);
-    mdr_shm_ep_close_rings(ep, status, ep->fail_reason);
+              (unsigned long long)ep->base.uuid, ep->base.fail_reason, madrail_status_str(status));
+    mdr_shm_ep_close_rings(ep, status, ep->base.fail_reason);
     mdr_shm_unwatch_peer(ep);
     /* queued puts now owe an error completion, reported after ep_failed */
     while (!mdr_list_empty(&ep->putq)) {
@@ -151,29 +140,27 @@ void mdr_shm_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...
         mdr_list_push_tail(&ep->doneq, &p->link);
     }
     ep->backlog = 0;
-    mdr_list_push_tail(&rail->failq, &ep->fail_link);
-    ep->fail_queued = 1;
 }
 
 void mdr_shm_ep_free(mdr_ep_t *ep)
 {
-    mdr_shm_ep_unmap(ep);
+    mdr_rail_ep_unmap(&ep->base);
     if (ep->in_all) {
-        mdr_list_del(&ep->link);
         ep->in_all = 0;
         ep->rail->neps--;
-    } else {
-        mdr_list_del(&ep->link); /* zombie list */
     }
-    if (ep->fail_queued) {
-        mdr_list_del(&ep->fail_link);
-        ep->fail_queued = 0;
-    }
+    mdr_list_del(&ep->base.link); /* eps_all or the zombies (or already off both) */
+    mdr_rail_ep_fail_unqueue(&ep->base);
     mdr_shm_unwatch_peer(ep);
     mdr_shm_free_puts(&ep->putq);
     mdr_shm_free_puts(&ep->doneq);
     mdr_shm_pseg_put(ep->rail, ep->pseg);
     free(ep);
+}
+
+void mdr_shm_ep_free_base(mdr_rail_ep_t *base)
+{
+    mdr_shm_ep_free(mdr_container_of(base, mdr_ep_t, base));
 }
 
 void mdr_shm_ep_attach_rx(mdr_ep_t *ep, uint32_t index)
@@ -228,7 +215,7 @@ madrail_status_t mdr_shm_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
                   rail->log_name, (unsigned long long)remote_uuid);
         return MADRAIL_ERR_RAIL_DOWN;
     }
-    if (mdr_hash_get(&rail->eps, remote_uuid) != NULL) {
+    if (mdr_rail_ep_lookup(&rail->base, remote_uuid) != NULL) {
         mdr_error("rail %s peer %016llx: ep_create while an endpoint to that peer exists",
                   rail->log_name, (unsigned long long)remote_uuid);
         return MADRAIL_ERR_INVALID;
@@ -261,31 +248,21 @@ madrail_status_t mdr_shm_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
 
 void mdr_shm_ep_destroy(mdr_ep_t *ep)
 {
-    mdr_rail_t *rail;
-
-    if (ep == NULL || ep->destroyed)
+    if (ep == NULL || ep->base.destroyed)
         return;
-    rail = ep->rail;
-    ep->destroyed = 1;
-    mdr_shm_ep_unmap(ep);
+    ep->base.destroyed = 1; /* before closing the rings: no failure of its own */
+    mdr_rail_ep_unmap(&ep->base);
     mdr_shm_ep_close_rings(ep, MADRAIL_ERR_RAIL_DOWN, "closed");
     mdr_shm_unwatch_peer(ep);
-    if (ep->fail_queued) {
-        mdr_list_del(&ep->fail_link);
-        ep->fail_queued = 0;
-    }
     mdr_shm_free_puts(&ep->putq); /* pending completions are dropped */
     mdr_shm_free_puts(&ep->doneq);
     ep->backlog = 0;
-    if (rail->in_progress) {
-        /* progress may still hold a pointer to it: freed at its end */
-        mdr_list_del(&ep->link);
+    if (ep->in_all) {
         ep->in_all = 0;
-        rail->neps--;
-        mdr_list_push_tail(&rail->zombie_eps, &ep->link);
-    } else {
-        mdr_shm_ep_free(ep);
+        ep->rail->neps--;
     }
+    /* freed now, or at the end of progress, which may still hold a pointer to it */
+    mdr_rail_ep_retire(&ep->base);
 }
 
 size_t mdr_shm_ep_backlog(mdr_ep_t *ep)
@@ -296,7 +273,7 @@ size_t mdr_shm_ep_backlog(mdr_ep_t *ep)
 int mdr_shm_ep_idle(mdr_ep_t *ep)
 {
     return ep == NULL ||
-           (mdr_list_empty(&ep->putq) && mdr_list_empty(&ep->doneq) && !ep->fail_queued);
+           (mdr_list_empty(&ep->putq) && mdr_list_empty(&ep->doneq) && !ep->base.fail_queued);
 }
 
 /* ---------------- the sending ring ---------------- */
@@ -323,7 +300,7 @@ static madrail_status_t mdr_shm_ensure_tx(mdr_ep_t *ep)
 
     if (ep->has_tx)
         return MADRAIL_OK;
-    if (ep->failed || ep->destroyed || ps == NULL)
+    if (ep->failed || ep->base.destroyed || ps == NULL)
         return MADRAIL_ERR_RAIL_DOWN;
     h = ps->hdr;
     lay = &ps->lay;
@@ -399,7 +376,7 @@ static madrail_status_t mdr_shm_ensure_tx(mdr_ep_t *ep)
     if (ep->frag < 8)
         ep->frag = 8;
     mdr_debug("rail %s peer %016llx: claimed ring %u in %s", rail->log_name,
-              (unsigned long long)ep->uuid, i, ps->name);
+              (unsigned long long)ep->base.uuid, i, ps->name);
     /* the owner may have closed between our check and the claim */
     if (!atomic_load_explicit(&h->alive, memory_order_seq_cst)) {
         mdr_shm_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "the peer closed its rail");
@@ -455,7 +432,7 @@ madrail_status_t mdr_shm_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
     st = mdr_drv_ctrl_len(iov, iovcnt, ep->rail->slot_size, ep->rail->log_name, &total);
     if (st != MADRAIL_OK)
         return st;
-    if (ep->failed || ep->destroyed)
+    if (ep->failed || ep->base.destroyed)
         return MADRAIL_ERR_RAIL_DOWN;
     st = mdr_shm_ensure_tx(ep);
     if (st != MADRAIL_OK)
@@ -563,7 +540,7 @@ madrail_status_t mdr_shm_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
                   rail->log_name, len);
         return MADRAIL_ERR_INVALID;
     }
-    if (ep->failed || ep->destroyed)
+    if (ep->failed || ep->base.destroyed)
         return MADRAIL_ERR_RAIL_DOWN;
     if (mdr_shm_ensure_tx(ep) != MADRAIL_OK)
         return MADRAIL_ERR_RAIL_DOWN;
@@ -591,7 +568,7 @@ madrail_status_t mdr_shm_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
         if (e == EPERM || e == ENOSYS || e == EACCES) {
             mdr_debug("rail %s peer %016llx: process_vm_writev to pid %d: %s; copying puts "
                       "through the ring from now on",
-                      rail->log_name, (unsigned long long)ep->uuid, (int)ep->pid,
+                      rail->log_name, (unsigned long long)ep->base.uuid, (int)ep->pid,
                       strerror(e));
             ep->cma = 0;
         } else if (e == ESRCH) {
@@ -674,9 +651,9 @@ static int mdr_shm_rx_drain(mdr_ep_t *ep)
                                 rail->slot_size);
                 return n + 1;
             }
-            rail->upcalls->ctrl_recv(ep->cookie, r->data + off + MDR_SHM_REC_HDR, rec.len);
+            rail->upcalls->ctrl_recv(ep->base.cookie, r->data + off + MDR_SHM_REC_HDR, rec.len);
             n++;
-            if (ep->destroyed || ep->failed)
+            if (ep->base.destroyed || ep->failed)
                 return n; /* its rings were closed by the core's call */
             break;
         case MDR_SHM_R_PUT:
@@ -748,7 +725,7 @@ static int mdr_shm_report_done(mdr_ep_t *ep)
 {
     int n = 0;
 
-    while (!mdr_list_empty(&ep->doneq) && !ep->destroyed) {
+    while (!mdr_list_empty(&ep->doneq) && !ep->base.destroyed) {
         mdr_shm_put_t *p = mdr_container_of(mdr_list_pop_head(&ep->doneq), mdr_shm_put_t, link);
         mdr_completion_t *comp = p->comp;
         madrail_status_t st = p->status;
@@ -763,11 +740,11 @@ int mdr_shm_ep_progress(mdr_ep_t *ep)
 {
     int n = 0;
 
-    if (ep->failed || ep->destroyed)
+    if (ep->failed || ep->base.destroyed)
         return 0;
     if (ep->has_rx) {
         n += mdr_shm_rx_drain(ep);
-        if (ep->failed || ep->destroyed)
+        if (ep->failed || ep->base.destroyed)
             return n;
     }
     if (ep->has_tx) {
@@ -793,28 +770,18 @@ int mdr_shm_ep_progress(mdr_ep_t *ep)
 }
 
 /* Report failures (from progress): ep_failed, then the error completions. */
+/* inside ep_accepted (no cookie yet): report on the next pass */
+static int mdr_shm_report_hold(mdr_rail_ep_t *base)
+{
+    return mdr_container_of(base, mdr_ep_t, base)->accepting;
+}
+
+static int mdr_shm_report_after(mdr_rail_ep_t *base)
+{
+    return mdr_shm_report_done(mdr_container_of(base, mdr_ep_t, base));
+}
+
 int mdr_shm_report(mdr_rail_t *rail)
 {
-    mdr_list_t later;
-    mdr_ep_t *ep;
-    int n = 0;
-
-    mdr_list_init(&later);
-    while (!mdr_list_empty(&rail->failq)) {
-        ep = mdr_container_of(mdr_list_pop_head(&rail->failq), mdr_ep_t, fail_link);
-        if (ep->accepting) {
-            /* inside ep_accepted (no cookie yet): report on the next pass */
-            mdr_list_push_tail(&later, &ep->fail_link);
-            continue;
-        }
-        ep->fail_queued = 0;
-        if (ep->destroyed)
-            continue;
-        rail->upcalls->ep_failed(ep->cookie, ep->fail_status, ep->fail_reason);
-        n++;
-        n += mdr_shm_report_done(ep);
-    }
-    while (!mdr_list_empty(&later))
-        mdr_list_push_tail(&rail->failq, mdr_list_pop_head(&later));
-    return n;
+    return mdr_rail_base_report(&rail->base, mdr_shm_report_hold, mdr_shm_report_after);
 }

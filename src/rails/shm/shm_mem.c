@@ -18,6 +18,7 @@
  */
 #include "mdr_config.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,15 +31,15 @@ madrail_status_t mdr_shm_mem_reg(mdr_rail_t *rail, void *addr, size_t len, unsig
 {
     madrail_status_t st;
     mdr_memh_t *mh;
+    void *p;
 
-    if (rail == NULL || memh_p == NULL || !mdr_region_args_ok(addr, len))
+    if (rail == NULL)
         return MADRAIL_ERR_INVALID;
-    mh = calloc(1, sizeof(*mh));
-    if (mh == NULL)
-        return MADRAIL_ERR_NOMEM;
-    st = mdr_region_add(&rail->regions, &mh->reg, (uintptr_t)addr, len, access);
+    st = mdr_sw_reg_new(&rail->regions, rail->log_name, addr, len, access, sizeof(*mh),
+                        offsetof(mdr_memh_t, reg), &p);
     if (st != MADRAIL_OK)
-        goto err_free;
+        return st;
+    mh = p;
     mh->rail = rail;
     if (mh->reg.id < MDR_SHM_NREGS) {
         mdr_shm_reg_ent_t *e = &rail->regtab[mh->reg.id];
@@ -50,23 +51,15 @@ madrail_status_t mdr_shm_mem_reg(mdr_rail_t *rail, void *addr, size_t len, unsig
     }
     *memh_p = mh;
     return MADRAIL_OK;
-
-err_free:
-    free(mh);
-    mdr_error("rail %s: cannot register %zu bytes: %s", rail->log_name, len,
-              madrail_status_str(st));
-    return st;
 }
 
 void mdr_shm_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh)
 {
     uint32_t gen;
 
-    if (rail == NULL || memh == NULL || !mdr_region_owned(&rail->regions, &memh->reg)) {
-        if (rail != NULL)
-            mdr_error("rail %s: mem_dereg of an unknown handle", rail->log_name);
+    if (rail == NULL || !mdr_sw_reg_known(&rail->regions, memh != NULL ? &memh->reg : NULL,
+                                          rail->log_name))
         return;
-    }
     gen = mdr_region_remove(&rail->regions, &memh->reg);
     if (memh->reg.id < MDR_SHM_NREGS) {
         mdr_shm_reg_ent_t *e = &rail->regtab[memh->reg.id];

@@ -533,7 +533,6 @@ static madrail_status_t mdr_shm_open(const char *spec, const mdr_rail_params_t *
     rail->uuid = params->uuid;
     rail->job_key = params->job_key;
     rail->upcalls = params->upcalls;
-    rail->rail_cookie = params->rail_cookie;
     rail->slot_size = params->slot_size;
     rail->slots = params->slots ? params->slots : 64;
     rail->pid = getpid();
@@ -557,11 +556,8 @@ static madrail_status_t mdr_shm_open(const char *spec, const mdr_rail_params_t *
     rail->frag &= ~(size_t)7;
     rail->nrings = rail->cfg.max_peers;
 
-    mdr_list_init(&rail->eps_all);
-    mdr_list_init(&rail->zombie_eps);
-    mdr_list_init(&rail->failq);
     mdr_list_init(&rail->psegs);
-    st = mdr_hash_init(&rail->eps, 16);
+    st = mdr_rail_base_init(&rail->base, rail->log_name, params, mdr_shm_ep_free_base);
     if (st != MADRAIL_OK)
         goto err_cfg;
     rail->rx_eps = calloc(rail->nrings, sizeof(*rail->rx_eps));
@@ -605,7 +601,7 @@ err_epoll:
 err_arrays:
     free(rail->rx_eps);
     free(rail->rx_state);
-    mdr_hash_cleanup(&rail->eps);
+    mdr_rail_base_cleanup(&rail->base);
 err_cfg:
     mdr_cfg_release(&mdr_shm_cfg_table, &rail->cfg);
     free(rail);
@@ -614,10 +610,7 @@ err_cfg:
 
 static void mdr_shm_reap(mdr_rail_t *rail)
 {
-    mdr_list_t *l;
-
-    while ((l = mdr_list_pop_head(&rail->zombie_eps)) != NULL)
-        mdr_shm_ep_free(mdr_container_of(l, mdr_ep_t, link));
+    mdr_rail_base_reap(&rail->base);
 }
 
 static void mdr_shm_close(mdr_rail_t *rail)
@@ -625,12 +618,12 @@ static void mdr_shm_close(mdr_rail_t *rail)
     mdr_list_t *l;
     uint32_t i;
 
-    if (rail == NULL || mdr_drv_close_refused(rail->in_progress, rail->log_name))
+    if (rail == NULL || mdr_drv_close_refused(rail->base.in_progress, rail->log_name))
         return;
     /* Claims from now on see a dead segment (and re-check it after claiming). */
     atomic_store_explicit(&rail->hdr->alive, 0, memory_order_seq_cst);
-    while (!mdr_list_empty(&rail->eps_all))
-        mdr_shm_ep_destroy(mdr_container_of(rail->eps_all.next, mdr_ep_t, link));
+    while (!mdr_list_empty(&rail->base.eps_all))
+        mdr_shm_ep_destroy(mdr_container_of(rail->base.eps_all.next, mdr_ep_t, base.link));
     mdr_shm_reap(rail);
     for (i = 0; i < rail->nrings; i++) {
         mdr_shm_ring_ctl_t *c = mdr_shm_ring_ctl(rail->seg_base, &rail->lay, i);
@@ -650,7 +643,7 @@ static void mdr_shm_close(mdr_rail_t *rail)
         mdr_warn("rail %s: shm_unlink(%s): %m", rail->log_name, rail->seg_name);
     close(rail->epfd);
     mdr_shm_mem_cleanup(rail);
-    mdr_hash_cleanup(&rail->eps);
+    mdr_rail_base_cleanup(&rail->base);
     free(rail->rx_eps);
     free(rail->rx_state);
     free(rail->scan);
@@ -662,7 +655,7 @@ static void mdr_shm_query(mdr_rail_t *rail, mdr_rail_attr_t *attr)
 {
     memset(attr, 0, sizeof(*attr));
     snprintf(attr->name, sizeof(attr->name), "%s", rail->name);
-    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP;
+    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP | (rail->cma ? MDR_RAIL_CAP_CMA : 0);
     attr->latency_us = rail->latency_us;
     attr->bandwidth_mbs = rail->bandwidth_mbs;
     attr->max_ctrl = rail->slot_size;
@@ -752,10 +745,10 @@ static size_t mdr_shm_snapshot(mdr_rail_t *rail)
             rail->scan_cap = cap;
         }
     }
-    mdr_list_for_each(l, &rail->eps_all) {
+    mdr_list_for_each(l, &rail->base.eps_all) {
         if (n == rail->scan_cap)
             break;
-        rail->scan[n++] = mdr_container_of(l, mdr_ep_t, link);
+        rail->scan[n++] = mdr_container_of(l, mdr_ep_t, base.link);
     }
     return n;
 }
@@ -764,11 +757,11 @@ static void mdr_shm_peer_died(mdr_ep_t *ep)
 {
     mdr_rail_t *rail = ep->rail;
 
-    if (ep->failed || ep->destroyed)
+    if (ep->failed || ep->base.destroyed)
         return;
     /* what it wrote before dying is delivered first */
     mdr_shm_ep_progress(ep);
-    if (ep->failed || ep->destroyed)
+    if (ep->failed || ep->base.destroyed)
         return;
     if (ep->pseg != NULL && ep->pseg->hdr->pid == ep->pid && ep->pseg->hdr->start == ep->start &&
         shm_unlink(ep->pseg->name) == 0)
@@ -798,7 +791,7 @@ static void mdr_shm_check(mdr_rail_t *rail)
     ns = mdr_shm_snapshot(rail);
     for (j = 0; j < ns; j++) {
         mdr_ep_t *ep = rail->scan[j];
-        if (!ep->destroyed && !ep->self && ep->pidfd == -1 && !ep->failed &&
+        if (!ep->base.destroyed && !ep->self && ep->pidfd == -1 && !ep->failed &&
             !mdr_shm_pid_alive(ep->pid, ep->start))
             mdr_shm_peer_died(ep);
     }
@@ -857,7 +850,7 @@ static void mdr_shm_ring_new(mdr_rail_t *rail, uint32_t i)
     mdr_shm_pseg_t *ps = NULL;
     const char *why = NULL;
     mdr_ep_t *ep;
-    void *cookie;
+    mdr_rail_offer_t offer;
 
     if (atomic_load_explicit(&c->prod_flags, memory_order_acquire) & MDR_SHM_F_CLOSED) {
         mdr_shm_ring_release(rail, i); /* given up before we saw it */
@@ -882,13 +875,13 @@ static void mdr_shm_ring_new(mdr_rail_t *rail, uint32_t i)
         mdr_shm_ring_refuse(rail, i, "bad identity");
         return;
     }
-    ep = mdr_hash_get(&rail->eps, uuid);
+    ep = mdr_shm_ep_lookup(rail, uuid);
     if (ep != NULL && ep->has_rx) {
         /* the peer started over (its old endpoint is gone): report the old
          * connection's end before offering the new one */
         mdr_shm_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "the peer reconnected");
         mdr_shm_report(rail);
-        ep = mdr_hash_get(&rail->eps, uuid);
+        ep = mdr_shm_ep_lookup(rail, uuid);
         if (ep != NULL && ep->has_rx)
             ep = NULL; /* cannot be: a failed ep leaves the table */
     }
@@ -930,11 +923,11 @@ static void mdr_shm_ring_new(mdr_rail_t *rail, uint32_t i)
     }
     mdr_shm_ep_attach_rx(ep, i);
     ep->accepting = 1;
-    cookie = rail->upcalls->ep_accepted(rail->rail_cookie, uuid, ep);
+    offer = mdr_rail_ep_offer(&ep->base, ep);
     ep->accepting = 0;
-    if (ep->destroyed) /* the core destroyed it inside the upcall */
+    if (offer == MDR_RAIL_OFFER_GONE) /* the core destroyed it inside the upcall */
         return;
-    if (cookie == NULL) {
+    if (offer == MDR_RAIL_OFFER_REFUSED) {
         mdr_debug("rail %s peer %016llx: refused by the core", rail->log_name,
                   (unsigned long long)uuid);
         c->cons_status = MADRAIL_ERR_RAIL_DOWN;
@@ -943,7 +936,6 @@ static void mdr_shm_ring_new(mdr_rail_t *rail, uint32_t i)
         mdr_shm_ep_destroy(ep);
         return;
     }
-    ep->cookie = cookie;
     mdr_debug("rail %s peer %016llx: accepted (pid %d, ring %u)", rail->log_name,
               (unsigned long long)uuid, (int)ep->pid, i);
 }
@@ -976,9 +968,9 @@ static int mdr_shm_progress(mdr_rail_t *rail)
     int count = 0;
     double now;
 
-    if (rail == NULL || rail->in_progress)
+    if (rail == NULL || rail->base.in_progress)
         return 0;
-    rail->in_progress = 1;
+    rail->base.in_progress = 1;
 
     claims = atomic_load_explicit(&rail->hdr->claims, memory_order_acquire);
     if (claims != rail->seen_claims) {
@@ -988,7 +980,7 @@ static int mdr_shm_progress(mdr_rail_t *rail)
 
     n = mdr_shm_snapshot(rail);
     for (k = 0; k < n; k++)
-        if (!rail->scan[k]->destroyed)
+        if (!rail->scan[k]->base.destroyed)
             count += mdr_shm_ep_progress(rail->scan[k]);
 
     if (rail->neps > 0 || rail->nzombies > 0) {
@@ -1000,11 +992,13 @@ static int mdr_shm_progress(mdr_rail_t *rail)
     }
     count += mdr_shm_report(rail);
     mdr_shm_reap(rail);
-    rail->in_progress = 0;
+    rail->base.in_progress = 0;
     return count;
 }
 
 const mdr_rail_ops_t mdr_shm_ops = {
+    .size = MDR_RAIL_OPS_SIZE,
+    .caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP | MDR_RAIL_CAP_CMA,
     .name = "shm",
     .open = mdr_shm_open,
     .close = mdr_shm_close,

@@ -21,7 +21,9 @@
 #include <sys/uio.h>
 
 #include "rails/common/drv.h"
+#include "rails/common/rail_ep.h"
 #include "rails/common/region.h"
+#include "rails/common/sw_reg.h"
 #include "rails/rail.h"
 #include "util/cfg.h"
 #include "util/hash.h"
@@ -98,7 +100,7 @@ enum {
  * version(1) pad(1). */
 #define MDR_TCP_ADDR_LEN 12
 #define MDR_TCP_ADDR_MARK 0x54435031u /* "TCP1" in host order: byte-order mark */
-#define MDR_TCP_RKEY_LEN 8
+#define MDR_TCP_RKEY_LEN MDR_SW_RKEY_LEN
 
 /* ---------------- tunables ---------------- */
 
@@ -228,17 +230,13 @@ typedef struct mdr_tcp_sitem {
 } mdr_tcp_sitem_t;
 
 struct mdr_ep {
+    mdr_rail_ep_t base;   /* peer uuid, core cookie, uuid table, failure queue, zombie */
     mdr_rail_t *rail;
-    void *cookie;
-    uint64_t uuid;
     mdr_tcp_ep_state_t state;
     int was_open;         /* reached OPEN: data frames may have been written */
-    int mapped;           /* rail->eps[uuid] == this */
-    int destroyed;        /* ep_destroy called; freed at the end of progress */
     mdr_tcp_conn_t *conn; /* active (or handshaking outgoing) connection */
     struct sockaddr_in raddr;
     double deadline;      /* connect/handshake deadline */
-    mdr_list_t link;      /* rail->eps_all or rail->zombie_eps */
     mdr_list_t hs_link;   /* rail->hs_eps while CONNECTING/WAIT_PEER */
     int in_hs_list;
 
@@ -252,12 +250,6 @@ struct mdr_ep {
     uint32_t out_events;  /* EPOLLOUT wanted */
     mdr_list_t flush_link;/* rail->flushq: small messages queued for one writev */
     int in_flushq;
-
-    /* deferred failure report */
-    int fail_queued;
-    madrail_status_t fail_status;
-    char fail_reason[160];
-    mdr_list_t fail_link; /* rail->failq */
 };
 
 struct mdr_rail {
@@ -271,22 +263,17 @@ struct mdr_rail {
     const uint8_t *job_key; /* the core's, MDR_JOB_KEY_LEN bytes */
     mdr_drv_refusals_t refusals;
     const mdr_rail_upcalls_t *upcalls;
-    void *rail_cookie;
     size_t slot_size;
     mdr_tcp_config_t cfg;
     double latency_us, bandwidth_mbs;
 
-    mdr_hash_t eps;          /* uuid -> ep that is not failed */
-    mdr_list_t eps_all;      /* every ep not yet destroyed */
+    mdr_rail_base_t base;    /* eps by uuid, every ep, zombies, failure queue */
     mdr_list_t hs_eps;       /* eps waiting for a handshake (timeouts) */
     mdr_list_t conns;        /* every live connection */
     mdr_list_t zombie_conns; /* closed, freed at the end of progress */
-    mdr_list_t zombie_eps;   /* destroyed inside progress, freed at its end */
-    mdr_list_t failq;        /* eps whose failure is still to be reported */
     mdr_list_t doneq;        /* written put items whose completion is due */
     mdr_list_t flushq;       /* eps with coalesced control messages to write */
     unsigned nwait_hello;    /* connections in WAIT_HELLO (timeouts) */
-    int in_progress;
     double next_timeout_check;
 
     uint8_t *rbuf; /* shared receive buffer, 8-byte aligned */
@@ -330,7 +317,7 @@ int mdr_tcp_report_done(mdr_rail_t *rail);
 /* Write what ctrl_send coalesced (from progress). */
 int mdr_tcp_flush_coalesced(mdr_rail_t *rail);
 void mdr_tcp_ep_hs_list(mdr_ep_t *ep, int on);
-void mdr_tcp_ep_free(mdr_ep_t *ep);
+void mdr_tcp_ep_free(mdr_rail_ep_t *base);
 void mdr_tcp_sockopts(mdr_rail_t *rail, int fd);
 
 madrail_status_t mdr_tcp_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const void *addr,

@@ -249,7 +249,7 @@ void mdr_tcp_conn_close(mdr_tcp_conn_t *conn)
         conn->ep->conn = NULL;
     conn->ep = NULL;
     mdr_list_del(&conn->link);
-    if (rail->in_progress)
+    if (rail->base.in_progress)
         mdr_list_push_tail(&rail->zombie_conns, &conn->link);
     else
         mdr_tcp_conn_free(conn);
@@ -320,32 +320,22 @@ madrail_status_t mdr_tcp_ep_alloc(mdr_rail_t *rail, uint64_t uuid, void *cookie,
     if (ep == NULL)
         return MADRAIL_ERR_NOMEM;
     ep->rail = rail;
-    ep->uuid = uuid;
-    ep->cookie = cookie;
     mdr_list_init(&ep->ctrlq);
     mdr_list_init(&ep->putq);
     mdr_list_init(&ep->acks);
     mdr_list_init(&ep->hs_link);
-    mdr_list_init(&ep->fail_link);
     mdr_list_init(&ep->flush_link);
-    st = mdr_hash_put(&rail->eps, uuid, ep);
-    if (st != MADRAIL_OK) {
+    st = mdr_rail_ep_init(&rail->base, &ep->base, uuid, cookie, 1);
+    if (st != MADRAIL_OK || !ep->base.mapped) {
+        if (st == MADRAIL_OK) {
+            mdr_list_del(&ep->base.link);
+            st = MADRAIL_ERR_INVALID; /* the caller checked: cannot be */
+        }
         free(ep);
         return st;
     }
-    ep->mapped = 1;
-    mdr_list_push_tail(&rail->eps_all, &ep->link);
     *ep_p = ep;
     return MADRAIL_OK;
-}
-
-static void mdr_tcp_ep_unmap(mdr_ep_t *ep)
-{
-    if (ep->mapped) {
-        if (mdr_hash_get(&ep->rail->eps, ep->uuid) == ep)
-            mdr_hash_del(&ep->rail->eps, ep->uuid);
-        ep->mapped = 0;
-    }
 }
 
 void mdr_tcp_ep_hs_list(mdr_ep_t *ep, int on)
@@ -411,26 +401,24 @@ void mdr_tcp_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...
     char peer[40] = "";
     va_list ap;
 
-    if (ep->destroyed || ep->state == MDR_TCP_EP_FAILED)
+    if (ep->base.destroyed || ep->state == MDR_TCP_EP_FAILED)
         return;
     /* Data frames are written only once the handshake opened the ep: an ep
      * that never got there sent nothing but the handshake. */
     if (status == MADRAIL_ERR_RAIL_DOWN && !ep->was_open)
         status = MADRAIL_ERR_RAIL_CONNECT;
     va_start(ap, fmt);
-    vsnprintf(ep->fail_reason, sizeof(ep->fail_reason), fmt, ap);
+    mdr_rail_ep_fail_set(&ep->base, status, fmt, ap);
     va_end(ap);
     if (ep->conn != NULL)
         snprintf(peer, sizeof(peer), " (%s)", ep->conn->peer_str);
     if (status == MADRAIL_ERR_RAIL_PROTO)
         mdr_error("rail %s peer %016llx%s: %s; closing the connection", rail->log_name,
-                  (unsigned long long)ep->uuid, peer, ep->fail_reason);
+                  (unsigned long long)ep->base.uuid, peer, ep->base.fail_reason);
     else
-        mdr_info("rail %s peer %016llx%s: %s", rail->log_name, (unsigned long long)ep->uuid,
-                 peer, ep->fail_reason);
-    ep->fail_status = status;
+        mdr_info("rail %s peer %016llx%s: %s", rail->log_name, (unsigned long long)ep->base.uuid,
+                 peer, ep->base.fail_reason);
     ep->state = MDR_TCP_EP_FAILED;
-    mdr_tcp_ep_unmap(ep);
     mdr_tcp_ep_hs_list(ep, 0);
     if (ep->conn != NULL)
         mdr_tcp_conn_close(ep->conn);
@@ -452,55 +440,42 @@ void mdr_tcp_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...
         }
     }
     ep->backlog = 0;
-    if (!ep->fail_queued) {
-        ep->fail_queued = 1;
-        mdr_list_push_tail(&rail->failq, &ep->fail_link);
+}
+
+/* After ep_failed: the failed ep's puts complete with its error. */
+static int mdr_tcp_ep_report_puts(mdr_rail_ep_t *base)
+{
+    mdr_ep_t *ep = mdr_container_of(base, mdr_ep_t, base);
+    mdr_list_t *l;
+
+    while (!ep->base.destroyed && (l = mdr_list_pop_head(&ep->putq)) != NULL) {
+        mdr_tcp_sitem_t *it = mdr_container_of(l, mdr_tcp_sitem_t, link);
+        mdr_completion_t *comp = it->comp;
+        if (comp != NULL && ep->puts_pending > 0)
+            ep->puts_pending--;
+        mdr_tcp_sitem_free(ep, it);
+        if (comp != NULL)
+            comp->cb(comp, ep->base.fail_status);
     }
+    return 0;
 }
 
 /* From progress(): report failures, then the failed eps' puts. */
 void mdr_tcp_ep_report_failures(mdr_rail_t *rail)
 {
-    mdr_list_t *l;
-
-    while ((l = mdr_list_pop_head(&rail->failq)) != NULL) {
-        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, fail_link);
-        ep->fail_queued = 0;
-        if (ep->destroyed)
-            continue;
-        if (ep->cookie != NULL)
-            rail->upcalls->ep_failed(ep->cookie, ep->fail_status, ep->fail_reason);
-        while (!ep->destroyed && (l = mdr_list_pop_head(&ep->putq)) != NULL) {
-            mdr_tcp_sitem_t *it = mdr_container_of(l, mdr_tcp_sitem_t, link);
-            mdr_completion_t *comp = it->comp;
-            if (comp != NULL && ep->puts_pending > 0)
-                ep->puts_pending--;
-            mdr_tcp_sitem_free(ep, it);
-            if (comp != NULL)
-                comp->cb(comp, ep->fail_status);
-        }
-    }
+    (void)mdr_rail_base_report(&rail->base, NULL, mdr_tcp_ep_report_puts);
 }
 
-void mdr_tcp_ep_free(mdr_ep_t *ep)
+void mdr_tcp_ep_free(mdr_rail_ep_t *base)
 {
-    free(ep);
+    free(mdr_container_of(base, mdr_ep_t, base));
 }
 
 void mdr_tcp_ep_destroy(mdr_ep_t *ep)
 {
-    mdr_rail_t *rail;
-
-    if (ep == NULL || ep->destroyed)
+    if (ep == NULL || ep->base.destroyed)
         return;
-    rail = ep->rail;
-    ep->destroyed = 1;
-    mdr_tcp_ep_unmap(ep);
     mdr_tcp_ep_hs_list(ep, 0);
-    if (ep->fail_queued) {
-        mdr_list_del(&ep->fail_link);
-        ep->fail_queued = 0;
-    }
     if (ep->in_flushq) {
         mdr_list_del(&ep->flush_link);
         ep->in_flushq = 0;
@@ -509,11 +484,7 @@ void mdr_tcp_ep_destroy(mdr_ep_t *ep)
         mdr_tcp_conn_close(ep->conn);
     mdr_tcp_ep_drop_queue(ep);
     ep->puts_pending = 0;
-    mdr_list_del(&ep->link);
-    if (rail->in_progress)
-        mdr_list_push_tail(&rail->zombie_eps, &ep->link);
-    else
-        mdr_tcp_ep_free(ep);
+    mdr_rail_ep_retire(&ep->base);
 }
 
 size_t mdr_tcp_ep_backlog(mdr_ep_t *ep)
@@ -853,7 +824,7 @@ int mdr_tcp_report_done(mdr_rail_t *rail)
         mdr_ep_t *ep = it->ep;
         mdr_completion_t *comp = it->comp;
         free(it);
-        if (ep->destroyed)
+        if (ep->base.destroyed)
             continue;
         if (ep->puts_pending > 0)
             ep->puts_pending--;
@@ -881,7 +852,7 @@ madrail_status_t mdr_tcp_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
     madrail_status_t st;
     int i, nseg;
 
-    if (ep == NULL || ep->destroyed || iovcnt < 0 || (iovcnt > 0 && iov == NULL))
+    if (ep == NULL || ep->base.destroyed || iovcnt < 0 || (iovcnt > 0 && iov == NULL))
         return MADRAIL_ERR_INVALID;
     if (iovcnt > MDR_TCP_MAX_IOV - 2) {
         mdr_error("rail %s: ctrl_send with %d iovecs (max %d)", ep->rail->log_name, iovcnt,
@@ -948,7 +919,7 @@ int mdr_tcp_flush_coalesced(mdr_rail_t *rail)
     while ((l = mdr_list_pop_head(&rail->flushq)) != NULL) {
         mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, flush_link);
         ep->in_flushq = 0;
-        if (!ep->destroyed && ep->state != MDR_TCP_EP_FAILED)
+        if (!ep->base.destroyed && ep->state != MDR_TCP_EP_FAILED)
             mdr_tcp_ep_flush(ep);
         n++;
     }
@@ -967,7 +938,7 @@ madrail_status_t mdr_tcp_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
     int nseg;
 
     (void)lmemh;
-    if (ep == NULL || ep->destroyed || rkey == NULL || (local == NULL && len > 0))
+    if (ep == NULL || ep->base.destroyed || rkey == NULL || (local == NULL && len > 0))
         return MADRAIL_ERR_INVALID;
     if (rkey_len != MDR_TCP_RKEY_LEN) {
         mdr_error("rail %s: put with a %zu-byte remote key (expected %d)", ep->rail->log_name,
@@ -1049,7 +1020,7 @@ madrail_status_t mdr_tcp_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
                   mark, a[10]);
         return MADRAIL_ERR_INVALID;
     }
-    if (mdr_hash_get(&rail->eps, remote_uuid) != NULL) {
+    if (mdr_rail_ep_lookup(&rail->base, remote_uuid) != NULL) {
         mdr_error("rail %s peer %016llx: ep_create while an endpoint to that peer exists",
                   rail->log_name, (unsigned long long)remote_uuid);
         return MADRAIL_ERR_INVALID;
@@ -1109,11 +1080,11 @@ void mdr_tcp_ep_start(mdr_ep_t *ep)
     ep->deadline = mdr_time_sec() + rail->cfg.connect_timeout;
     mdr_tcp_ep_hs_list(ep, 1);
     mdr_tcp_ep_attach(ep, conn);
-    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO, 0, rail->uuid, ep->uuid, rail->job_key);
+    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO, 0, rail->uuid, ep->base.uuid, rail->job_key);
     conn->hs_len = MDR_TCP_HELLO_LEN;
     conn->hs_off = 0;
     mdr_debug("rail %s peer %016llx: connecting to %s", rail->log_name,
-              (unsigned long long)ep->uuid, dest);
+              (unsigned long long)ep->base.uuid, dest);
     if (rc == 0) { /* connected at once (loopback) */
         conn->state = MDR_TCP_CONN_HS_SENT;
         mdr_tcp_ep_flush(ep);
@@ -1160,20 +1131,20 @@ static void mdr_tcp_ack_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
     mdr_ep_t *ep = conn->ep;
     mdr_rail_t *rail = conn->rail;
 
-    if (h->uuid != ep->uuid || h->target != rail->uuid) {
+    if (h->uuid != ep->base.uuid || h->target != rail->uuid) {
         mdr_tcp_conn_proto(conn, "handshake answered by uuid %016llx (expected %016llx)",
-                           (unsigned long long)h->uuid, (unsigned long long)ep->uuid);
+                           (unsigned long long)h->uuid, (unsigned long long)ep->base.uuid);
         return;
     }
     switch (h->status) {
     case MDR_TCP_ACK_OK:
-        mdr_debug("rail %s peer %016llx: connected", rail->log_name, (unsigned long long)ep->uuid);
+        mdr_debug("rail %s peer %016llx: connected", rail->log_name, (unsigned long long)ep->base.uuid);
         mdr_tcp_ep_open(ep);
         break;
     case MDR_TCP_ACK_LOST:
         /* simultaneous connect, the peer's connection wins: it is on its way */
         mdr_debug("rail %s peer %016llx: simultaneous connect, waiting for the peer's",
-                  rail->log_name, (unsigned long long)ep->uuid);
+                  rail->log_name, (unsigned long long)ep->base.uuid);
         mdr_tcp_conn_close(conn);
         ep->state = MDR_TCP_EP_WAIT_PEER;
         break;
@@ -1268,7 +1239,7 @@ static void mdr_tcp_process(mdr_tcp_conn_t *conn, uint8_t *buf, size_t len)
                 goto partial;
             off += flen;
             if (conn->ep->state == MDR_TCP_EP_OPEN)
-                rail->upcalls->ctrl_recv(conn->ep->cookie, buf + off - flen + sizeof(hdr),
+                rail->upcalls->ctrl_recv(conn->ep->base.cookie, buf + off - flen + sizeof(hdr),
                                          hdr.len);
             break;
         case MDR_TCP_F_PUT: {

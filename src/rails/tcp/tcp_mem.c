@@ -12,8 +12,8 @@
  */
 #include "mdr_config.h"
 
+#include <stddef.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "rails/tcp/tcp.h"
 #include "util/list.h"
@@ -23,34 +23,24 @@ madrail_status_t mdr_tcp_mem_reg(mdr_rail_t *rail, void *addr, size_t len, unsig
                                  mdr_memh_t **memh_p)
 {
     madrail_status_t st;
-    mdr_memh_t *mh;
+    void *mh;
 
-    if (rail == NULL || memh_p == NULL || !mdr_region_args_ok(addr, len))
+    if (rail == NULL)
         return MADRAIL_ERR_INVALID;
-    mh = calloc(1, sizeof(*mh));
-    if (mh == NULL)
-        return MADRAIL_ERR_NOMEM;
-    st = mdr_region_add(&rail->regions, &mh->reg, (uintptr_t)addr, len, access);
+    st = mdr_sw_reg_new(&rail->regions, rail->log_name, addr, len, access, sizeof(mdr_memh_t),
+                        offsetof(mdr_memh_t, reg), &mh);
     if (st != MADRAIL_OK)
-        goto err_free;
-    mh->rail = rail;
+        return st;
+    ((mdr_memh_t *)mh)->rail = rail;
     *memh_p = mh;
     return MADRAIL_OK;
-
-err_free:
-    free(mh);
-    mdr_error("rail %s: cannot register %zu bytes: %s", rail->log_name, len,
-              madrail_status_str(st));
-    return st;
 }
 
 void mdr_tcp_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh)
 {
-    if (rail == NULL || memh == NULL || !mdr_region_owned(&rail->regions, &memh->reg)) {
-        if (rail != NULL)
-            mdr_error("rail %s: mem_dereg of an unknown handle", rail->log_name);
+    if (rail == NULL || !mdr_sw_reg_known(&rail->regions, memh != NULL ? &memh->reg : NULL,
+                                          rail->log_name))
         return;
-    }
     (void)mdr_region_remove(&rail->regions, &memh->reg);
     memh->rail = NULL;
     if (memh->refs > 0)
@@ -62,15 +52,9 @@ void mdr_tcp_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh)
 madrail_status_t mdr_tcp_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
                                    size_t *len_p)
 {
-    uint64_t key;
-
-    if (rail == NULL || memh == NULL || buf == NULL || len_p == NULL ||
-        !mdr_region_owned(&rail->regions, &memh->reg))
+    if (rail == NULL || memh == NULL)
         return MADRAIL_ERR_INVALID;
-    key = mdr_region_key(&memh->reg);
-    memcpy(buf, &key, sizeof(key));
-    *len_p = sizeof(key);
-    return MADRAIL_OK;
+    return mdr_sw_rkey_pack(&rail->regions, &memh->reg, buf, len_p);
 }
 
 void mdr_tcp_mem_unref(mdr_memh_t *memh)

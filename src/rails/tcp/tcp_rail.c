@@ -266,7 +266,6 @@ static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *
     rail->uuid = params->uuid;
     rail->job_key = params->job_key;
     rail->upcalls = params->upcalls;
-    rail->rail_cookie = params->rail_cookie;
     rail->slot_size = params->slot_size;
     rail->local.sin_family = AF_INET;
     rail->local.sin_addr = addr;
@@ -274,16 +273,13 @@ static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *
     rail->bandwidth_mbs = rail->cfg.bandwidth > 0 ? rail->cfg.bandwidth
                                                   : mdr_tcp_if_bandwidth(rail->ifname, loopback);
     snprintf(rail->name, sizeof(rail->name), "tcp:%s", rail->ifname);
-    mdr_list_init(&rail->eps_all);
     mdr_list_init(&rail->hs_eps);
     mdr_list_init(&rail->conns);
     mdr_list_init(&rail->zombie_conns);
-    mdr_list_init(&rail->zombie_eps);
-    mdr_list_init(&rail->failq);
     mdr_list_init(&rail->doneq);
     mdr_list_init(&rail->flushq);
 
-    st = mdr_hash_init(&rail->eps, 16);
+    st = mdr_rail_base_init(&rail->base, rail->log_name, params, mdr_tcp_ep_free);
     if (st != MADRAIL_OK)
         goto err_cfg;
     rail->rbuf_len = 2 * (rail->slot_size + 64);
@@ -318,7 +314,7 @@ err_epoll:
 err_rbuf:
     free(rail->rbuf);
 err_hash:
-    mdr_hash_cleanup(&rail->eps);
+    mdr_rail_base_cleanup(&rail->base);
 err_cfg:
     mdr_cfg_release(&mdr_tcp_cfg_table, &rail->cfg);
     free(rail);
@@ -331,20 +327,19 @@ static void mdr_tcp_reap(mdr_rail_t *rail)
 
     while ((l = mdr_list_pop_head(&rail->zombie_conns)) != NULL)
         mdr_tcp_conn_free(mdr_container_of(l, mdr_tcp_conn_t, link));
-    while ((l = mdr_list_pop_head(&rail->zombie_eps)) != NULL)
-        mdr_tcp_ep_free(mdr_container_of(l, mdr_ep_t, link));
+    mdr_rail_base_reap(&rail->base);
 }
 
 static void mdr_tcp_close(mdr_rail_t *rail)
 {
     mdr_list_t *l;
 
-    if (rail == NULL || mdr_drv_close_refused(rail->in_progress, rail->log_name))
+    if (rail == NULL || mdr_drv_close_refused(rail->base.in_progress, rail->log_name))
         return;
     while ((l = mdr_list_pop_head(&rail->doneq)) != NULL)
         free(mdr_container_of(l, mdr_tcp_sitem_t, link));
-    while (!mdr_list_empty(&rail->eps_all))
-        mdr_tcp_ep_destroy(mdr_container_of(rail->eps_all.next, mdr_ep_t, link));
+    while (!mdr_list_empty(&rail->base.eps_all))
+        mdr_tcp_ep_destroy(mdr_container_of(rail->base.eps_all.next, mdr_ep_t, base.link));
     while (!mdr_list_empty(&rail->conns))
         mdr_tcp_conn_close(mdr_container_of(rail->conns.next, mdr_tcp_conn_t, link));
     mdr_tcp_reap(rail);
@@ -353,7 +348,7 @@ static void mdr_tcp_close(mdr_rail_t *rail)
     if (rail->epfd >= 0)
         close(rail->epfd);
     mdr_tcp_mem_cleanup(rail);
-    mdr_hash_cleanup(&rail->eps);
+    mdr_rail_base_cleanup(&rail->base);
     free(rail->rbuf);
     mdr_cfg_release(&mdr_tcp_cfg_table, &rail->cfg);
     free(rail);
@@ -363,7 +358,10 @@ static void mdr_tcp_query(mdr_rail_t *rail, mdr_rail_attr_t *attr)
 {
     memset(attr, 0, sizeof(*attr));
     snprintf(attr->name, sizeof(attr->name), "%s", rail->name);
-    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP;
+    /* FLUSH whatever MADRAIL_TCP_COALESCE says: a message behind a busy
+     * connection waits in the flush queue too */
+    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP | MDR_RAIL_CAP_FLUSH |
+                 (rail->cfg.put_ack ? MDR_RAIL_CAP_PUT_REMOTE : 0);
     attr->latency_us = rail->latency_us;
     attr->bandwidth_mbs = rail->bandwidth_mbs;
     attr->max_ctrl = rail->slot_size;
@@ -439,7 +437,7 @@ static void mdr_tcp_adopt(mdr_ep_t *ep, mdr_tcp_conn_t *conn)
         rail->nwait_hello--;
     conn->state = MDR_TCP_CONN_OPEN; /* no longer WAIT_HELLO */
     mdr_tcp_ep_attach(ep, conn);
-    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO_ACK, MDR_TCP_ACK_OK, rail->uuid, ep->uuid,
+    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO_ACK, MDR_TCP_ACK_OK, rail->uuid, ep->base.uuid,
                        NULL);
     conn->hs_len = MDR_TCP_HELLO_LEN;
     conn->hs_off = 0;
@@ -461,8 +459,8 @@ void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
 {
     mdr_rail_t *rail = conn->rail;
     uint64_t u = h->uuid;
+    mdr_rail_ep_t *base;
     mdr_ep_t *ep;
-    void *cookie;
 
     if (!mdr_drv_key_equal(rail->job_key, h->key)) {
         mdr_tcp_conn_refuse(conn, "handshake without this job's key");
@@ -487,7 +485,8 @@ void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
         mdr_tcp_conn_close(conn);
         return;
     }
-    ep = mdr_hash_get(&rail->eps, u);
+    base = mdr_rail_ep_lookup(&rail->base, u);
+    ep = base != NULL ? mdr_container_of(base, mdr_ep_t, base) : NULL;
     if (ep != NULL) {
         if (ep->state == MDR_TCP_EP_IDLE) {
             /* created but never used: no connection of ours to arbitrate */
@@ -499,7 +498,7 @@ void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
         }
         if (ep->state == MDR_TCP_EP_CONNECTING || ep->state == MDR_TCP_EP_WAIT_PEER) {
             /* simultaneous connect: the connection initiated by the smaller uuid wins */
-            if (u < rail->uuid) {
+            if (mdr_rail_arbitrate_remote_wins(rail->uuid, u)) {
                 mdr_debug("rail %s peer %016llx: simultaneous connect, keeping the peer's",
                           rail->log_name, (unsigned long long)u);
                 if (ep->conn != NULL)
@@ -514,7 +513,8 @@ void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
             return;
         }
         if (ep->state == MDR_TCP_EP_OPEN) {
-            if (ep->conn != NULL && ep->conn->outgoing && u > rail->uuid &&
+            if (ep->conn != NULL && ep->conn->outgoing &&
+                !mdr_rail_arbitrate_remote_wins(rail->uuid, u) &&
                 !mdr_tcp_conn_peer_closed(ep->conn)) {
                 /* the peer's losing half of a simultaneous connect, late */
                 mdr_tcp_reject(conn, MDR_TCP_ACK_LOST, u);
@@ -542,10 +542,10 @@ void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
     ep->state = MDR_TCP_EP_ACCEPTING;
     mdr_tcp_adopt(ep, conn);
     conn->hs_len = 0; /* the answer depends on the core */
-    cookie = rail->upcalls->ep_accepted(rail->rail_cookie, u, ep);
-    if (ep->destroyed) /* the core destroyed it inside the upcall */
+    switch (mdr_rail_ep_offer(&ep->base, ep)) {
+    case MDR_RAIL_OFFER_GONE: /* the core destroyed it inside the upcall */
         return;
-    if (cookie == NULL) {
+    case MDR_RAIL_OFFER_REFUSED:
         mdr_debug("rail %s peer %016llx: refused by the core", rail->log_name,
                   (unsigned long long)u);
         if (ep->conn != NULL) {
@@ -556,8 +556,9 @@ void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
         }
         mdr_tcp_ep_destroy(ep);
         return;
+    case MDR_RAIL_OFFER_ACCEPTED:
+        break;
     }
-    ep->cookie = cookie;
     if (ep->state != MDR_TCP_EP_ACCEPTING || ep->conn == NULL)
         return; /* failed meanwhile: the report follows */
     mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO_ACK, MDR_TCP_ACK_OK, rail->uuid, u, NULL);
@@ -601,9 +602,9 @@ static int mdr_tcp_progress(mdr_rail_t *rail)
     struct epoll_event evs[MDR_TCP_MAX_EVENTS];
     int i, n, count = 0, r;
 
-    if (rail == NULL || rail->in_progress)
+    if (rail == NULL || rail->base.in_progress)
         return 0;
-    rail->in_progress = 1;
+    rail->base.in_progress = 1;
     if (!mdr_list_empty(&rail->flushq))
         count += mdr_tcp_flush_coalesced(rail);
     do {
@@ -623,10 +624,10 @@ static int mdr_tcp_progress(mdr_rail_t *rail)
     if (!mdr_list_empty(&rail->hs_eps) || rail->nwait_hello > 0)
         mdr_tcp_timeouts(rail);
     /* upcalls may queue more of both: repeat until quiet */
-    while (!mdr_list_empty(&rail->doneq) || !mdr_list_empty(&rail->failq)) {
+    while (!mdr_list_empty(&rail->doneq) || !mdr_list_empty(&rail->base.failq)) {
         r = mdr_tcp_report_done(rail);
         count += r;
-        if (!mdr_list_empty(&rail->failq)) {
+        if (!mdr_list_empty(&rail->base.failq)) {
             mdr_tcp_ep_report_failures(rail);
             count++;
         }
@@ -635,7 +636,7 @@ static int mdr_tcp_progress(mdr_rail_t *rail)
     if (!mdr_list_empty(&rail->flushq))
         count += mdr_tcp_flush_coalesced(rail);
     mdr_tcp_reap(rail);
-    rail->in_progress = 0;
+    rail->base.in_progress = 0;
     return count;
 }
 
@@ -647,6 +648,11 @@ static int mdr_tcp_flush(mdr_rail_t *rail)
 }
 
 const mdr_rail_ops_t mdr_tcp_ops = {
+    .size = MDR_RAIL_OPS_SIZE,
+    /* PUT_REMOTE with MADRAIL_TCP_PUT_ACK=1 only: else a put completes when
+     * the socket took it */
+    .caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP | MDR_RAIL_CAP_PUT_REMOTE |
+            MDR_RAIL_CAP_FLUSH,
     .name = "tcp",
     .open = mdr_tcp_open,
     .close = mdr_tcp_close,

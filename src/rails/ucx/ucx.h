@@ -28,7 +28,9 @@
 #include <ucp/api/ucp.h>
 
 #include "rails/common/drv.h"
+#include "rails/common/rail_ep.h"
 #include "rails/common/region.h"
+#include "rails/common/sw_reg.h"
 #include "rails/rail.h"
 #include "util/hash.h"
 #include "util/list.h"
@@ -240,13 +242,9 @@ typedef enum {
 } mdr_ucx_ep_state_t;
 
 struct mdr_ep {
+    mdr_rail_ep_t base;  /* peer uuid, core cookie, uuid table, failure queue, zombie */
     mdr_rail_t *rail;
-    void *cookie;
-    uint64_t uuid;
     mdr_ucx_ep_state_t state;
-    int mapped;          /* rail->eps[uuid] == this */
-    int destroyed;       /* freed at the end of progress */
-    mdr_list_t link;     /* rail->eps_all or rail->zombie_eps */
 
     uint8_t waddr[MDR_UCX_ADDR_LEN]; /* the peer's worker address */
     size_t waddr_len;
@@ -278,12 +276,6 @@ struct mdr_ep {
      * only when the ep is used again (an orderly close is not an error) */
     int peer_closed;
     char closed_reason[MDR_UCX_REASON];
-
-    /* failure, reported from progress */
-    int fail_queued;
-    madrail_status_t fail_status;
-    char fail_reason[MDR_UCX_REASON];
-    mdr_list_t fail_link; /* rail->failq */
 };
 
 struct mdr_rail {
@@ -300,7 +292,6 @@ struct mdr_rail {
     const uint8_t *job_key; /* the core's */
     mdr_drv_refusals_t refusals;
     const mdr_rail_upcalls_t *upcalls;
-    void *rail_cookie;
     size_t slot_size;
     int shm;                 /* a shared-memory rail (ucx:shm): UCX 1.13's shared-memory
                               * transports have no peer-failure handling (an ep asking
@@ -310,10 +301,7 @@ struct mdr_rail {
     double latency_us, bandwidth_mbs;
     size_t max_rkey;
 
-    mdr_hash_t eps;          /* uuid -> ep that is not failed */
-    mdr_list_t eps_all;      /* every ep not destroyed */
-    mdr_list_t zombie_eps;   /* destroyed inside progress, freed at its end */
-    mdr_list_t failq;        /* eps whose failure is still to be reported */
+    mdr_rail_base_t base;    /* eps by uuid, every ep, zombies, failure queue */
     mdr_list_t doneq;        /* ops whose completion is due */
     mdr_list_t retryq;       /* ops to issue again */
     mdr_list_t syncq;        /* eps that owe a SYNC */
@@ -323,7 +311,6 @@ struct mdr_rail {
     mdr_list_t orphan_txs;   /* the same for sends */
     uint32_t next_conn;
     unsigned ntx;            /* sends UCX has not completed (every ep, and orphans) */
-    int in_progress;
     int closing_rail;        /* close() runs: no upcalls, arrivals dropped */
     mdr_pool_t pool;         /* tx and rx buffers */
 
@@ -349,7 +336,9 @@ madrail_status_t mdr_ucx_ep_alloc(mdr_rail_t *rail, uint64_t uuid, const void *w
 madrail_status_t mdr_ucx_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const void *addr,
                                    size_t len, void *ep_cookie, mdr_ep_t **ep_p);
 void mdr_ucx_ep_destroy(mdr_ep_t *ep);
-void mdr_ucx_ep_free(mdr_ep_t *ep);
+void mdr_ucx_ep_free(mdr_rail_ep_t *base);
+/* The live ep of a peer, or NULL. */
+mdr_ep_t *mdr_ucx_ep_lookup(mdr_rail_t *rail, uint64_t uuid);
 size_t mdr_ucx_ep_backlog(mdr_ep_t *ep);
 int mdr_ucx_ep_idle(mdr_ep_t *ep);
 madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);

@@ -53,7 +53,7 @@ static int mdr_ucx_bye_queued(const mdr_ep_t *ep)
 
     mdr_list_for_each(l, &ep->rail->rxq) {
         const mdr_ucx_rx_t *rx = mdr_container_of(l, mdr_ucx_rx_t, link);
-        if (rx->hdr.type == MDR_UCX_M_BYE && rx->hdr.uuid == ep->uuid)
+        if (rx->hdr.type == MDR_UCX_M_BYE && rx->hdr.uuid == ep->base.uuid)
             return 1;
     }
     return 0;
@@ -76,7 +76,7 @@ static void mdr_ucx_err_cb(void *arg, ucp_ep_h h, ucs_status_t status)
         return;
     if (ep->peer_closed || mdr_ucx_bye_queued(ep)) {
         mdr_debug("rail %s peer %016llx: connection gone after the peer's BYE (%s)",
-                  ep->rail->name, (unsigned long long)ep->uuid, ucs_status_string(status));
+                  ep->rail->name, (unsigned long long)ep->base.uuid, ucs_status_string(status));
         return;
     }
     mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "UCX reports %s", ucs_status_string(status));
@@ -318,7 +318,7 @@ madrail_status_t mdr_ucx_ep_connect(mdr_ep_t *ep)
         return MADRAIL_ERR_RAIL_DOWN;
     }
     memset(&hello, 0, sizeof(hello));
-    hello.target = ep->uuid;
+    hello.target = ep->base.uuid;
     hello.addr_len = (uint32_t)rail->waddr_len;
     memcpy(hello.key, rail->job_key, sizeof(hello.key));
     iov[0].iov_base = &hello;
@@ -335,7 +335,7 @@ madrail_status_t mdr_ucx_ep_connect(mdr_ep_t *ep)
     }
     if (st == MADRAIL_OK)
         mdr_debug("rail %s peer %016llx: connecting (connection %u)", rail->name,
-                  (unsigned long long)ep->uuid, ep->tx_conn);
+                  (unsigned long long)ep->base.uuid, ep->tx_conn);
     return st;
 }
 
@@ -354,8 +354,6 @@ madrail_status_t mdr_ucx_ep_alloc(mdr_rail_t *rail, uint64_t uuid, const void *w
         return MADRAIL_ERR_NOMEM;
     }
     ep->rail = rail;
-    ep->cookie = cookie;
-    ep->uuid = uuid;
     ep->state = MDR_UCX_EP_OPEN;
     memcpy(ep->waddr, waddr, waddr_len);
     ep->waddr_len = waddr_len;
@@ -366,12 +364,11 @@ madrail_status_t mdr_ucx_ep_alloc(mdr_rail_t *rail, uint64_t uuid, const void *w
     mdr_list_init(&ep->ops);
     mdr_list_init(&ep->ooo);
     mdr_list_init(&ep->rkey_list);
-    mdr_list_init(&ep->fail_link);
     mdr_list_init(&ep->sync_link);
-    mdr_list_push_tail(&rail->eps_all, &ep->link);
-    if (mdr_hash_get(&rail->eps, uuid) == NULL) {
-        if (mdr_hash_put(&rail->eps, uuid, ep) == MADRAIL_OK)
-            ep->mapped = 1;
+    /* a table full of memory leaves the ep unmapped: it still sends */
+    (void)mdr_rail_ep_init(&rail->base, &ep->base, uuid, cookie, 0);
+    if (mdr_rail_ep_lookup(&rail->base, uuid) == NULL) {
+        mdr_rail_ep_map(&ep->base);
     } else {
         mdr_debug("rail %s peer %016llx: a second endpoint; the first keeps receiving",
                   rail->name, (unsigned long long)uuid);
@@ -418,16 +415,16 @@ madrail_status_t mdr_ucx_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
     return mdr_ucx_ep_alloc(rail, remote_uuid, a + MDR_UCX_ADDR_HDR, alen, ep_cookie, ep_p);
 }
 
-static void mdr_ucx_ep_unmap(mdr_ep_t *ep)
+mdr_ep_t *mdr_ucx_ep_lookup(mdr_rail_t *rail, uint64_t uuid)
 {
-    if (ep->mapped) {
-        mdr_hash_del(&ep->rail->eps, ep->uuid);
-        ep->mapped = 0;
-    }
+    mdr_rail_ep_t *b = mdr_rail_ep_lookup(&rail->base, uuid);
+    return b != NULL ? mdr_container_of(b, mdr_ep_t, base) : NULL;
 }
 
-void mdr_ucx_ep_free(mdr_ep_t *ep)
+void mdr_ucx_ep_free(mdr_rail_ep_t *base)
 {
+    mdr_ep_t *ep = mdr_container_of(base, mdr_ep_t, base);
+
     mdr_hash_cleanup(&ep->rkeys);
     free(ep);
 }
@@ -437,17 +434,14 @@ void mdr_ucx_ep_destroy(mdr_ep_t *ep)
     mdr_rail_t *rail;
     mdr_list_t *l;
 
-    if (ep == NULL || ep->destroyed)
+    if (ep == NULL || ep->base.destroyed)
         return;
     rail = ep->rail;
-    ep->destroyed = 1;
-    if (ep->fail_queued) {
-        mdr_list_del(&ep->fail_link);
-        ep->fail_queued = 0;
-    }
+    ep->base.destroyed = 1;
+    mdr_rail_ep_fail_unqueue(&ep->base);
     mdr_list_del(&ep->sync_link);
     ep->need_sync = 0;
-    mdr_ucx_ep_unmap(ep);
+    mdr_rail_ep_unmap(&ep->base);
     mdr_ucx_ep_drop_ops(ep, 0); /* pending completions are dropped, never called */
     while ((l = mdr_list_pop_head(&ep->ooo)) != NULL)
         mdr_ucx_rx_free(rail, mdr_container_of(l, mdr_ucx_rx_t, link));
@@ -470,11 +464,7 @@ void mdr_ucx_ep_destroy(mdr_ep_t *ep)
         mdr_list_push_tail(&rail->orphan_txs, &tx->link);
     }
     ep->backlog = 0;
-    mdr_list_del(&ep->link);
-    if (rail->in_progress)
-        mdr_list_push_tail(&rail->zombie_eps, &ep->link);
-    else
-        mdr_ucx_ep_free(ep);
+    mdr_rail_ep_retire(&ep->base);
 }
 
 size_t mdr_ucx_ep_backlog(mdr_ep_t *ep)
@@ -494,7 +484,7 @@ int mdr_ucx_ep_idle(mdr_ep_t *ep)
 
 void mdr_ucx_ep_want_sync(mdr_ep_t *ep)
 {
-    if (ep->need_sync || ep->destroyed || ep->state != MDR_UCX_EP_OPEN)
+    if (ep->need_sync || ep->base.destroyed || ep->state != MDR_UCX_EP_OPEN)
         return;
     ep->need_sync = 1;
     mdr_list_push_tail(&ep->rail->syncq, &ep->sync_link);
@@ -526,7 +516,7 @@ madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
     madrail_status_t st;
     size_t len;
 
-    if (ep == NULL || ep->destroyed || iovcnt < 0 || (iovcnt > 0 && iov == NULL))
+    if (ep == NULL || ep->base.destroyed || iovcnt < 0 || (iovcnt > 0 && iov == NULL))
         return MADRAIL_ERR_INVALID;
     if (ep->state != MDR_UCX_EP_OPEN || mdr_ucx_ep_closed_check(ep))
         return MADRAIL_ERR_RAIL_DOWN;
@@ -556,7 +546,7 @@ void mdr_ucx_ep_bye(mdr_ep_t *ep, const char *reason, size_t len)
     ep->peer_closed = 1;
     snprintf(ep->closed_reason, sizeof(ep->closed_reason), "%.*s", n, reason);
     mdr_debug("rail %s peer %016llx: the peer closed the connection (%s); failed when used",
-              ep->rail->name, (unsigned long long)ep->uuid, ep->closed_reason);
+              ep->rail->name, (unsigned long long)ep->base.uuid, ep->closed_reason);
 }
 
 int mdr_ucx_ep_closed_check(mdr_ep_t *ep)
@@ -572,18 +562,15 @@ void mdr_ucx_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...
 {
     va_list ap;
 
-    if (ep->destroyed || ep->state == MDR_UCX_EP_FAILED)
+    if (ep->base.destroyed || ep->state == MDR_UCX_EP_FAILED)
         return;
     ep->state = MDR_UCX_EP_FAILED;
-    ep->fail_status = status;
     va_start(ap, fmt);
-    vsnprintf(ep->fail_reason, sizeof(ep->fail_reason), fmt, ap);
+    /* out of the table too: a later HELLO from the peer makes a new ep */
+    mdr_rail_ep_fail_set(&ep->base, status, fmt, ap);
     va_end(ap);
-    mdr_ucx_ep_unmap(ep); /* a later HELLO from the peer makes a new ep */
-    ep->fail_queued = 1;
-    mdr_list_push_tail(&ep->rail->failq, &ep->fail_link);
-    mdr_debug("rail %s peer %016llx: failed: %s", ep->rail->name, (unsigned long long)ep->uuid,
-              ep->fail_reason);
+    mdr_debug("rail %s peer %016llx: failed: %s", ep->rail->name, (unsigned long long)ep->base.uuid,
+              ep->base.fail_reason);
 }
 
 int mdr_ucx_report_failures(mdr_rail_t *rail)
@@ -591,11 +578,13 @@ int mdr_ucx_report_failures(mdr_rail_t *rail)
     mdr_list_t *l;
     int n = 0;
 
-    while ((l = mdr_list_pop_head(&rail->failq)) != NULL) {
-        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, fail_link);
+    /* not mdr_rail_base_report: here the ep stops receiving before the
+     * upcall, and a closing rail reports nothing */
+    while ((l = mdr_list_pop_head(&rail->base.failq)) != NULL) {
+        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, base.fail_link);
         mdr_list_t *r;
 
-        ep->fail_queued = 0;
+        ep->base.fail_queued = 0;
         n++;
         mdr_list_del(&ep->sync_link);
         ep->need_sync = 0;
@@ -604,9 +593,9 @@ int mdr_ucx_report_failures(mdr_rail_t *rail)
             mdr_ucx_rx_free(rail, mdr_container_of(r, mdr_ucx_rx_t, link));
         if (rail->closing_rail)
             continue;
-        if (ep->cookie != NULL)
-            rail->upcalls->ep_failed(ep->cookie, ep->fail_status, ep->fail_reason);
-        if (ep->destroyed) /* destroyed inside the upcall */
+        if (ep->base.cookie != NULL)
+            rail->upcalls->ep_failed(ep->base.cookie, ep->base.fail_status, ep->base.fail_reason);
+        if (ep->base.destroyed) /* destroyed inside the upcall */
             continue;
         mdr_ucx_ep_drop_ops(ep, 1);
         mdr_ucx_ep_drop_rkeys(ep);
@@ -650,7 +639,7 @@ void mdr_ucx_hello(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
     const uint8_t *waddr;
     char src[32];
     mdr_ep_t *ep;
-    void *cookie;
+    mdr_rail_offer_t offer;
 
     snprintf(src, sizeof(src), "uuid %016llx", (unsigned long long)u);
     if (rx->len < sizeof(h)) {
@@ -687,7 +676,7 @@ void mdr_ucx_hello(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
                         (unsigned long long)h.target, (unsigned long long)rail->uuid);
         return;
     }
-    ep = mdr_hash_get(&rail->eps, u);
+    ep = mdr_ucx_ep_lookup(rail, u);
     if (ep != NULL) {
         if (ep->rx_conn == 0) {
             /* ours, created by the core: the peer's stream joins it */
@@ -711,24 +700,23 @@ void mdr_ucx_hello(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
     }
     ep->rx_conn = conn;
     ep->rx_seq = 1;
-    cookie = rail->upcalls->ep_accepted(rail->rail_cookie, u, ep);
-    if (ep->destroyed) /* the core destroyed it inside the upcall */
+    offer = mdr_rail_ep_offer(&ep->base, ep);
+    if (offer == MDR_RAIL_OFFER_GONE) /* the core destroyed it inside the upcall */
         return;
-    if (cookie == NULL) {
+    if (offer == MDR_RAIL_OFFER_REFUSED) {
         mdr_debug("rail %s peer %016llx: refused by the core", rail->name,
                   (unsigned long long)u);
         mdr_ucx_refuse(rail, u, conn, waddr);
         mdr_ucx_ep_destroy(ep);
         return;
     }
-    ep->cookie = cookie;
     mdr_debug("rail %s peer %016llx: accepted connection %u", rail->name,
               (unsigned long long)u, conn);
 }
 
 void mdr_ucx_refused(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
 {
-    mdr_ep_t *ep = mdr_hash_get(&rail->eps, rx->hdr.uuid);
+    mdr_ep_t *ep = mdr_ucx_ep_lookup(rail, rx->hdr.uuid);
 
     if (ep == NULL || ep->tx_conn != rx->hdr.aux || ep->uep == NULL)
         return;

@@ -63,6 +63,7 @@
  */
 #include "mdr_config.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,28 +120,26 @@ madrail_status_t mdr_ucx_mem_reg(mdr_rail_t *rail, void *addr, size_t len, unsig
 {
     madrail_status_t st;
     mdr_memh_t *mh;
+    void *p;
 
-    if (rail == NULL || memh_p == NULL || !mdr_region_args_ok(addr, len))
+    if (rail == NULL)
         return MADRAIL_ERR_INVALID;
-    mh = calloc(1, sizeof(*mh));
-    if (mh == NULL)
-        return MADRAIL_ERR_NOMEM;
+    st = mdr_sw_reg_new(&rail->regions, rail->name, addr, len, access, sizeof(*mh),
+                        offsetof(mdr_memh_t, reg), &p);
+    if (st != MADRAIL_OK)
+        return st;
+    mh = p;
     if (len > 0) {
         st = mdr_ucx_map(rail, addr, len, &mh->ucp);
         if (st != MADRAIL_OK)
-            goto err_free;
+            goto err_region;
     }
-    st = mdr_region_add(&rail->regions, &mh->reg, (uintptr_t)addr, len, access);
-    if (st != MADRAIL_OK)
-        goto err_unmap;
     mh->rail = rail;
     *memh_p = mh;
     return MADRAIL_OK;
 
-err_unmap:
-    if (mh->ucp != NULL)
-        ucp_mem_unmap(rail->ctx, mh->ucp);
-err_free:
+err_region:
+    (void)mdr_region_remove(&rail->regions, &mh->reg);
     free(mh);
     return st;
 }
@@ -160,17 +159,15 @@ void mdr_ucx_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh)
     mdr_ucx_revoke_t rv;
     unsigned i;
 
-    if (rail == NULL || memh == NULL || !mdr_region_owned(&rail->regions, &memh->reg)) {
-        if (rail != NULL)
-            mdr_error("rail %s: mem_dereg of an unknown handle", rail->name);
+    if (rail == NULL || !mdr_sw_reg_known(&rail->regions, memh != NULL ? &memh->reg : NULL,
+                                          rail->name))
         return;
-    }
     (void)mdr_region_remove(&rail->regions, &memh->reg);
     /* The peers that were allowed to put here must ask again. */
     rv.id = memh->reg.id;
     rv.gen = memh->reg.gen;
     for (i = 0; i < memh->nexported && !rail->closing_rail; i++) {
-        mdr_ep_t *ep = mdr_hash_get(&rail->eps, memh->exported[i]);
+        mdr_ep_t *ep = mdr_ucx_ep_lookup(rail, memh->exported[i]);
         if (ep != NULL && ep->state == MDR_UCX_EP_OPEN)
             (void)mdr_ucx_send(ep, MDR_UCX_M_KEY_REVOKE, 0, &rv, sizeof(rv), NULL, 0);
     }
@@ -357,7 +354,7 @@ static madrail_status_t mdr_ucx_op_issue(mdr_ucx_op_t *op)
         if (us == UCS_ERR_NO_RESOURCE)
             return MADRAIL_ERR_NORESOURCE;
         mdr_error("rail %s peer %016llx: ucp_put_nbx of %zu bytes: %s", ep->rail->name,
-                  (unsigned long long)ep->uuid, op->len, ucs_status_string(us));
+                  (unsigned long long)ep->base.uuid, op->len, ucs_status_string(us));
         return MADRAIL_ERR_RAIL_DOWN;
     }
     if (req != NULL)
@@ -371,7 +368,7 @@ static madrail_status_t mdr_ucx_op_issue(mdr_ucx_op_t *op)
         if (op->status == MADRAIL_OK)
             op->status = MADRAIL_ERR_RAIL_DOWN;
         mdr_error("rail %s peer %016llx: ucp_ep_flush_nbx: %s", ep->rail->name,
-                  (unsigned long long)ep->uuid, ucs_status_string(UCS_PTR_STATUS(req)));
+                  (unsigned long long)ep->base.uuid, ucs_status_string(UCS_PTR_STATUS(req)));
     } else if (req != NULL) {
         op->ucx_pending++;
     }
@@ -392,7 +389,7 @@ static madrail_status_t mdr_ucx_op_rkey(mdr_ucx_op_t *op, uint64_t base, uint64_
         us = ucp_ep_rkey_unpack(ep->uep->h, op->ucp_rkey, &rk->h);
         if (us != UCS_OK) {
             mdr_error("rail %s peer %016llx: ucp_ep_rkey_unpack: %s", ep->rail->name,
-                      (unsigned long long)ep->uuid, ucs_status_string(us));
+                      (unsigned long long)ep->base.uuid, ucs_status_string(us));
             free(rk);
             return MADRAIL_ERR_RAIL_PROTO;
         }
@@ -441,7 +438,7 @@ madrail_status_t mdr_ucx_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
     mdr_ucx_op_t *op;
     madrail_status_t st;
 
-    if (ep == NULL || ep->destroyed || (local == NULL && len > 0) || rkey == NULL ||
+    if (ep == NULL || ep->base.destroyed || (local == NULL && len > 0) || rkey == NULL ||
         comp == NULL)
         return MADRAIL_ERR_INVALID;
     rail = ep->rail;
@@ -453,13 +450,13 @@ madrail_status_t mdr_ucx_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
     if (h.mark != MDR_UCX_RKEY_MARK || h.ucp_len > rkey_len - sizeof(h) ||
         (h.ucp_len == 0 && h.len > 0)) {
         mdr_error("rail %s peer %016llx: malformed remote key (%zu bytes)", rail->name,
-                  (unsigned long long)ep->uuid, rkey_len);
+                  (unsigned long long)ep->base.uuid, rkey_len);
         return MADRAIL_ERR_RAIL_PROTO;
     }
     if (!rail->check && !mdr_region_covers(h.base, h.len, raddr, len)) {
         mdr_error("rail %s peer %016llx: put of %zu bytes at %#llx is outside the region "
                   "[%#llx, +%llu) of its key",
-                  rail->name, (unsigned long long)ep->uuid, len, (unsigned long long)raddr,
+                  rail->name, (unsigned long long)ep->base.uuid, len, (unsigned long long)raddr,
                   (unsigned long long)h.base, (unsigned long long)h.len);
         return MADRAIL_ERR_RAIL_PROTO;
     }
@@ -650,7 +647,7 @@ void mdr_ucx_key_check(mdr_ep_t *ep, const mdr_ucx_rx_t *rx)
     a.id = c.id;
     a.gen = c.gen;
     if (why == NULL) {
-        for (i = 0; i < mh->nexported && mh->exported[i] != ep->uuid; i++)
+        for (i = 0; i < mh->nexported && mh->exported[i] != ep->base.uuid; i++)
             ;
         if (i == mh->nexported) {
             if (mh->nexported == mh->exported_cap) {
@@ -663,7 +660,7 @@ void mdr_ucx_key_check(mdr_ep_t *ep, const mdr_ucx_rx_t *rx)
                 mh->exported = n;
                 mh->exported_cap = cap;
             }
-            mh->exported[mh->nexported++] = ep->uuid;
+            mh->exported[mh->nexported++] = ep->base.uuid;
         }
         (void)mdr_ucx_send(ep, MDR_UCX_M_KEY_OK, 0, &a, sizeof(a), NULL, 0);
         return;
@@ -706,7 +703,7 @@ void mdr_ucx_key_answer(mdr_ep_t *ep, const mdr_ucx_rx_t *rx, int ok)
     }
     if (!ok) {
         mdr_warn("rail %s peer %016llx: the target refused a put: %.*s", ep->rail->name,
-                 (unsigned long long)ep->uuid,
+                 (unsigned long long)ep->base.uuid,
                  (int)(rx->len - sizeof(a) < 150 ? rx->len - sizeof(a) : 150),
                  (const char *)rx->data + sizeof(a));
         op->status = MADRAIL_ERR_RAIL_PROTO;

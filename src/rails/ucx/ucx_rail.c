@@ -492,7 +492,7 @@ static void mdr_ucx_deliver(mdr_ep_t *ep, mdr_ucx_rx_t *rx)
 
     if (ahead < 0) {
         mdr_debug("rail %s peer %016llx: duplicate message %u dropped", rail->name,
-                  (unsigned long long)ep->uuid, rx->hdr.seq);
+                  (unsigned long long)ep->base.uuid, rx->hdr.seq);
         mdr_ucx_rx_free(rail, rx);
         return;
     }
@@ -508,7 +508,7 @@ static void mdr_ucx_deliver(mdr_ep_t *ep, mdr_ucx_rx_t *rx)
     ep->rx_seq++;
     mdr_ucx_deliver_one(ep, rx);
     mdr_ucx_rx_free(rail, rx);
-    while (!ep->destroyed && ep->state == MDR_UCX_EP_OPEN && !mdr_list_empty(&ep->ooo)) {
+    while (!ep->base.destroyed && ep->state == MDR_UCX_EP_OPEN && !mdr_list_empty(&ep->ooo)) {
         mdr_ucx_rx_t *next = mdr_container_of(ep->ooo.next, mdr_ucx_rx_t, link);
         if (next->hdr.seq != ep->rx_seq)
             break;
@@ -530,8 +530,8 @@ void mdr_ucx_dispatch(mdr_ep_t *ep, mdr_ucx_rx_t *rx)
                             ep->rail->slot_size);
             break;
         }
-        if (ep->cookie != NULL)
-            ep->rail->upcalls->ctrl_recv(ep->cookie, rx->data, rx->len);
+        if (ep->base.cookie != NULL)
+            ep->rail->upcalls->ctrl_recv(ep->base.cookie, rx->data, rx->len);
         break;
     case MDR_UCX_M_BYE:
         mdr_ucx_ep_bye(ep, (const char *)rx->data, rx->len);
@@ -586,7 +586,7 @@ static void mdr_ucx_rx_handle(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
         mdr_ucx_rx_free(rail, rx);
         return;
     }
-    ep = mdr_hash_get(&rail->eps, rx->hdr.uuid);
+    ep = mdr_ucx_ep_lookup(rail, rx->hdr.uuid);
     if (rx->hdr.version != MDR_UCX_VERSION &&
         (ep == NULL || ep->rx_conn == 0 || ep->rx_conn != rx->hdr.conn)) {
         char src[32];
@@ -684,7 +684,6 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     rail->uuid = params->uuid;
     rail->job_key = params->job_key;
     rail->upcalls = params->upcalls;
-    rail->rail_cookie = params->rail_cookie;
     rail->slot_size = params->slot_size;
     rail->check = s.check;
     /* Put ordering (see ucx_mem.c): on tcp and shared memory UCX emulates
@@ -699,9 +698,6 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     if (getrandom(&rail->next_conn, sizeof(rail->next_conn), 0) != sizeof(rail->next_conn) ||
         rail->next_conn == 0)
         rail->next_conn = 1;
-    mdr_list_init(&rail->eps_all);
-    mdr_list_init(&rail->zombie_eps);
-    mdr_list_init(&rail->failq);
     mdr_list_init(&rail->doneq);
     mdr_list_init(&rail->retryq);
     mdr_list_init(&rail->syncq);
@@ -711,7 +707,7 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     mdr_list_init(&rail->orphan_txs);
     mdr_pool_init(&rail->pool, 64);
     mdr_ucx_profile(rail, &s);
-    st = mdr_hash_init(&rail->eps, 16);
+    st = mdr_rail_base_init(&rail->base, rail->name, params, mdr_ucx_ep_free);
     if (st != MADRAIL_OK)
         goto err_free;
 
@@ -827,7 +823,7 @@ err_worker:
 err_ctx:
     ucp_cleanup(rail->ctx);
 err_hash:
-    mdr_hash_cleanup(&rail->eps);
+    mdr_rail_base_cleanup(&rail->base);
 err_free:
     mdr_pool_cleanup(&rail->pool);
     free(rail);
@@ -836,10 +832,7 @@ err_free:
 
 static void mdr_ucx_reap(mdr_rail_t *rail)
 {
-    mdr_list_t *l;
-
-    while ((l = mdr_list_pop_head(&rail->zombie_eps)) != NULL)
-        mdr_ucx_ep_free(mdr_container_of(l, mdr_ep_t, link));
+    mdr_rail_base_reap(&rail->base);
 }
 
 static void mdr_ucx_close(mdr_rail_t *rail)
@@ -847,12 +840,12 @@ static void mdr_ucx_close(mdr_rail_t *rail)
     mdr_list_t *l;
     double deadline, grace;
 
-    if (rail == NULL || mdr_drv_close_refused(rail->in_progress, rail->name))
+    if (rail == NULL || mdr_drv_close_refused(rail->base.in_progress, rail->name))
         return;
     rail->closing_rail = 1;
     /* Every ep says BYE and flushes; give the flushes a bounded time. */
-    while (!mdr_list_empty(&rail->eps_all))
-        mdr_ucx_ep_destroy(mdr_container_of(rail->eps_all.next, mdr_ep_t, link));
+    while (!mdr_list_empty(&rail->base.eps_all))
+        mdr_ucx_ep_destroy(mdr_container_of(rail->base.eps_all.next, mdr_ep_t, base.link));
     mdr_ucx_reap(rail);
     /* First until what we sent (the BYEs last) has left, then a short
      * grace for the peers to acknowledge the closes: a peer that does not
@@ -891,7 +884,7 @@ static void mdr_ucx_close(mdr_rail_t *rail)
     mdr_ucx_free_orphan_ops(rail);
     mdr_ucx_free_orphan_txs(rail);
     ucp_cleanup(rail->ctx);
-    mdr_hash_cleanup(&rail->eps);
+    mdr_rail_base_cleanup(&rail->base);
     mdr_pool_cleanup(&rail->pool);
     free(rail);
 }
@@ -900,7 +893,9 @@ static void mdr_ucx_query(mdr_rail_t *rail, mdr_rail_attr_t *attr)
 {
     memset(attr, 0, sizeof(*attr));
     snprintf(attr->name, sizeof(attr->name), "%s", rail->name);
-    attr->caps = MDR_RAIL_CAP_PUT | (rail->check ? 0 : MDR_RAIL_CAP_PUT_HW);
+    attr->caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_FLUSH |
+                 (rail->check ? 0 : MDR_RAIL_CAP_PUT_HW) |
+                 (rail->order_flush ? MDR_RAIL_CAP_PUT_REMOTE : 0);
     attr->latency_us = rail->latency_us;
     attr->bandwidth_mbs = rail->bandwidth_mbs;
     attr->max_ctrl = rail->slot_size;
@@ -922,9 +917,9 @@ static int mdr_ucx_progress(mdr_rail_t *rail)
 {
     int count = 0, i, n;
 
-    if (rail == NULL || rail->in_progress || rail->closing_rail)
+    if (rail == NULL || rail->base.in_progress || rail->closing_rail)
         return 0;
-    rail->in_progress = 1;
+    rail->base.in_progress = 1;
     /* Spin only while UCX makes progress that gives the core nothing yet
      * (a rendezvous, a flush, a send completing): once a message or a
      * completion is queued, deliver it at once.  Each ucp_worker_progress
@@ -934,7 +929,7 @@ static int mdr_ucx_progress(mdr_rail_t *rail)
         n = (int)ucp_worker_progress(rail->worker);
         count += n;
         if (n == 0 || !mdr_list_empty(&rail->rxq) || !mdr_list_empty(&rail->doneq) ||
-            !mdr_list_empty(&rail->failq))
+            !mdr_list_empty(&rail->base.failq))
             break;
     }
     if (!mdr_list_empty(&rail->closing))
@@ -953,7 +948,7 @@ static int mdr_ucx_progress(mdr_rail_t *rail)
     if (!mdr_list_empty(&rail->syncq))
         count += mdr_ucx_send_syncs(rail);
     mdr_ucx_reap(rail);
-    rail->in_progress = 0;
+    rail->base.in_progress = 0;
     return count;
 }
 
@@ -965,7 +960,7 @@ static int mdr_ucx_flush(mdr_rail_t *rail)
 {
     int i, n = 0;
 
-    if (rail == NULL || rail->in_progress || rail->closing_rail || rail->ntx == 0)
+    if (rail == NULL || rail->base.in_progress || rail->closing_rail || rail->ntx == 0)
         return 0;
     for (i = 0; i < MDR_UCX_PROGRESS_SPINS && rail->ntx > 0; i++)
         n += (int)ucp_worker_progress(rail->worker);
@@ -973,6 +968,9 @@ static int mdr_ucx_flush(mdr_rail_t *rail)
 }
 
 const mdr_rail_ops_t mdr_ucx_ops = {
+    .size = MDR_RAIL_OPS_SIZE,
+    .caps = MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_PUT_HW | MDR_RAIL_CAP_PUT_REMOTE |
+            MDR_RAIL_CAP_FLUSH,
     .name = "ucx",
     .open = mdr_ucx_open,
     .close = mdr_ucx_close,
