@@ -278,7 +278,7 @@ elif [ -x "$SRC/configure" ]; then
             MDR_FUZZ_RUNS=${MDR_FUZZ_RUNS:-10000} MDR_FUZZ_SEED=${MDR_FUZZ_SEED:-1} \
                 run_check "$FUZZ_TREE" "_build-fuzz" TESTS=test/fuzz/run_fuzz.sh
         fi
-        grep -E '^(PASS|FAIL): fuzz_' "$FUZZ_TREE/test/fuzz/run_fuzz.log" 2>/dev/null | sed 's/^/[check]       /'
+        grep -E '^(PASS|FAIL|NOTE): fuzz_' "$FUZZ_TREE/test/fuzz/run_fuzz.log" 2>/dev/null | sed 's/^/[check]       /'
     fi
 else
     say "5/$NSTEPS _build-fuzz: skipped, ./configure is missing"

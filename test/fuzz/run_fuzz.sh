@@ -88,6 +88,42 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1:halt_o
 # (test/fuzz/crashers/core); anything slower than that is a hang.
 FLAGS=(-timeout=35 -rss_limit_mb=2048 -malloc_limit_mb=1024 -close_fd_mask=2 -print_final_stats=1)
 
+# UCX defects that are known and not ours: Debian's UCX 1.13.1 is built
+# with its internal assertions on, and two of them fire when a transport
+# endpoint fails while its connection is still being set up (wireup):
+# ucp_request.c "req->send.wireup.type == ..." (upstream removed that
+# assertion as wrong in openucx/ucx pull request 8175) and wireup_ep.c
+# "wireup_ep->pending_count == 0".  fuzz_ucx reaches them in about 1 run
+# in 10 over its corpus, never with one input alone: a connection of an
+# earlier input is torn down under the next one.  A run that aborts on a
+# UCX wireup assertion, with no report of the sanitizers, is run again
+# (twice at most) and said so; any other failure fails.  fuzz_ucx keeps
+# stderr open to see the assertion.
+KNOWN_UCX='[] ] (ucp_request|wireup_ep|wireup)\.c:[0-9]+ +Assertion `'
+known_ucx() { # log: the run failed on the known UCX assertion and on nothing of ours
+    grep -qE "$KNOWN_UCX" "$1" && ! grep -qE '^==[0-9]+==ERROR: (Address|Leak)Sanitizer|runtime error' "$1"
+}
+# run_target LOG ARGS...: run the target, appending to LOG; reruns after the
+# known UCX assertion only
+run_target() {
+    local log=$1 try rc mark where
+    shift
+    for try in 1 2 3; do
+        mark=$(wc -l <"$log" 2>/dev/null || echo 0)
+        "$bin" "${FLAGS[@]}" "${TFLAGS[@]}" "$@" >>"$log" 2>&1
+        rc=$?
+        if [ $rc -eq 0 ] || ! tail -n +"$((mark + 1))" "$log" >"$log.try" || ! known_ucx "$log.try"; then
+            rm -f "$log.try"
+            return $rc
+        fi
+        where=$(grep -oE "$KNOWN_UCX" "$log.try" | head -1 | sed 's/^[] ]*//; s/ *Assertion.*//')
+        rm -f "$log.try"
+        echo "NOTE: fuzz_$t: a known UCX 1.13 wireup assertion ($where), run $try of 3; again" |
+            tee -a "$log"
+    done
+    return $rc
+}
+
 fail=0
 t0=$(date +%s)
 for t in "${TARGETS[@]}"; do
@@ -109,8 +145,10 @@ for t in "${TARGETS[@]}"; do
     mkdir -p "$work"
     ts=$(date +%s)
     # 1. every seed once (libFuzzer: -runs=0 only runs the given inputs)
-    "$bin" "${FLAGS[@]}" -artifact_prefix="$OUT/artifacts/fuzz_$t-" -runs=0 "$corpus" \
-        >"$log" 2>&1
+    TFLAGS=()
+    [ "$t" = ucx ] && TFLAGS=(-close_fd_mask=0)
+    : >"$log"
+    run_target "$log" -artifact_prefix="$OUT/artifacts/fuzz_$t-" -runs=0 "$corpus"
     rc=$?
     nseed=$(find "$corpus" -type f | wc -l)
     if [ $rc -ne 0 ]; then
@@ -131,8 +169,8 @@ for t in "${TARGETS[@]}"; do
     [ -n "$SEED" ] && seedopt=(-seed="$SEED") && what="$what, seed $SEED"
     if [ -n "$RUNS" ] && [ "$RUNS" -gt 0 ] || [ -z "$RUNS" ] && [ "$TIME" -gt 0 ]; then
         # 2. new inputs (TIME seconds or RUNS inputs), into a scratch corpus
-        "$bin" "${FLAGS[@]}" -artifact_prefix="$OUT/artifacts/fuzz_$t-" \
-            "${bound[@]}" "${seedopt[@]}" "$work" "$corpus" >>"$log" 2>&1
+        run_target "$log" -artifact_prefix="$OUT/artifacts/fuzz_$t-" \
+            "${bound[@]}" "${seedopt[@]}" "$work" "$corpus"
         rc=$?
         if [ $rc -ne 0 ]; then
             echo "FAIL: fuzz_$t: the fuzzer found a failing input in $what (log: $log)"
