@@ -143,30 +143,38 @@ static void test_est(void)
           "est: 8 samples after a 1.5x step: %.3f (EWMA gain 0.25: %.3f, within 11%% of the "
           "step)",
           v, want);
-    /* a step to 3x: the EWMA from the second sample (the median), then
-     * the third sample in a row that far off is believed at once (the
-     * EWMA at gain 0.1 would still be at 68% of the way after 10) */
+    /* a drop to a third: the EWMA from the second sample (the median),
+     * then the third sample in a row that far below is believed at once
+     * (the EWMA at gain 0.1 would still be at 68% of the way after 10) */
     memset(&e, 0, sizeof(e));
     for (i = 0; i < 10; i++)
-        mdr_health_est_add(&e, 50.0, 100.0, 0.1);
-    v = mdr_health_est_add(&e, 150.0, 100.0, 0.1);
-    check(near(v, 50.0, 1e-9), "est: first sample of a 3x step is held back (%.3f)", v);
-    v = mdr_health_est_add(&e, 150.0, 100.0, 0.1);
-    check(near(v, 60.0, 1e-9), "est: the second goes through the EWMA (%.3f)", v);
-    v = mdr_health_est_add(&e, 150.0, 100.0, 0.1);
-    check(near(v, 150.0, 1e-9), "est: the third sample of a 3x step is believed: %.3f", v);
-    /* and down to a third, the same */
-    mdr_health_est_add(&e, 40.0, 100.0, 0.1);
-    mdr_health_est_add(&e, 40.0, 100.0, 0.1);
-    v = mdr_health_est_add(&e, 40.0, 100.0, 0.1);
-    check(near(v, 40.0, 1e-9), "est: a drop to 40 is believed after three samples: %.3f", v);
-    /* two 10x samples in a row, then the old rate: the EWMA only */
-    mdr_health_est_add(&e, 400.0, 100.0, 0.1);
-    v = mdr_health_est_add(&e, 400.0, 100.0, 0.1);
-    check(near(v, 76.0, 1e-9), "est: two 10x samples in a row: EWMA only (%.3f)", v);
-    v = mdr_health_est_add(&e, 40.0, 100.0, 0.1);
-    check(near(v, 76.0 + 0.1 * (400.0 - 76.0), 1e-9),
-          "est: ... and no jump when the third is back to 40 (%.3f)", v);
+        mdr_health_est_add(&e, 150.0, 100.0, 0.1);
+    v = mdr_health_est_add(&e, 50.0, 100.0, 0.1);
+    check(near(v, 150.0, 1e-9), "est: first sample of a drop to 1/3 is held back (%.3f)", v);
+    v = mdr_health_est_add(&e, 50.0, 100.0, 0.1);
+    check(near(v, 140.0, 1e-9), "est: the second goes through the EWMA (%.3f)", v);
+    v = mdr_health_est_add(&e, 50.0, 100.0, 0.1);
+    check(near(v, 50.0, 1e-9), "est: the third sample of the drop is believed: %.3f", v);
+    /* a rise to 3x: the moving average only (a rail that idled reads
+     * fast: good news is believed slowly) */
+    mdr_health_est_add(&e, 150.0, 100.0, 0.1);
+    want = 50.0;
+    for (i = 0; i < 4; i++) {
+        v = mdr_health_est_add(&e, 150.0, 100.0, 0.1);
+        want += 0.1 * (150.0 - want);
+    }
+    check(near(v, want, 1e-9), "est: a rise to 3x goes through the EWMA: %.3f after 5 samples",
+          v);
+    /* two samples in a row far below, then the old rate: no jump */
+    memset(&e, 0, sizeof(e));
+    for (i = 0; i < 10; i++)
+        mdr_health_est_add(&e, 100.0, 100.0, 0.1);
+    mdr_health_est_add(&e, 10.0, 100.0, 0.1);
+    v = mdr_health_est_add(&e, 10.0, 100.0, 0.1);
+    check(near(v, 91.0, 1e-9), "est: two 1/10 samples in a row: EWMA only (%.3f)", v);
+    v = mdr_health_est_add(&e, 100.0, 100.0, 0.1);
+    check(near(v, 91.0 + 0.1 * (10.0 - 91.0), 1e-9),
+          "est: ... and no jump when the third is back to 100 (%.3f)", v);
     /* the first value: a median of the first three */
     memset(&e, 0, sizeof(e));
     mdr_health_est_add(&e, 10.0, 100.0, 0.25);
