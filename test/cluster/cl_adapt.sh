@@ -20,7 +20,7 @@
 # CL_ADAPT_ENV=MADRAIL_TCP_PUT_ACK=0 (puts complete at the socket write)
 # the 300 Mbit rail read 75-98 MB/s after the swap and phase 2 failed
 # (36%) in one run of two.  With the defaults: phase 1 73-78%, phase 2
-# 23-30% in 8 runs at load 5-12 on the 2-core machine (one earlier run at
+# 21-30% in 11 runs at load 5-12 on the 2-core machine (one earlier run at
 # load 10 ended phase 2 at 32.2%: the rails' measured rates compress
 # toward each other when the processes wait for a CPU, which the bounds
 # allow for).  About 10 s.
