@@ -30,6 +30,12 @@
 #    the same instrument for every system, whatever it prints itself.
 #  - --quickstart is the small table of ./quickstart.sh's main job
 #    (ch4:madrail only, one rail / two equal / two unequal, about 30 s).
+#  - --adapt is issue 11's run (rails that adapt): rails of different
+#    rates with no settings, beside Open MPI given the rates by hand
+#    (btl_tcp_bandwidth_<interface>), equal rails with and without
+#    adaptation, and a rail whose rate drops to 200 Mbit and comes back;
+#    bandwidth at 1 and 4 MiB only, so a run stays short on a shared
+#    machine.
 # (commas inside arrays are option values: --sizes 8,1k)
 # shellcheck disable=SC2054,SC1091
 set -uo pipefail
@@ -42,7 +48,7 @@ INSTALLED_DATADIR='@pkgdatadir@'
 
 usage() {
     cat <<EOF
-Usage: $prog [--quick | --quickstart] [options]
+Usage: $prog [--quick | --quickstart | --adapt] [options]
 
 Benchmarks MPI over the rails of a namespace cluster (2 nodes, data rails
 shaped by tc tbf; test/cluster/cluster.sh, docs/cluster.md), in one run:
@@ -57,7 +63,14 @@ mpicc.  Cases:
   equal       3 rails of 1 Gbit (1, 2, 3 of them used)
   unequal     2 rails: 1 Gbit + 300 Mbit
   ratechange  2 rails of 1 Gbit; during a long 1 MiB stream rail1 drops to
-              300 Mbit and comes back (throughput every 100 ms)
+              300 Mbit (--adapt: 200 Mbit) and comes back (throughput every
+              100 ms)
+  adaptequal  (--adapt) 2 rails of 1 Gbit: ch4:madrail as it is and with
+              MADRAIL_ADAPT=0, 8 B latency and bandwidth
+  unequal100  (--adapt) 2 rails: 1 Gbit + 100 Mbit
+  three       (--adapt) 3 rails: 1 Gbit + 1 Gbit + 300 Mbit
+In the unequal cases Open MPI also runs with the rails' rates set by hand
+(btl_tcp_bandwidth_railN, the column "Open MPI, hand-set weights").
   linkdown    2 rails of 1 Gbit; during a long 4 MiB stream node1's rail1
               link goes down: completes, error or hang (time limit)
 Rounds are interleaved (every system once per round); tables give medians.
@@ -67,6 +80,11 @@ Options:
                    the peers on 2 rails only, shorter fault cases (about
                    4 minutes; the full run: 3 rounds, about 50 minutes on
                    a busy 2-core machine)
+  --adapt          rails that adapt (issue 11): cases adaptequal, unequal,
+                   unequal100, three, ratechange (1 Gbit -> 200 Mbit ->
+                   1 Gbit); bandwidth 1 MiB and 4 MiB, window 32; 3 rounds,
+                   about 15 minutes; --update-docs writes the adaptation
+                   section of docs/performance.md
   --quickstart     the table of ./quickstart.sh: ch4:madrail only, latency
                    8 B and bandwidth 1 MiB over one rail, two equal rails and
                    two unequal rails (1 Gbit + 300 Mbit), each beside its
@@ -123,6 +141,7 @@ while [ $# -gt 0 ]; do
         -h|--help) usage; exit 0 ;;
         --quick) PROFILE=quick ;;
         --quickstart) PROFILE=quickstart ;;
+        --adapt) PROFILE=adapt ;;
         --rounds) ROUNDS=${2:-}; shift ;;
         --systems) SYSTEMS=${2:-}; shift ;;
         --cases) CASES=${2:-}; shift ;;
@@ -146,8 +165,8 @@ for s in ${SYSTEMS//,/ }; do
     esac
 done
 for c in ${CASES//,/ }; do
-    case $c in equal|unequal|ratechange|linkdown) ;;
-        *) echo "$prog: --cases: unknown case '$c' (equal, unequal, ratechange, linkdown)" >&2; exit 2 ;;
+    case $c in equal|unequal|ratechange|linkdown|adaptequal|unequal100|three) ;;
+        *) echo "$prog: --cases: unknown case '$c' (equal, unequal, ratechange, linkdown, adaptequal, unequal100, three)" >&2; exit 2 ;;
     esac
 done
 
@@ -178,6 +197,7 @@ if [ -z "$MDR_LIBDIR" ] && compgen -G "$DEFAULT_LIBDIR/libmadrail.so*" >/dev/nul
 fi
 
 T_START=$(date +%s)
+RUN_JOB_KEY=${MADRAIL_JOB_KEY:-$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')}
 say() { printf '[bench %4ds] %s\n' $(($(date +%s) - T_START)) "$*"; }
 warn() { printf '[bench] warning: %s\n' "$*" >&2; }
 die() { printf '[bench] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -217,6 +237,7 @@ case $PROFILE in
         IPERF_SECS=3
         STREAM_ITERS=40      # ratechange: 40 x 64 x 1 MiB = 2.7 GB (~11 s at 2 Gbit)
         RC_AT=(3 6)          # ratechange: rail1 300 Mbit at +3 s, 1 Gbit again at +6 s
+        RC_LOW=300mbit
         LD_ITERS=12          # linkdown: 12 x 64 x 4 MiB = 3.2 GB
         LD_AT=3              # linkdown: node1's rail1 down at +3 s
         LD_WAIT=40           # ... and the job has this long to end
@@ -232,9 +253,24 @@ case $PROFILE in
         IPERF_SECS=1
         STREAM_ITERS=16
         RC_AT=(1.5 3)
+        RC_LOW=300mbit
         LD_ITERS=4
         LD_AT=1.5
         LD_WAIT=15
+        ;;
+    adapt)
+        : "${ROUNDS:=3}"
+        : "${CASES:=adaptequal,unequal,unequal100,three,ratechange}"
+        LAT_ARGS=(--sizes 8 --iters 2000 --warmup 200)
+        # two warm-up iterations (64 messages): the weights settle in the
+        # first 16-48 messages of a job, for every system the same
+        BW_ARGS=(--sizes 1m,4m --window 32 --iters 3 --warmup 2)
+        UNEQ_BENCHES="bw"
+        PEER_RAILS="2"
+        IPERF_SECS=2
+        STREAM_ITERS=24      # ratechange: 24 x 64 x 1 MiB = 1.6 GB (~8 s)
+        RC_AT=(2.5 5)
+        RC_LOW=200mbit
         ;;
     quickstart)
         ROUNDS=1
@@ -453,7 +489,11 @@ launch_cmd() {
     mdr=$(seq -f 'tcp:rail%g' 0 $((k - 1)) | paste -sd, -)
     case $s in
         madrail)
-            LAUNCH=(env "MADRAIL_RAILS=$mdr" ${MDR_LIBDIR:+"LD_LIBRARY_PATH=$MDR_LIBDIR"} "$@"
+            # the job key: one for the run, given to every process, so an
+            # MPICH whose netmod predates job keys (it does not hand rank
+            # 0's key around) still connects with a newer libmadrail
+            LAUNCH=(env "MADRAIL_RAILS=$mdr" ${MDR_LIBDIR:+"LD_LIBRARY_PATH=$MDR_LIBDIR"}
+                    "MADRAIL_JOB_KEY=$RUN_JOB_KEY" "$@"
                     "${LAUNCHER[madrail]}" -f "$MDR_CLUSTER_HOSTS" -launcher ssh
                     -launcher-exec "$MDR_CLUSTER_LAUNCHER" -iface mgmt -n "$np" -ppn "$ppn") ;;
         mpich)
@@ -484,7 +524,8 @@ job_start() {
     shift 5
     launch_cmd "$s" "$k" "$np" "$ppn" ${JOB_ENV[@]+"${JOB_ENV[@]}"}
     JOB_NAME=$name
-    printf '%q ' "${LAUNCH[@]}" "$@" >"$OUT/raw/$name.cmd"
+    # (the job key stays out of the files)
+    printf '%q ' "${LAUNCH[@]}" "$@" | sed 's/MADRAIL_JOB_KEY=[0-9a-f]*/MADRAIL_JOB_KEY=<the run'"'"'s key>/' >"$OUT/raw/$name.cmd"
     echo >>"$OUT/raw/$name.cmd"
     # its own process group (setsid), so a hung launcher goes with its children
     setsid bash "$CLUSTER_SH" --prefix "$PREFIX" exec 0 "${LAUNCH[@]}" "$@" \
@@ -645,16 +686,48 @@ case_equal() {
     done
 }
 
-case_unequal() {
-    local rd b s
-    cluster_up 2 1gbit,300mbit
+# case_uneq CASE RATES MBITS: rails of different rates (tc units, and the
+# same in Mbit/s: what Open MPI is told by hand in its weighted run)
+case_uneq() {
+    local c=$1 rates=$2 mbits=$3 rd b s k r w
+    k=$(echo "$rates" | tr , '\n' | wc -l)
+    cluster_up "$k" "$rates"
+    w=()
+    r=0
+    for b in ${mbits//,/ }; do w+=("OMPI_MCA_btl_tcp_bandwidth_rail$r=$b"); r=$((r + 1)); done
     for rd in $(seq 1 "$ROUNDS"); do
-        say "unequal rails (1 Gbit + 300 Mbit), round $rd of $ROUNDS"
-        links unequal "$rd" 0 1
+        say "unequal rails ($rates), round $rd of $ROUNDS"
+        links "$c" "$rd" $(seq 0 $((k - 1)))
         for b in $UNEQ_BENCHES; do
             for s in "${ACTIVE[@]}"; do
-                bench unequal "$rd" "$s" 2 "$b"
+                bench "$c" "$rd" "$s" "$k" "$b"
+                if [ "$s" = openmpi ]; then
+                    JOB_ENV=("${w[@]}")
+                    JOB_TAG=w bench "$c" "$rd" "$s" "$k" "$b"
+                    JOB_ENV=()
+                fi
             done
+        done
+    done
+}
+case_unequal() { case_uneq unequal 1gbit,300mbit 1000,300; }
+case_unequal100() { case_uneq unequal100 1gbit,100mbit 1000,100; }
+case_three() { case_uneq three 1gbit,1gbit,300mbit 1000,1000,300; }
+
+# equal rails, ch4:madrail with and without adaptation (what measuring
+# and acknowledged tcp puts cost where there is nothing to adapt to)
+case_adaptequal() {
+    local rd b
+    cluster_up 2 1gbit
+    for rd in $(seq 1 "$ROUNDS"); do
+        say "equal rails (2 x 1 Gbit), adaptation on and off, round $rd of $ROUNDS"
+        links adaptequal "$rd" 0 1
+        for b in lat bw; do
+            case " ${ACTIVE[*]} " in *" madrail "*) ;; *) continue ;; esac
+            bench adaptequal "$rd" madrail 2 "$b"
+            JOB_ENV=(MADRAIL_ADAPT=0)
+            JOB_TAG=static bench adaptequal "$rd" madrail 2 "$b"
+            JOB_ENV=()
         done
     done
 }
@@ -674,24 +747,24 @@ stream_end() { # CASE SYS LIMIT
 case_ratechange() {
     local s t0 f
     cluster_up 2 1gbit
-    say "rate change: limits at 1 Gbit and at 300 Mbit"
+    say "rate change: limits at 1 Gbit and at $RC_LOW"
     links ratechange 1 0 1
-    cl rate 1 300mbit >/dev/null
+    cl rate 1 "$RC_LOW" >/dev/null
     local v
     v=$(iperf3_rail 1)
-    echo "ratechange,1,iperf3,rail1@300mbit,link,0,$v,MB/s,$([ -n "$v" ] && echo ok || echo error)" >>"$RES"
-    say "  iperf3 rail1 at 300 Mbit: ${v:-?} MB/s"
+    echo "ratechange,1,iperf3,rail1@$RC_LOW,link,0,$v,MB/s,$([ -n "$v" ] && echo ok || echo error)" >>"$RES"
+    say "  iperf3 rail1 at $RC_LOW: ${v:-?} MB/s"
     cl rate 1 1gbit >/dev/null
     for s in "${ACTIVE[@]}"; do
-        say "rate change: $(sys_label "$s"): 1 MiB stream, rail1 300 Mbit at +${RC_AT[0]} s, 1 Gbit at +${RC_AT[1]} s"
+        say "rate change: $(sys_label "$s"): 1 MiB stream, rail1 $RC_LOW at +${RC_AT[0]} s, 1 Gbit at +${RC_AT[1]} s"
         f=$OUT/raw/ratechange.$s.samples
         sampler_start "$f"
         stream_start ratechange "$s" "$STREAM_ITERS" 1m
         if t0=$(traffic_start "$f" 60); then
             echo "ratechange,$s,0.00,traffic" >>"$EVENTS"
             sleep_until "$t0" "${RC_AT[0]}"
-            cl rate 1 300mbit >/dev/null
-            event ratechange "$s" "$t0" "rail1 300mbit"
+            cl rate 1 "$RC_LOW" >/dev/null
+            event ratechange "$s" "$t0" "rail1 $RC_LOW"
             sleep_until "$t0" "${RC_AT[1]}"
             cl rate 1 1gbit >/dev/null
             event ratechange "$s" "$t0" "rail1 1gbit"
@@ -766,6 +839,9 @@ for c in ${CASES//,/ }; do
     case $c in
         equal) case_equal ;;
         unequal) case_unequal ;;
+        unequal100) case_unequal100 ;;
+        three) case_three ;;
+        adaptequal) case_adaptequal ;;
         ratechange) case_ratechange ;;
         linkdown) case_linkdown ;;
         quickstart) case_quickstart ;;

@@ -16,7 +16,11 @@
  * shaped rate, so the floor is wide; the clamp only stops a clock oddity),
  * then goes through a median of the last 3 (one outlier never moves the
  * estimate), then an EWMA with gain MADRAIL_ADAPT_GAIN (docs/configuration.md
- * gives the measurements behind the defaults).
+ * gives the measurements behind the defaults) -- except that when the
+ * last 3 samples all lie more than MDR_HEALTH_JUMP times below the
+ * estimate, their median replaces it: a rail that slowed that much is
+ * slow once three samples in a row show it, and the EWMA would take tens
+ * of samples to follow it while the rail holds every stripe up.
  *
  * The stripe planner takes a rail's measured speed as its weight once it
  * has MDR_HEALTH_MIN_SAMPLES samples; a rail without them keeps its static
@@ -69,6 +73,24 @@
 /* Clamp range of a sample, relative to the profile bandwidth. */
 #define MDR_HEALTH_CLAMP_LO (1.0 / 1024.0)
 #define MDR_HEALTH_CLAMP_HI 64.0
+/* When the last 3 samples all lie this many times below the estimate,
+ * their median replaces it instead of going through the moving average: a
+ * rail cut from 1 Gbit to 300 Mbit would otherwise take 25 samples at gain
+ * 0.1 to be believed, while the stripes it is given in the meantime are
+ * held up by the slow rail (on the namespace cluster the 1 Gbit /
+ * 300 Mbit swap took about 1 s of traffic and 80 messages of 1 MiB to
+ * settle, at half the bandwidth).  Three, not the two a median needs: on a
+ * loaded machine (load 10 on 2 cores) two samples in a row off by 2x were
+ * seen on a rail whose rate had not changed.  Only down: a rail that got
+ * too small a share idles between its chunks, and its next chunk starts
+ * at line rate into the link's buffers (a tbf bucket fills in the idle
+ * time: 128 KB are 10 ms of a 100 Mbit rail), so it reads faster than it
+ * is; believing that at once gave it too large a share, made it the
+ * bottleneck, and the split oscillated (1 Gbit + 200 Mbit, bench
+ * ratechange).  Overloading a slow rail costs far more than underloading
+ * a fast one, so bad news is believed at once and good news at the
+ * moving average's pace. */
+#define MDR_HEALTH_JUMP 2.0
 /* Profile bandwidth assumed when a driver reports none (MB/s). */
 #define MDR_HEALTH_DEFAULT_MBS 1000.0
 /* A weight change is logged (info) when a rail's share moved by this much
@@ -124,6 +146,18 @@ void mdr_health_clamp_range(double profile_mbs, double *lo_p, double *hi_p)
     *hi_p = profile_mbs * MDR_HEALTH_CLAMP_HI;
 }
 
+/* The last MDR_HEALTH_MEDIAN samples all lie below the estimate divided
+ * by MDR_HEALTH_JUMP. */
+static int mdr_health_jumped(const double *raw, double est)
+{
+    int i;
+
+    for (i = 0; i < MDR_HEALTH_MEDIAN; i++)
+        if (!(raw[i] * MDR_HEALTH_JUMP < est))
+            return 0;
+    return 1;
+}
+
 static double mdr_health_median3(double a, double b, double c)
 {
     if (a > b) {
@@ -159,6 +193,8 @@ double mdr_health_est_add(mdr_health_est_t *e, double sample_mbs, double profile
         m = mdr_health_median3(e->raw[0], e->raw[1], e->raw[2]);
         if (e->n == MDR_HEALTH_MEDIAN)
             e->mbs = m; /* the first value the planner may use: a full median */
+        else if (mdr_health_jumped(e->raw, e->mbs))
+            e->mbs = m; /* three samples in a row agree: the rail slowed */
         else
             e->mbs += gain * (m - e->mbs);
     }

@@ -98,6 +98,13 @@ typedef struct mdr_rail_params {
      * each handshake: the core may change the bytes before its first peer.
      * Required (open fails with MADRAIL_ERR_INVALID without it). */
     const uint8_t *job_key;
+    /* 1: the core measures this rail's put throughput (rail adaptation,
+     * MADRAIL_ADAPT, with more than one rail and no MADRAIL_RAIL_WEIGHTS):
+     * a driver whose local completion comes long before the data crossed
+     * the link (tcp: at the socket write) should, unless its user chose
+     * otherwise, complete puts when the target has them, or the rail reads
+     * as fast as its send buffer (core/health.c). */
+    int measure_puts;
 } mdr_rail_params_t;
 
 #define MDR_JOB_KEY_LEN MADRAIL_JOB_KEY_LEN

@@ -12,6 +12,8 @@
 #    tbf rate, with the per-rail split; the link-down outcome, the data
 #    moved after the fault and when it stopped;
 #  - the --quickstart table (rows, limits, ratios);
+#  - an --adapt run: the unequal-rails table (Open MPI with hand-set
+#    weights as a column), issue 11's targets, its own docs section;
 #  - --update-docs: the section goes before "## Other comparisons" once,
 #    a second run replaces it (the file is then the same), the rest of the
 #    file is untouched, the plots are copied to img/ when gnuplot is there.
@@ -133,10 +135,10 @@ has "$M" "| message rate, 2 pairs 8 B (messages/s) | 2 | – | – | 3.75 M † 
 has "$M" "- MPICH ch4:ucx, 2 rail(s), 2 pairs (mbw_mr): " "note on the cell whose jobs did not end normally"
 has "$M" "then hung in MPI_Finalize (killed; results kept) in 1 of 2 rounds" "... the finalize hang counted"
 has "$M" "hung (killed at the time limit, no result) in 1 of 2 rounds" "... the hang counted"
-has "$M" "| limit: tbf rate (frames) | 250.0 | 162.5 | 250.0 | | |" "rate change: the tbf rates"
-has "$M" "| limit: iperf3 (payload) | 237.0 | 155.0 | 237.0 | | |" "rate change: iperf3 limits"
-has "$M" "| ch4:madrail | 240.0 (96%)<br>120.0 + 120.0 | 75.0 (46%)<br>40.0 + 35.0 | 240.0 (96%)<br>118.0 + 122.0 | 180.5 | ok |" \
-    "rate change: phase means and per-rail split"
+has "$M" "| limit: tbf rate (frames) | 250.0 | 162.5 | 250.0 | | | |" "rate change: the tbf rates"
+has "$M" "| limit: iperf3 (payload) | 237.0 | 155.0 | 237.0 | | | |" "rate change: iperf3 limits"
+has "$M" "| ch4:madrail | 240.0 (96%)<br>120.0 + 120.0 | 75.0 (46%)<br>40.0 + 35.0 | 240.0 (96%)<br>118.0 + 122.0 | 180.5 | – / 0.2 | ok |" \
+    "rate change: phase means, per-rail split, settling (the drop never reaches 90% of the rate; the return does 0.2 s after)"
 grep -E '^\| Open MPI ob1/tcp \| \*\*hangs\*\* \(killed 10 s after the fault\) \| 72 MB \| \+0\.[56] s \|' "$M" >/dev/null &&
     ok "link down: outcome, 6 x 0.1 s x 120 MB/s after the fault, last data 0.55 s after it" ||
     bad "link down row"
@@ -205,6 +207,67 @@ grep -E '^    same, MADRAIL_RAIL_WEIGHTS=10,3 +- +150\.1 MB/s +155\.3 MB/s +96\.
     ok "quickstart: hand-set weights row" || bad "quickstart: weights row"
 has "$Q" "Two equal rails carried 2.00 times what one rail carried" "quickstart: the gain of the second rail"
 if grep -q 'machine was busy' "$Q"; then bad "quickstart: a busy-machine line without a load"; else ok "quickstart: no busy-machine line when the load is unknown"; fi
+
+# ------------------------------------------------------------ an --adapt run
+D=$W/adapt
+mkdir -p "$D/raw" "$W/adocs"
+{
+    echo "case,round,system,rails,bench,size,value,unit,status"
+    for r in 1 2; do
+        echo "unequal,$r,iperf3,rail0,link,0,116,MB/s,ok"
+        echo "unequal,$r,iperf3,rail1,link,0,35,MB/s,ok"
+        echo "three,$r,iperf3,rail0,link,0,116,MB/s,ok"
+        echo "three,$r,iperf3,rail1,link,0,116,MB/s,ok"
+        echo "three,$r,iperf3,rail2,link,0,35,MB/s,ok"
+        echo "adaptequal,$r,iperf3,rail0,link,0,118,MB/s,ok"
+        echo "adaptequal,$r,iperf3,rail1,link,0,118,MB/s,ok"
+    done
+    echo "unequal,1,madrail,2,bw,1048576,148,MB/s,ok"
+    echo "unequal,2,madrail,2,bw,1048576,146,MB/s,ok"
+    echo "unequal,1,madrail,2,bw,4194304,149,MB/s,ok"
+    echo "unequal,1,mpich,2,bw,1048576,70,MB/s,ok"
+    echo "unequal,1,openmpi,2,bw,1048576,71,MB/s,ok"
+    echo "unequal,1,openmpi+w,2,bw,1048576,150,MB/s,ok"
+    echo "three,1,madrail,3,bw,1048576,100,MB/s,ok"
+    echo "adaptequal,1,madrail,2,bw,1048576,235,MB/s,ok"
+    echo "adaptequal,1,madrail+static,2,bw,1048576,236,MB/s,ok"
+    echo "adaptequal,1,madrail,2,lat,8,9.0,us,ok"
+    echo "adaptequal,1,madrail+static,2,lat,8,8.8,us,ok"
+} >"$D/results.csv"
+echo "case,round,system,rails,bench,status,rc,seconds,name" >"$D/jobs.csv"
+echo "case,system,t,rail0,rail1,total" >"$D/series.csv"
+echo "case,system,t,event" >"$D/events.csv"
+{
+    echo "date: 2026-01-01 00:00:00 +0000"
+    echo "host: test; 2 cores (fixture)"
+    echo "profile: adapt, rounds 2, cases adaptequal,unequal,three"
+    echo "command: run.sh --adapt --fixture"
+} >"$D/versions.txt"
+if $RUN --report "$D" >"$W/adapt.log" 2>&1; then ok "--report of an --adapt run"; else cat "$W/adapt.log"; bad "--report (adapt)"; fi
+M=$D/results.md
+has "$M" "| 1 Gbit + 300 Mbit | 1 MiB | 151.0 | 116.0 | 147.0 (97.4%) | 70.0 (46.4%) | 71.0 (47.0%) | 150.0 (99.3%) |" \
+    "adapt: unequal row, every system and Open MPI with hand-set weights, against 116 + 35"
+has "$M" "| 1 Gbit + 300 Mbit, 1 MiB: >= 97% of the limit, no settings | 147.0 of 151.0 MB/s = 97.4% | meets |" \
+    "adapt: the 97% target met"
+has "$M" "| 1 Gbit + 1 Gbit + 300 Mbit, 1 MiB: >= 97% of the limit, no settings | 100.0 of 267.0 MB/s = 37.5% | **misses** |" \
+    "adapt: three rails, the target missed"
+has "$M" "| 1 Gbit + 1 Gbit + 300 Mbit, 1 MiB: never below the fastest rail alone | 100.0 vs 116.0 MB/s | **misses** |" \
+    "adapt: below the fastest rail alone"
+has "$M" "| equal rails (2 x 1 Gbit), 1 MiB: >= 99.5% of the limit | 235.0 of 236.0 MB/s = 99.6% (MADRAIL_ADAPT=0: 236.0 = 100.0%) | meets |" \
+    "adapt: equal rails against the limit and without adaptation"
+has "$M" "| 8 B latency over 2 rails unchanged within noise | 9.00 µs (MADRAIL_ADAPT=0: 8.80 µs) | meets |" "adapt: latency row"
+if grep -q '### Equal rails (1 Gbit each)' "$M"; then bad "adapt: the cluster tables in an --adapt report"; else ok "adapt: only the adaptation tables"; fi
+awk '/^## Rails that adapt, on the two-node cluster/ { skip = 1 } !skip { print } skip && /^<!-- adapt-bench: end/ { skip = 2; next }
+     skip == 2 && /^$/ { skip = 0 }' "$SRC/docs/performance.md" >"$W/adocs/performance.md"
+$RUN --report "$D" --update-docs --docs "$W/adocs" >"$W/adocs1.log" 2>&1 || { cat "$W/adocs1.log"; bad "--update-docs (adapt) failed"; }
+$RUN --report "$D" --update-docs --docs "$W/adocs" >"$W/adocs2.log" 2>&1 || { cat "$W/adocs2.log"; bad "--update-docs (adapt, 2nd) failed"; }
+P=$W/adocs/performance.md
+n=$(grep -c '^<!-- adapt-bench: begin' "$P")
+[ "$n" -eq 1 ] && ok "adapt: one generated section after two runs" || bad "adapt: $n generated sections after two runs"
+n=$(grep -c '^<!-- cluster-bench: begin' "$P")
+[ "$n" -eq "$(grep -c '^<!-- cluster-bench: begin' "$SRC/docs/performance.md")" ] &&
+    ok "adapt: the cluster section is left as it was" || bad "adapt: the cluster section changed"
+has "$P" "| 1 Gbit + 300 Mbit, 1 MiB: >= 97% of the limit, no settings |" "adapt: the docs carry the targets"
 
 if [ $fail -eq 0 ]; then echo "PASS: $name"; exit 0; fi
 echo "FAIL: $name"

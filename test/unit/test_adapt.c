@@ -129,18 +129,52 @@ static void test_est(void)
     v = mdr_health_est_add(&e, 0.5, 100.0, 0.25);
     check(near(v, 50.0, 1e-9), "est: one 1/100 outlier leaves it at %.3f", v);
     mdr_health_est_add(&e, 50.0, 100.0, 0.25);
-    /* a step to 150: the median follows from the second new sample, then
-     * the EWMA closes (1 - gain) of the gap per sample */
-    v = mdr_health_est_add(&e, 150.0, 100.0, 0.25);
+    /* a step to 75 (1.5x, below the jump factor): the median follows from
+     * the second new sample, then the EWMA closes (1 - gain) of the gap
+     * per sample */
+    v = mdr_health_est_add(&e, 75.0, 100.0, 0.25);
     check(near(v, 50.0, 1e-9), "est: first sample of a step is held back (%.3f)", v);
     want = 50.0;
     for (i = 0; i < 8; i++) {
-        v = mdr_health_est_add(&e, 150.0, 100.0, 0.25);
-        want += 0.25 * (150.0 - want);
+        v = mdr_health_est_add(&e, 75.0, 100.0, 0.25);
+        want += 0.25 * (75.0 - want);
     }
-    check(near(v, want, 1e-9) && fabs(v - 150.0) < 0.11 * 100.0,
-          "est: 8 samples after the step: %.3f (EWMA gain 0.25: %.3f, within 11%% of the step)",
+    check(near(v, want, 1e-9) && fabs(v - 75.0) < 0.11 * 25.0,
+          "est: 8 samples after a 1.5x step: %.3f (EWMA gain 0.25: %.3f, within 11%% of the "
+          "step)",
           v, want);
+    /* a drop to a third: the EWMA from the second sample (the median),
+     * then the third sample in a row that far below is believed at once
+     * (the EWMA at gain 0.1 would still be at 68% of the way after 10) */
+    memset(&e, 0, sizeof(e));
+    for (i = 0; i < 10; i++)
+        mdr_health_est_add(&e, 150.0, 100.0, 0.1);
+    v = mdr_health_est_add(&e, 50.0, 100.0, 0.1);
+    check(near(v, 150.0, 1e-9), "est: first sample of a drop to 1/3 is held back (%.3f)", v);
+    v = mdr_health_est_add(&e, 50.0, 100.0, 0.1);
+    check(near(v, 140.0, 1e-9), "est: the second goes through the EWMA (%.3f)", v);
+    v = mdr_health_est_add(&e, 50.0, 100.0, 0.1);
+    check(near(v, 50.0, 1e-9), "est: the third sample of the drop is believed: %.3f", v);
+    /* a rise to 3x: the moving average only (a rail that idled reads
+     * fast: good news is believed slowly) */
+    mdr_health_est_add(&e, 150.0, 100.0, 0.1);
+    want = 50.0;
+    for (i = 0; i < 4; i++) {
+        v = mdr_health_est_add(&e, 150.0, 100.0, 0.1);
+        want += 0.1 * (150.0 - want);
+    }
+    check(near(v, want, 1e-9), "est: a rise to 3x goes through the EWMA: %.3f after 5 samples",
+          v);
+    /* two samples in a row far below, then the old rate: no jump */
+    memset(&e, 0, sizeof(e));
+    for (i = 0; i < 10; i++)
+        mdr_health_est_add(&e, 100.0, 100.0, 0.1);
+    mdr_health_est_add(&e, 10.0, 100.0, 0.1);
+    v = mdr_health_est_add(&e, 10.0, 100.0, 0.1);
+    check(near(v, 91.0, 1e-9), "est: two 1/10 samples in a row: EWMA only (%.3f)", v);
+    v = mdr_health_est_add(&e, 100.0, 100.0, 0.1);
+    check(near(v, 91.0 + 0.1 * (10.0 - 91.0), 1e-9),
+          "est: ... and no jump when the third is back to 100 (%.3f)", v);
     /* the first value: a median of the first three */
     memset(&e, 0, sizeof(e));
     mdr_health_est_add(&e, 10.0, 100.0, 0.25);
@@ -542,6 +576,32 @@ static void test_eager(const char *setting, double lo, double hi)
     pair_close(&p);
 }
 
+/* MADRAIL_TCP_PUT_ACK=auto: tcp rails complete puts at the receiver's
+ * acknowledgement when adaptation measures them (more than one rail, no
+ * MADRAIL_RAIL_WEIGHTS, MADRAIL_ADAPT=1), else at the socket write; a set
+ * value wins.  Read from each rail's debug line at open. */
+static void test_put_ack(const char *rails, const char *setting, int want_on)
+{
+    const char *ov[] = {rails, "MADRAIL_LOG_LEVEL=debug", setting, NULL};
+    madrail_context_params_t prm = {.overrides = ov, .job_key = (const uint8_t *)"madrail-test-key"};
+    madrail_context_t c = NULL;
+    madrail_status_t st;
+    char *log;
+    int n = strchr(rails, ',') ? 2 : 1, on, off;
+
+    capture_stderr();
+    st = madrail_context_init(&prm, &c);
+    if (st == MADRAIL_OK)
+        madrail_context_finalize(c);
+    log = captured_stderr();
+    on = count_lines(log, "put acks on");
+    off = count_lines(log, "put acks off");
+    check(st == MADRAIL_OK && on == (want_on ? n : 0) && off == (want_on ? 0 : n),
+          "%s %s: %d rail(s) with put acks, %d without (want %s on %d)", rails,
+          setting ? setting : "(defaults)", on, off, want_on ? "acks" : "no acks", n);
+    free(log);
+}
+
 /* Not run by default (named on the command line only): a measurement
  * of fast rails, where a chunk lasts about 100 us and completions come in
  * bursts; run with MADRAIL_LOG_LEVEL=debug to see each sample, and with
@@ -599,6 +659,14 @@ int main(int argc, char **argv)
         test_eager("MADRAIL_ADAPT=1", 0.70, 0.80);
     if (argc > 1 && want(argc, argv, "eager0"))
         test_eager("MADRAIL_ADAPT=0", 0.70, 0.80);
+    if (want(argc, argv, "putack")) {
+        test_put_ack("MADRAIL_RAILS=tcp:lo,tcp:lo", NULL, 1);
+        test_put_ack("MADRAIL_RAILS=tcp:lo", NULL, 0);
+        test_put_ack("MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_ADAPT=0", 0);
+        test_put_ack("MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_RAIL_WEIGHTS=3,1", 0);
+        test_put_ack("MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_TCP_PUT_ACK=0", 0);
+        test_put_ack("MADRAIL_RAILS=tcp:lo", "MADRAIL_TCP_PUT_ACK=1", 1);
+    }
     if (argc > 1 && want(argc, argv, "fast"))
         test_fast();
     printf("%d checks, %d failed\n", checks, failures);

@@ -131,7 +131,8 @@ typedef struct mdr_tcp_config {
     double latency_us;      /* MADRAIL_TCP_LATENCY_US, 0 = built-in profile */
     double bandwidth;       /* MADRAIL_TCP_BANDWIDTH (MB/s), 0 = from the interface */
     double connect_timeout; /* MADRAIL_TCP_CONNECT_TIMEOUT, seconds */
-    int put_ack;            /* MADRAIL_TCP_PUT_ACK: complete puts when the peer placed them */
+    char *put_ack_s;        /* MADRAIL_TCP_PUT_ACK: auto, or a bool */
+    int put_ack;            /* from it: complete puts when the peer placed them */
     size_t coalesce;        /* MADRAIL_TCP_COALESCE: largest coalesced control frame, 0 = off */
     size_t put_frame;       /* MADRAIL_TCP_PUT_FRAME: put payload bytes per frame */
     size_t notsent_lowat;   /* MADRAIL_TCP_NOTSENT_LOWAT: TCP_NOTSENT_LOWAT while puts flow

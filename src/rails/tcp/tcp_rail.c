@@ -62,10 +62,12 @@ static const mdr_cfg_entry_t mdr_tcp_cfg_entries[] = {
                 "/sys/class/net/<if>/speed, 1000 if unknown, 5000 on loopback."),
     MDR_TCP_CFG("MADRAIL_TCP_CONNECT_TIMEOUT", MDR_CFG_TIME, "10s", 0.001, 86400, connect_timeout,
                 "tcp rails: time allowed for a connection and its handshake."),
-    MDR_TCP_CFG("MADRAIL_TCP_PUT_ACK", MDR_CFG_BOOL, "0", 1, 0, put_ack,
+    MDR_TCP_CFG("MADRAIL_TCP_PUT_ACK", MDR_CFG_STRING, "auto", 1, 0, put_ack_s,
                 "tcp rails: 1 = a put completes when the receiver has placed the data "
                 "(and an invalid put fails at the sender); 0 = when its last byte is "
-                "written to the socket (one round trip earlier)."),
+                "written to the socket (one round trip earlier); auto = 1 when rail "
+                "adaptation measures the rails (MADRAIL_ADAPT=1, more than one rail, no "
+                "MADRAIL_RAIL_WEIGHTS), else 0."),
     MDR_TCP_CFG("MADRAIL_TCP_COALESCE", MDR_CFG_SIZE, "16k", 0, 1024 * 1024, coalesce,
                 "tcp rails: control frames up to this size are queued and written together "
                 "by the next progress (one writev for a burst of small messages); 0 writes "
@@ -251,6 +253,17 @@ static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *
     st = mdr_cfg_parse(&mdr_tcp_cfg_table, params->overrides, &rail->cfg);
     if (st != MADRAIL_OK)
         goto err_cfg;
+    /* auto: acknowledged puts when the core measures them (a put written
+     * to the socket is complete long before it crossed a slow link) */
+    if (rail->cfg.put_ack_s == NULL || rail->cfg.put_ack_s[0] == '\0' ||
+        strcmp(rail->cfg.put_ack_s, "auto") == 0) {
+        rail->cfg.put_ack = params->measure_puts ? 1 : 0;
+    } else if (mdr_cfg_parse_value(MDR_CFG_BOOL, rail->cfg.put_ack_s, &rail->cfg.put_ack,
+                                   NULL) != MADRAIL_OK) {
+        mdr_error("MADRAIL_TCP_PUT_ACK=%s: want auto, 0 or 1", rail->cfg.put_ack_s);
+        st = MADRAIL_ERR_CONFIG;
+        goto err_cfg;
+    }
 
     st = mdr_drv_spec_split(spec, mdr_tcp_opt, &opts, &copy, &first);
     if (st == MADRAIL_OK) {
@@ -304,8 +317,8 @@ static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *
         snprintf(rail->log_name, sizeof(rail->log_name), "%s(%s)", rail->name,
                  mdr_tcp_addr_str(&rail->local, where, sizeof(where)));
     }
-    mdr_debug("rail %s: listening, profile %.1f us %.0f MB/s", rail->log_name, rail->latency_us,
-              rail->bandwidth_mbs);
+    mdr_debug("rail %s: listening, profile %.1f us %.0f MB/s, put acks %s", rail->log_name,
+              rail->latency_us, rail->bandwidth_mbs, rail->cfg.put_ack ? "on" : "off");
     *rail_p = rail;
     return MADRAIL_OK;
 
