@@ -47,7 +47,7 @@ static const mdr_cfg_entry_t core_entries[] = {
               "a 48-byte header) go eagerly in one slot."),
     CFG_ENTRY("MADRAIL_CREDITS", MDR_CFG_UINT, "64", 1, 65535, credits,
               "Control slots per peer per rail a sender may fill before the receiver returns "
-              "credits (2 more are reserved for credit returns)."),
+              "credits (6 more are reserved: credit returns and PING/PONG)."),
     CFG_ENTRY("MADRAIL_RNDV_THRESH", MDR_CFG_SIZE, "64k", 1, 1ull << 40, rndv_thresh,
               "Messages of this size and larger use the remote-write rendezvous (striped over "
               "rails); smaller ones are sent as slot-sized fragments."),
@@ -87,6 +87,13 @@ static const mdr_cfg_entry_t core_entries[] = {
               "0: never."),
     CFG_ENTRY("MADRAIL_ADAPT_SAMPLE", MDR_CFG_TIME, "5ms", 0, 10, adapt_sample,
               "Busy time (puts in flight) gathered into one throughput sample."),
+    CFG_ENTRY("MADRAIL_RAIL_TIMEOUT", MDR_CFG_TIME, "1s", 0, 3600, rail_timeout,
+              "A rail to a peer that gives no sign of life this long while something waits on "
+              "the peer is taken down for it (logged once, with the reason): idle rails are "
+              "probed with PING/PONG every quarter of it, any message received counts, and "
+              "so do the transport's acknowledgements (a busy slow link is alive, a black "
+              "hole is not). Only on drivers that report acknowledgements (tcp, loop); 0: "
+              "off, driver errors only. Must exceed how long the network may stall."),
     CFG_ENTRY("MADRAIL_STATS", MDR_CFG_BOOL, "0", 1, 0, stats,
               "Print per-rail statistics to stderr at finalize, and per peer each rail's "
               "measured throughput and stripe weight."),
@@ -543,6 +550,8 @@ madrail_status_t madrail_context_init(const madrail_context_params_t *params,
         st = mdr_rndv_init(ctx);
     if (st == MADRAIL_OK)
         st = mdr_rfs_init(ctx);
+    if (st == MADRAIL_OK)
+        st = mdr_watch_init(ctx);
     if (st != MADRAIL_OK)
         goto err_cfg;
     ctx->upcalls.ctrl_recv = mdr_ctrl_recv_upcall;

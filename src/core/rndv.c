@@ -626,8 +626,8 @@ static void mdr_handle_fin(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
 
 madrail_status_t mdr_rndv_init(mdr_ctx_t *ctx)
 {
-    static const mdr_ctrl_handler_t cts = {"CTS", sizeof(mdr_cts_hdr_t), 1, 0, mdr_handle_cts};
-    static const mdr_ctrl_handler_t fin = {"FIN", sizeof(mdr_fin_hdr_t), 0, 0, mdr_handle_fin};
+    static const mdr_ctrl_handler_t cts = {"CTS", sizeof(mdr_cts_hdr_t), 1, 0, mdr_handle_cts, 0};
+    static const mdr_ctrl_handler_t fin = {"FIN", sizeof(mdr_fin_hdr_t), 0, 0, mdr_handle_fin, 0};
     madrail_status_t st = mdr_ctrl_register(ctx, MDR_MSG_CTS, &cts);
     if (st == MADRAIL_OK)
         st = mdr_ctrl_register(ctx, MDR_MSG_FIN, &fin);

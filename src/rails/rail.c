@@ -73,3 +73,10 @@ int mdr_rail_noop_flush(mdr_rail_t *rail)
     (void)rail;
     return 0;
 }
+
+int mdr_rail_unknown_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p)
+{
+    (void)ep;
+    (void)quiet_ns_p;
+    return -1;
+}

@@ -529,6 +529,39 @@ int mdr_tcp_ep_idle(mdr_ep_t *ep)
            mdr_list_empty(&ep->acks) && ep->puts_pending == 0;
 }
 
+/* The kernel knows whether the peer's end acknowledges what we wrote:
+ * tcpi_unacked segments wait for an ACK, tcpi_last_ack_recv says when one
+ * last came.  A black hole (the link up, a drop rule on the path) shows as
+ * segments waiting with no ACK however long TCP retransmits; a busy slow
+ * link keeps ACKing, and a peer whose process does not read (full window)
+ * ACKs its window probes and holds no segment unacknowledged.  wait_since
+ * is when unacked segments were first seen, so an ACK-less idle stretch
+ * before them does not count. */
+int mdr_tcp_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    uint64_t now, since, last_ack;
+
+    *quiet_ns_p = 0;
+    if (ep == NULL || ep->conn == NULL || ep->state != MDR_TCP_EP_OPEN)
+        return 0; /* connecting: the handshake deadline covers it */
+    memset(&ti, 0, sizeof(ti));
+    if (getsockopt(ep->conn->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+        return -1;
+    now = mdr_time_ns();
+    if (ti.tcpi_unacked == 0) {
+        ep->link_wait_ns = 0;
+        return 0;
+    }
+    if (ep->link_wait_ns == 0)
+        ep->link_wait_ns = now;
+    since = now - ep->link_wait_ns;
+    last_ack = (uint64_t)ti.tcpi_last_ack_recv * 1000000ull;
+    *quiet_ns_p = since < last_ack ? since : last_ack;
+    return 0;
+}
+
 /* ---------------- sending ---------------- */
 
 /* Headers of the put frames one write carries (they live until it returns). */
