@@ -396,11 +396,13 @@ void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
             mdr_req_complete(req, status);
         }
     }
-    /* sends waiting for CTS/ACK and receives waiting for FIN from this peer */
+    /* sends waiting for CTS/ACK and receives waiting for FIN from this peer,
+     * wildcard receives matched to its messages included (they would wait
+     * for good: test/fuzz/crashers strict4) */
     for (i = 0; i < ctx->reqtab_cap; i++) {
         mdr_req_t *req = ctx->reqtab[i];
         int j, busy = 0;
-        if (!req || req->complete || req->peer != peer->index)
+        if (!req || req->complete || mdr_req_bound_peer(req) != peer->index)
             continue;
         for (j = 0; j < req->nputs; j++)
             busy |= req->puts[j].state == MDR_PUT_INFLIGHT; /* the driver still reports these */

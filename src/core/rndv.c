@@ -296,6 +296,8 @@ static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status)
                                                 : "a put failed with its rail"))
         return;
     mdr_put_set(op, MDR_PUT_DONE);
+    if (status != MADRAIL_OK && peer && !mdr_peer_reachable(peer))
+        status = MADRAIL_ERR_PEER_UNREACHABLE; /* the last rail went: the peer's news */
     if (status != MADRAIL_OK) {
         mdr_warn("peer %u rail %d: put of %llu bytes failed: %s", req->peer, op->rail,
                  (unsigned long long)op->len, madrail_status_str(status));

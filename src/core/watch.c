@@ -205,9 +205,9 @@ void mdr_watch_progress(mdr_ctx_t *ctx)
     for (i = 0; i < ctx->reqtab_cap; i++) {
         mdr_req_t *req = ctx->reqtab[i];
         mdr_peer_t *peer;
-        if (!req || req->complete || req->peer == MADRAIL_ANY_PEER)
+        if (!req || req->complete || mdr_req_bound_peer(req) == MADRAIL_ANY_PEER)
             continue;
-        peer = mdr_peer_get(ctx, req->peer);
+        peer = mdr_peer_get(ctx, mdr_req_bound_peer(req));
         if (peer)
             peer->watch_gen = gen;
     }

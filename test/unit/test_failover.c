@@ -272,11 +272,121 @@ out:
     free(rb);
 }
 
+/* Progress both sides at most n times; MADRAIL_ERR_IO: not complete. */
+static madrail_status_t pwait_n(pair_t *p, madrail_request_t *req, long n)
+{
+    int flag = 0;
+    madrail_status_t st;
+
+    while (*req && n-- > 0) {
+        spin(p);
+        st = madrail_test(req, &flag, NULL);
+        if (flag)
+            return st;
+    }
+    return MADRAIL_ERR_IO;
+}
+
+/* The only rail fails (killed: a driver error; or black-holed: only the
+ * timeout finds it) at each phase of a transfer; both requests, each bound
+ * to the other side, end with an error: after a kill within a bounded
+ * number of progress calls, after a black hole within a bounded time (a
+ * few timeouts).  Phase "wildcard" is a receive from any peer matched to
+ * the rendezvous of the peer that then fails (test/fuzz/crashers strict4:
+ * it used to wait for good). */
+enum { LR_EAGER, LR_RTS, LR_CTS, LR_PUT, LR_FIN_QUEUED, LR_WILDCARD, LR_NPHASES };
+static const char *const lr_names[] = {"eager queued", "RTS sent", "CTS sent", "put in flight",
+                                       "FIN queued", "wildcard rndv recv"};
+
+static void test_last_rail(int phase, int blackhole)
+{
+    enum { N = 256 * 1024 };
+    const char *ov[] = {"MADRAIL_RAILS=loop:lr0", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_RNDV_RECV_FIRST=0", "MADRAIL_RAIL_TIMEOUT=100ms", NULL};
+    const char *how = blackhole ? "black hole" : "kill";
+    size_t n = phase == LR_EAGER ? 100 : N;
+    pair_t p;
+    uint8_t *sb = malloc(N), *rb = calloc(1, N);
+    madrail_request_t sr, rr;
+    madrail_status_t s1, s2;
+    mdr_peer_t *ab;
+    int i;
+
+    if (!sb || !rb || pair_open(&p, ov) != 0) {
+        CHECK(0, "last rail: open");
+        goto out;
+    }
+    fill(sb, N, 1);
+    ab = mdr_peer_get(p.a, p.a2b);
+    /* connect first, so that the phase is set up on a live rail */
+    CHECK(madrail_irecv(p.b, p.b2a, rb, N, 1, 0, &rr) == MADRAIL_OK &&
+              madrail_isend(p.a, p.a2b, sb, 8, 1, 0, &sr) == MADRAIL_OK &&
+              pwait_n(&p, &rr, 1000) == MADRAIL_OK && pwait_n(&p, &sr, 1000) == MADRAIL_OK,
+          "last rail %s/%s: connected", lr_names[phase], how);
+    CHECK(madrail_irecv(p.b, phase == LR_WILDCARD ? MADRAIL_ANY_PEER : p.b2a, rb, N, 2, 0,
+                        &rr) == MADRAIL_OK,
+          "last rail %s/%s: receive posted", lr_names[phase], how);
+    if (phase == LR_EAGER)
+        ab->rails[0].credits = 0; /* the message waits in A's queue */
+    CHECK(madrail_isend(p.a, p.a2b, sb, n, 2, 0, &sr) == MADRAIL_OK,
+          "last rail %s/%s: send posted", lr_names[phase], how);
+    switch (phase) {
+    case LR_RTS: /* A's RTS out, B has not seen it */
+        break;
+    case LR_CTS: /* B's CTS out, A has not seen it */
+    case LR_WILDCARD:
+        for (i = 0; i < 100 && rr->rndv != MDR_RNDV_CTS_SENT; i++)
+            madrail_progress(p.b);
+        break;
+    case LR_PUT:
+    case LR_FIN_QUEUED:
+        for (i = 0; i < 100 && rr->rndv != MDR_RNDV_CTS_SENT; i++)
+            madrail_progress(p.b);
+        for (i = 0; i < 100 && sr->rndv != MDR_RNDV_PUTTING; i++)
+            madrail_progress(p.a);
+        if (phase == LR_FIN_QUEUED) {
+            ab->rails[0].credits = 0; /* after the CTS, which returned some */
+            for (i = 0; i < 200 && (sr->puts_left > 0 || mdr_list_empty(&ab->txq)); i++)
+                spin(&p);
+        }
+        break;
+    }
+    CHECK(!rr->complete && !sr->complete &&
+              (phase != LR_PUT || (sr->nputs == 1 && sr->puts[0].state == MDR_PUT_INFLIGHT)) &&
+              (phase != LR_FIN_QUEUED || (sr->puts_left == 0 && !mdr_list_empty(&ab->txq))) &&
+              (phase != LR_EAGER || !mdr_list_empty(&ab->sendq) || !mdr_list_empty(&ab->txq)),
+          "last rail %s/%s: phase set up", lr_names[phase], how);
+    if (blackhole) {
+        mdr_loop_rail_blackhole(p.a->rails[0].rail, 1);
+        s1 = pwait(&p, &rr, 1.0); /* 10 timeouts */
+        s2 = pwait(&p, &sr, 1.0);
+    } else {
+        mdr_loop_rail_kill(p.a->rails[0].rail, "test: the rail dies");
+        s1 = pwait_n(&p, &rr, 100);
+        s2 = pwait_n(&p, &sr, 100);
+    }
+    CHECK(s1 == MADRAIL_ERR_PEER_UNREACHABLE && s2 == MADRAIL_ERR_PEER_UNREACHABLE,
+          "last rail %s/%s: both requests end with PEER_UNREACHABLE in bounded %s (receive: %s, "
+          "send: %s)", lr_names[phase], how, blackhole ? "time" : "progress calls", sts(s1),
+          sts(s2));
+    pair_close(&p);
+out:
+    free(sb);
+    free(rb);
+}
+
 int main(void)
 {
     test_blackhole_put();
     test_idle_then_blackhole();
     test_busy_not_dead();
+    {
+        int ph;
+        for (ph = 0; ph < LR_NPHASES; ph++) {
+            test_last_rail(ph, 0);
+            test_last_rail(ph, 1);
+        }
+    }
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }
