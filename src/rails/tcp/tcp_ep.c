@@ -55,6 +55,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -530,18 +532,24 @@ int mdr_tcp_ep_idle(mdr_ep_t *ep)
 }
 
 /* The kernel knows whether the peer's end acknowledges what we wrote:
- * tcpi_unacked segments wait for an ACK, tcpi_last_ack_recv says when one
- * last came.  A black hole (the link up, a drop rule on the path) shows as
- * segments waiting with no ACK however long TCP retransmits; a busy slow
- * link keeps ACKing, and a peer whose process does not read (full window)
- * ACKs its window probes and holds no segment unacknowledged.  wait_since
- * is when unacked segments were first seen, so an ACK-less idle stretch
- * before them does not count. */
+ * SIOCOUTQ counts the bytes in the socket not yet acknowledged (sent or
+ * not: a drop rule on the output path makes the kernel keep them unsent,
+ * so tcpi_unacked alone stays 0 in a black hole -- measured on the
+ * namespace cluster), and tcpi_last_ack_recv says when an ACK last came.
+ * A black hole shows as bytes waiting with no ACK however long TCP
+ * retries; a busy slow link keeps ACKing, and a peer whose process does
+ * not read (full window) ACKs our window probes (with nothing in flight,
+ * bytes wait silently only while tcpi_probes counts unanswered probes:
+ * backed-off probes may be seconds apart, so their ACK times are no
+ * measure).  wait_since is when
+ * waiting bytes were first seen, so an ACK-less idle stretch before them
+ * does not count. */
 int mdr_tcp_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p)
 {
     struct tcp_info ti;
     socklen_t len = sizeof(ti);
     uint64_t now, since, last_ack;
+    int outq = 0;
 
     *quiet_ns_p = 0;
     if (ep == NULL || ep->conn == NULL || ep->state != MDR_TCP_EP_OPEN)
@@ -549,8 +557,12 @@ int mdr_tcp_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p)
     memset(&ti, 0, sizeof(ti));
     if (getsockopt(ep->conn->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
         return -1;
+    if (ioctl(ep->conn->fd, SIOCOUTQ, &outq) != 0)
+        outq = 0;
     now = mdr_time_ns();
-    if (ti.tcpi_unacked == 0) {
+    if ((ti.tcpi_unacked == 0 && outq <= 0) ||
+        (ti.tcpi_unacked == 0 && ti.tcpi_probes == 0)) {
+        /* nothing waits, or only for window: the peer answers our probes */
         ep->link_wait_ns = 0;
         return 0;
     }
