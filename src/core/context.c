@@ -859,20 +859,24 @@ void madrail_stats_print(madrail_context_t ctx, FILE *out)
     for (i = 0; i < ctx->nrails; i++)
         put_total += ctx->rails[i].stats.tx_put_bytes;
     fprintf(out,
-            "[%s:%d] madrail stats: %-4s %-16s %10s %14s %14s %7s %10s %14s %14s %8s\n",
+            "[%s:%d] madrail stats: %-4s %-16s %10s %14s %14s %7s %10s %14s %14s %8s %9s %8s "
+            "%8s\n",
             host, (int)getpid(), "rail", "name", "tx_msgs", "tx_bytes", "tx_put_bytes",
-            "put%", "rx_msgs", "rx_bytes", "rx_put_bytes", "stalls");
+            "put%", "rx_msgs", "rx_bytes", "rx_put_bytes", "stalls", "failovers", "pings",
+            "timeouts");
     for (i = 0; i < ctx->nrails; i++) {
         const madrail_rail_stats_t *s = &ctx->rails[i].stats;
         fprintf(out,
                 "[%s:%d] madrail stats: %-4d %-16s %10llu %14llu %14llu %6.1f%% %10llu %14llu "
-                "%14llu %8llu\n",
+                "%14llu %8llu %9llu %8llu %8llu\n",
                 host, (int)getpid(), i, ctx->rails[i].attr.name,
                 (unsigned long long)s->tx_msgs, (unsigned long long)s->tx_bytes,
                 (unsigned long long)s->tx_put_bytes,
                 put_total ? 100.0 * (double)s->tx_put_bytes / (double)put_total : 0.0,
                 (unsigned long long)s->rx_msgs, (unsigned long long)s->rx_bytes,
-                (unsigned long long)s->rx_put_bytes, (unsigned long long)s->credit_stalls);
+                (unsigned long long)s->rx_put_bytes, (unsigned long long)s->credit_stalls,
+                (unsigned long long)s->failovers, (unsigned long long)s->pings,
+                (unsigned long long)s->timeouts);
     }
     {
         char prefix[128];
