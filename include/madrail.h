@@ -403,6 +403,9 @@ typedef struct {
     uint64_t rx_put_bytes;  /**< rendezvous payload bytes received by put */
     uint64_t credit_stalls; /**< sends that waited for credits */
     uint64_t failovers;     /**< times traffic was moved off this rail */
+    uint64_t pings;         /**< liveness PINGs sent (MADRAIL_RAIL_TIMEOUT) */
+    uint64_t pongs;         /**< PONGs sent in answer to the peer's PINGs */
+    uint64_t timeouts;      /**< times the rail was taken down for a peer after silence */
 } madrail_rail_stats_t;
 
 /** Static description of a rail. */

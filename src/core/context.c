@@ -47,7 +47,7 @@ static const mdr_cfg_entry_t core_entries[] = {
               "a 48-byte header) go eagerly in one slot."),
     CFG_ENTRY("MADRAIL_CREDITS", MDR_CFG_UINT, "64", 1, 65535, credits,
               "Control slots per peer per rail a sender may fill before the receiver returns "
-              "credits (2 more are reserved for credit returns)."),
+              "credits (6 more are reserved: credit returns and PING/PONG)."),
     CFG_ENTRY("MADRAIL_RNDV_THRESH", MDR_CFG_SIZE, "64k", 1, 1ull << 40, rndv_thresh,
               "Messages of this size and larger use the remote-write rendezvous (striped over "
               "rails); smaller ones are sent as slot-sized fragments."),
@@ -87,6 +87,13 @@ static const mdr_cfg_entry_t core_entries[] = {
               "0: never."),
     CFG_ENTRY("MADRAIL_ADAPT_SAMPLE", MDR_CFG_TIME, "5ms", 0, 10, adapt_sample,
               "Busy time (puts in flight) gathered into one throughput sample."),
+    CFG_ENTRY("MADRAIL_RAIL_TIMEOUT", MDR_CFG_TIME, "1s", 0, 3600, rail_timeout,
+              "A rail to a peer that gives no sign of life this long while something waits on "
+              "the peer is taken down for it (logged once, with the reason): idle rails are "
+              "probed with PING/PONG every quarter of it, any message received counts, and "
+              "so do the transport's acknowledgements (a busy slow link is alive, a black "
+              "hole is not). Only on drivers that report acknowledgements (tcp, loop); 0: "
+              "off, driver errors only. Must exceed how long the network may stall."),
     CFG_ENTRY("MADRAIL_STATS", MDR_CFG_BOOL, "0", 1, 0, stats,
               "Print per-rail statistics to stderr at finalize, and per peer each rail's "
               "measured throughput and stripe weight."),
@@ -546,6 +553,8 @@ madrail_status_t madrail_context_init(const madrail_context_params_t *params,
         st = mdr_rndv_init(ctx);
     if (st == MADRAIL_OK)
         st = mdr_rfs_init(ctx);
+    if (st == MADRAIL_OK)
+        st = mdr_watch_init(ctx);
     if (st != MADRAIL_OK)
         goto err_cfg;
     ctx->upcalls.ctrl_recv = mdr_ctrl_recv_upcall;
@@ -853,20 +862,24 @@ void madrail_stats_print(madrail_context_t ctx, FILE *out)
     for (i = 0; i < ctx->nrails; i++)
         put_total += ctx->rails[i].stats.tx_put_bytes;
     fprintf(out,
-            "[%s:%d] madrail stats: %-4s %-16s %10s %14s %14s %7s %10s %14s %14s %8s\n",
+            "[%s:%d] madrail stats: %-4s %-16s %10s %14s %14s %7s %10s %14s %14s %8s %9s %8s "
+            "%8s\n",
             host, (int)getpid(), "rail", "name", "tx_msgs", "tx_bytes", "tx_put_bytes",
-            "put%", "rx_msgs", "rx_bytes", "rx_put_bytes", "stalls");
+            "put%", "rx_msgs", "rx_bytes", "rx_put_bytes", "stalls", "failovers", "pings",
+            "timeouts");
     for (i = 0; i < ctx->nrails; i++) {
         const madrail_rail_stats_t *s = &ctx->rails[i].stats;
         fprintf(out,
                 "[%s:%d] madrail stats: %-4d %-16s %10llu %14llu %14llu %6.1f%% %10llu %14llu "
-                "%14llu %8llu\n",
+                "%14llu %8llu %9llu %8llu %8llu\n",
                 host, (int)getpid(), i, ctx->rails[i].attr.name,
                 (unsigned long long)s->tx_msgs, (unsigned long long)s->tx_bytes,
                 (unsigned long long)s->tx_put_bytes,
                 put_total ? 100.0 * (double)s->tx_put_bytes / (double)put_total : 0.0,
                 (unsigned long long)s->rx_msgs, (unsigned long long)s->rx_bytes,
-                (unsigned long long)s->rx_put_bytes, (unsigned long long)s->credit_stalls);
+                (unsigned long long)s->rx_put_bytes, (unsigned long long)s->credit_stalls,
+                (unsigned long long)s->failovers, (unsigned long long)s->pings,
+                (unsigned long long)s->timeouts);
     }
     {
         char prefix[128];

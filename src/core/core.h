@@ -44,6 +44,8 @@ enum {
     MDR_MSG_RFS = 8,        /* receiver-first CTS (request for sending) */
     MDR_MSG_RFS_NACK = 9,   /* sender declines/revokes an RFS */
     MDR_MSG_RFS_REVOKE = 10,/* receiver wants its RFS back (cancel) */
+    MDR_MSG_PING = 11,      /* liveness probe of a rail (reserved slot, watch.c) */
+    MDR_MSG_PONG = 12,      /* its answer (reserved slot) */
     MDR_MSG_MAX
 };
 
@@ -145,6 +147,8 @@ typedef struct mdr_ctrl_handler {
     int body;               /* a variable-length body follows */
     uint8_t flags;          /* MDR_HF_* the type may carry */
     mdr_ctrl_handler_fn fn; /* NULL: taken by ctrl.c itself (CREDIT) */
+    int reserved;           /* travels in a reserved slot: no credit spent or returned
+                             * (CREDIT, PING, PONG) */
 } mdr_ctrl_handler_t;
 
 /* ---------------- configuration ---------------- */
@@ -166,6 +170,7 @@ typedef struct mdr_core_config {
     double adapt_gain;   /* MADRAIL_ADAPT_GAIN: EWMA gain per throughput sample */
     unsigned adapt_probe;/* MADRAIL_ADAPT_PROBE: plans between probes of a starved rail */
     double adapt_sample; /* MADRAIL_ADAPT_SAMPLE: busy seconds per throughput sample */
+    double rail_timeout; /* MADRAIL_RAIL_TIMEOUT: seconds of silence that take a rail down, 0: off */
     int stats;           /* MADRAIL_STATS */
     char *log_level;     /* MADRAIL_LOG_LEVEL */
     char *job_key;       /* MADRAIL_JOB_KEY: 32 hex digits or empty */
@@ -176,10 +181,13 @@ typedef struct mdr_core_config {
 
 static inline size_t mdr_pad8(size_t n) { return (n + 7) & ~(size_t)7; }
 
-/* Number of reserved slots per ring for CREDIT messages: with returns sent
- * once ceil(credits/2) are owed (and each CREDIT carrying all of them), at
- * most two CREDIT messages can be in flight (ctrl.c). */
-#define MDR_RESERVED_SLOTS 2
+/* Number of reserved slots per ring: with credit returns sent once
+ * ceil(credits/2) are owed (and each CREDIT carrying all of them), at most
+ * two CREDIT messages can be in flight (ctrl.c); at most MDR_PING_MAX
+ * PINGs go unanswered and a PONG answers each at once, so as many PINGs
+ * and PONGs (watch.c). */
+#define MDR_PING_MAX 2
+#define MDR_RESERVED_SLOTS (2 + 2 * MDR_PING_MAX)
 
 /* Receiver-first offers to one peer that may be unanswered at once (and
  * offers from one peer a sender keeps): bounds both records. */
@@ -223,6 +231,13 @@ struct mdr_peer_rail {
     uint8_t addr[256];
     size_t addr_len;
     mdr_health_rail_t health; /* measured throughput and latency (health.c) */
+    /* liveness (watch.c) */
+    uint64_t rx_ns;    /* last message received on it */
+    uint64_t life_ns;  /* last sign of life: a message, or the transport's acknowledgements */
+    uint64_t ping_ns;  /* when the last PING left */
+    unsigned pings_out;/* PINGs sent, PONG not yet received (<= MDR_PING_MAX) */
+    unsigned pongs_owed; /* PINGs received, PONG not yet handed to the driver */
+    char last_error[300]; /* why it went down (logged once, named when the peer fails) */
 };
 
 /* An outbound control message that could not be sent at once (no credit or
@@ -270,6 +285,7 @@ struct mdr_peer {
     int broken;                            /* given up: a message to it was lost unsent */
     mdr_list_t retired_link;               /* ctx->retired once retired (peer.c)    */
     mdr_health_peer_t health;              /* stripe weights, probes (health.c) */
+    uint64_t watch_gen;                    /* watch.c: a request waits on it at that scan */
 };
 
 /* A failed ep kept until finalize (never destroyed inside a driver upcall). */
@@ -481,6 +497,8 @@ struct madrail_context {
     mdr_list_t retired;            /* anonymous peers that failed unused: freed by progress */
     uint32_t *peer_free;           /* indices of retired peers, never shown to the user */
     uint32_t npeer_free, peer_free_cap;
+    uint64_t watch_next_ns;        /* watch.c: next liveness scan */
+    uint64_t watch_gen;            /* its count */
 };
 
 /* Tests make the receive path run out of memory: with ctx->fault_nomem = N
@@ -506,5 +524,6 @@ extern const mdr_cfg_table_t mdr_core_cfg_table;
 #include "core/rndv.h"
 #include "core/rfs.h"
 #include "core/am.h"
+#include "core/watch.h"
 
 #endif /* MDR_CORE_H */

@@ -241,6 +241,17 @@ madrail_status_t mdr_ctrl_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_
     return mdr_ctrl_send_req(peer, rail, NULL, -1, hdr, hdr_len, payload, payload_len);
 }
 
+madrail_status_t mdr_ctrl_send_reserved(mdr_peer_rail_t *pr, int type)
+{
+    mdr_hdr_t hdr;
+
+    if (pr->down || !pr->ep)
+        return MADRAIL_ERR_RAIL_DOWN;
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = (uint8_t)type;
+    return mdr_pr_send(pr, &hdr, sizeof(hdr), NULL, 0, 1);
+}
+
 /* Return credits explicitly if enough are owed on this rail. */
 static void mdr_credit_maybe_return(mdr_peer_rail_t *pr)
 {
@@ -318,6 +329,7 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
     mdr_ctx_t *ctx = pr->peer->ctx;
     mdr_rail_slot_t *rs = &ctx->rails[pr->rail];
     mdr_hdr_t hdr;
+    int reserved;
 
     if (pr->down)
         return;
@@ -334,13 +346,15 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
     }
     if (mdr_ctrl_check_hdr(pr, &hdr, len) != 0) /* type, length, flags: the table below */
         return;
+    mdr_watch_rx(pr); /* a sign of life, whatever it carries */
+    reserved = ctx->handlers[hdr.type].reserved;
     if (hdr.type == MDR_MSG_CREDIT && hdr.credits < mdr_credit_threshold(ctx)) {
         mdr_peer_proto_fail(pr, "CREDIT message returning %u credits (they are sent once %u are "
                             "owed): more than the %d reserved slots would be in flight",
                             hdr.credits, mdr_credit_threshold(ctx), MDR_RESERVED_SLOTS);
         return;
     }
-    if (hdr.type != MDR_MSG_CREDIT && pr->ret_pending + pr->held >= ctx->cfg.credits) {
+    if (!reserved && pr->ret_pending + pr->held >= ctx->cfg.credits) {
         mdr_peer_proto_fail(pr, "credit overrun: a message beyond its %u credits (%u consumed and "
                             "not returned, %u of them held out of order)",
                             ctx->cfg.credits, pr->ret_pending + pr->held, pr->held);
@@ -356,8 +370,11 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
         if (!mdr_list_empty(&pr->peer->txq) || !mdr_list_empty(&pr->peer->sendq))
             mdr_peer_activate(pr->peer);
     }
-    if (hdr.type == MDR_MSG_CREDIT)
+    if (reserved) { /* its slot is one of the reserved ones: no credit owed for it */
+        if (ctx->handlers[hdr.type].fn)
+            ctx->handlers[hdr.type].fn(pr, (const mdr_hdr_t *)data, len);
         return;
+    }
     /* The message is consumed now (copied or delivered): its slot is free. */
     pr->ret_pending++;
     if (((uintptr_t)data & 7) == 0) {
@@ -424,6 +441,9 @@ void mdr_ctrl_unhold(mdr_peer_rail_t *pr, unsigned n, int released)
  *   ACK       a synchronous eager send of ours to that peer, waiting for it
  *   CREDIT    returns at least ceil(credits/2) (ctrl.c, with the
  *             over-return and overrun checks that apply to every message)
+ *   PING      not while our PONG to the previous one is still unsent
+ *             (the sender waits for PONGs: MDR_PING_MAX out at most)
+ *   PONG      answers a PING of ours (watch.c)
  *   RFS       keys as mdr_rndv_keys_check says; at most MDR_RFS_WAIT_MAX kept
  *             from one peer, no id twice
  *   RFS_NACK  answers an offer of ours to that peer, still unanswered
@@ -445,7 +465,7 @@ madrail_status_t mdr_ctrl_register(mdr_ctx_t *ctx, int type, const mdr_ctrl_hand
 madrail_status_t mdr_ctrl_init(mdr_ctx_t *ctx)
 {
     /* taken in mdr_ctrl_recv_upcall itself: no handler */
-    static const mdr_ctrl_handler_t credit = {"CREDIT", sizeof(mdr_hdr_t), 0, 0, NULL};
+    static const mdr_ctrl_handler_t credit = {"CREDIT", sizeof(mdr_hdr_t), 0, 0, NULL, 1};
     return mdr_ctrl_register(ctx, MDR_MSG_CREDIT, &credit);
 }
 

@@ -24,6 +24,9 @@ madrail_status_t mdr_ctrl_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_
 madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, int part,
                                    mdr_hdr_t *hdr, size_t hdr_len, const void *payload,
                                    size_t payload_len);
+/* Send a header-only message in a reserved slot (no credit): PING, PONG.
+ * MADRAIL_OK, or the driver's refusal (nothing was sent). */
+madrail_status_t mdr_ctrl_send_reserved(mdr_peer_rail_t *pr, int type);
 /* Try to send directly; returns the rail used, or -1 when no rail has a
  * credit right now (nothing was sent). */
 int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,

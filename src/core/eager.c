@@ -132,6 +132,6 @@ void mdr_eager_send_ack(mdr_peer_t *peer, uint64_t sreq_id)
 
 madrail_status_t mdr_eager_init(mdr_ctx_t *ctx)
 {
-    static const mdr_ctrl_handler_t ack = {"ACK", sizeof(mdr_id_hdr_t), 0, 0, mdr_handle_ack};
+    static const mdr_ctrl_handler_t ack = {"ACK", sizeof(mdr_id_hdr_t), 0, 0, mdr_handle_ack, 0};
     return mdr_ctrl_register(ctx, MDR_MSG_ACK, &ack);
 }

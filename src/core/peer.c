@@ -248,6 +248,8 @@ void mdr_peer_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...)
     va_end(ap);
     mdr_error("rail %s peer %u: malformed message: %s; closing this rail to the peer",
               ctx->rails[pr->rail].attr.name, pr->peer->index, why);
+    if (!pr->down)
+        snprintf(pr->last_error, sizeof(pr->last_error), "malformed message: %s", why);
     mdr_peer_rail_mark_down(pr, 1);
     mdr_send_rail_lost(pr, 0);
     if (!mdr_peer_reachable(pr->peer))
@@ -274,21 +276,25 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
         return NULL;
     }
     pr = &peer->rails[rs->index];
-    if (pr->ep && pr->ep != ep) {
-        mdr_dead_ep_t *d;
-        if (!pr->down) {
-            mdr_warn("rail %s peer %u: second connection refused", rs->attr.name, peer->index);
-            return NULL;
-        }
+    if (pr->ep && pr->ep != ep && !pr->down) {
+        mdr_warn("rail %s peer %u: second connection refused", rs->attr.name, peer->index);
+        return NULL;
+    }
+    if (pr->down && pr->ep != ep) {
         /* the peer reconnected after this rail failed: start afresh on the
-         * new connection; the old ep is destroyed at finalize */
-        d = malloc(sizeof(*d));
-        if (!d)
-            return NULL;
-        d->rail = rs->index;
-        d->ep = pr->ep;
-        mdr_list_push_tail(&peer->dead_eps, &d->link);
+         * new connection; the old ep is destroyed at finalize (none when
+         * the rail timed out: watch.c destroyed it) */
+        if (pr->ep) {
+            mdr_dead_ep_t *d = malloc(sizeof(*d));
+            if (!d)
+                return NULL;
+            d->rail = rs->index;
+            d->ep = pr->ep;
+            mdr_list_push_tail(&peer->dead_eps, &d->link);
+        }
         pr->down = 0; /* the only way up: a new connection */
+        pr->pings_out = pr->pongs_owed = 0;
+        pr->rx_ns = pr->life_ns = 0;
         pr->credits = ctx->cfg.credits;
         pr->ret_pending = 0;
         pr->credit_queued = 0;
@@ -315,6 +321,8 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
     else
         mdr_warn("rail %s peer %u failed: %s (%s)", ctx->rails[pr->rail].attr.name,
                  pr->peer->index, reason ? reason : "", madrail_status_str(status));
+    snprintf(pr->last_error, sizeof(pr->last_error), "%s (%s)", reason ? reason : "",
+             madrail_status_str(status));
     mdr_peer_rail_mark_down(pr, 1);
     mdr_send_rail_lost(pr, status == MADRAIL_ERR_RAIL_CONNECT);
     if (status == MADRAIL_ERR_RAIL_CONNECT && pr->untracked_sent &&
@@ -340,8 +348,22 @@ void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
     mdr_list_t *it, *tmp;
     uint32_t i;
 
-    mdr_error("peer %u failed: failing its requests (%s)", peer->index,
-              madrail_status_str(status));
+    {
+        char rails[1024];
+        size_t off = 0;
+        int r;
+        rails[0] = 0;
+        for (r = 0; r < ctx->nrails && off < sizeof(rails); r++) {
+            const mdr_peer_rail_t *pr = &peer->rails[r];
+            if (!pr->ep && !pr->down && !pr->last_error[0])
+                continue; /* never used with this peer */
+            off += (size_t)snprintf(rails + off, sizeof(rails) - off, "%s rail %s: %s",
+                                    off ? ";" : "", ctx->rails[r].attr.name,
+                                    pr->last_error[0] ? pr->last_error : "down");
+        }
+        mdr_error("peer %u failed: failing its requests (%s);%s", peer->index,
+                  madrail_status_str(status), rails[0] ? rails : " no rail was connected");
+    }
     mdr_match_peer_release(peer, 0, status == MADRAIL_ERR_PEER_UNREACHABLE);
     /* control messages that can no longer go, and offers it made us */
     while ((it = mdr_list_pop_head(&peer->txq)))
@@ -374,11 +396,13 @@ void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
             mdr_req_complete(req, status);
         }
     }
-    /* sends waiting for CTS/ACK and receives waiting for FIN from this peer */
+    /* sends waiting for CTS/ACK and receives waiting for FIN from this peer,
+     * wildcard receives matched to its messages included (they would wait
+     * for good: test/fuzz/crashers strict4) */
     for (i = 0; i < ctx->reqtab_cap; i++) {
         mdr_req_t *req = ctx->reqtab[i];
         int j, busy = 0;
-        if (!req || req->complete || req->peer != peer->index)
+        if (!req || req->complete || mdr_req_bound_peer(req) != peer->index)
             continue;
         for (j = 0; j < req->nputs; j++)
             busy |= req->puts[j].state == MDR_PUT_INFLIGHT; /* the driver still reports these */

@@ -1,7 +1,8 @@
 /*
  * Progress: poll every rail (which runs the receive upcalls), then let
  * each peer with queued work send what its credits allow, then settle the
- * sends whose data may still sit in a driver.  Only peers on ctx->active
+ * sends whose data may still sit in a driver, then look for silent rails
+ * (watch.c, a few times per timeout).  Only peers on ctx->active
  * are visited, so an idle job costs the rail polls and nothing per peer.
  * Progress never recurses: an upcall or a completion callback that calls
  * madrail_progress returns at once.
@@ -55,6 +56,7 @@ int madrail_progress(madrail_context_t ctx)
     }
     if (!mdr_list_empty(&ctx->unsent))
         n += mdr_send_check_all(ctx);
+    mdr_watch_progress(ctx); /* rails silent past MADRAIL_RAIL_TIMEOUT */
     ctx->in_progress = 0;
     return n;
 }

@@ -381,11 +381,11 @@ void mdr_rfs_revoke(mdr_req_t *req)
 
 madrail_status_t mdr_rfs_init(mdr_ctx_t *ctx)
 {
-    static const mdr_ctrl_handler_t rfs = {"RFS", sizeof(mdr_rfs_hdr_t), 1, 0, mdr_handle_rfs};
+    static const mdr_ctrl_handler_t rfs = {"RFS", sizeof(mdr_rfs_hdr_t), 1, 0, mdr_handle_rfs, 0};
     static const mdr_ctrl_handler_t nack = {"RFS_NACK", sizeof(mdr_id_hdr_t), 0, 0,
-                                            mdr_handle_nack};
+                                            mdr_handle_nack, 0};
     static const mdr_ctrl_handler_t revoke = {"RFS_REVOKE", sizeof(mdr_id_hdr_t), 0, 0,
-                                              mdr_handle_revoke};
+                                              mdr_handle_revoke, 0};
     madrail_status_t st = mdr_ctrl_register(ctx, MDR_MSG_RFS, &rfs);
     if (st == MADRAIL_OK)
         st = mdr_ctrl_register(ctx, MDR_MSG_RFS_NACK, &nack);

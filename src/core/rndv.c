@@ -296,6 +296,8 @@ static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status)
                                                 : "a put failed with its rail"))
         return;
     mdr_put_set(op, MDR_PUT_DONE);
+    if (status != MADRAIL_OK && peer && !mdr_peer_reachable(peer))
+        status = MADRAIL_ERR_PEER_UNREACHABLE; /* the last rail went: the peer's news */
     if (status != MADRAIL_OK) {
         mdr_warn("peer %u rail %d: put of %llu bytes failed: %s", req->peer, op->rail,
                  (unsigned long long)op->len, madrail_status_str(status));
@@ -626,8 +628,8 @@ static void mdr_handle_fin(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
 
 madrail_status_t mdr_rndv_init(mdr_ctx_t *ctx)
 {
-    static const mdr_ctrl_handler_t cts = {"CTS", sizeof(mdr_cts_hdr_t), 1, 0, mdr_handle_cts};
-    static const mdr_ctrl_handler_t fin = {"FIN", sizeof(mdr_fin_hdr_t), 0, 0, mdr_handle_fin};
+    static const mdr_ctrl_handler_t cts = {"CTS", sizeof(mdr_cts_hdr_t), 1, 0, mdr_handle_cts, 0};
+    static const mdr_ctrl_handler_t fin = {"FIN", sizeof(mdr_fin_hdr_t), 0, 0, mdr_handle_fin, 0};
     madrail_status_t st = mdr_ctrl_register(ctx, MDR_MSG_CTS, &cts);
     if (st == MADRAIL_OK)
         st = mdr_ctrl_register(ctx, MDR_MSG_FIN, &fin);

@@ -777,11 +777,11 @@ madrail_status_t mdr_tag_init(mdr_ctx_t *ctx)
 {
     static const mdr_ctrl_handler_t eager = {
         "EAGER", sizeof(mdr_eager_hdr_t), 1,
-        MDR_HF_SYNC | MDR_HF_INTERNAL | MDR_HF_RFS_CONSUMED | MDR_HF_AM, mdr_match_incoming};
+        MDR_HF_SYNC | MDR_HF_INTERNAL | MDR_HF_RFS_CONSUMED | MDR_HF_AM, mdr_match_incoming, 0};
     static const mdr_ctrl_handler_t rts = {"RTS", sizeof(mdr_rts_hdr_t), 0, MDR_HF_INTERNAL,
-                                           mdr_match_incoming};
+                                           mdr_match_incoming, 0};
     static const mdr_ctrl_handler_t rfs_data = {"RFS_DATA", sizeof(mdr_rfs_data_hdr_t), 0,
-                                                MDR_HF_INTERNAL, mdr_match_incoming};
+                                                MDR_HF_INTERNAL, mdr_match_incoming, 0};
     madrail_status_t st = mdr_ctrl_register(ctx, MDR_MSG_EAGER, &eager);
     if (st == MADRAIL_OK)
         st = mdr_ctrl_register(ctx, MDR_MSG_RTS, &rts);

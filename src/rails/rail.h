@@ -159,6 +159,17 @@ typedef struct mdr_rail_ops {
     size_t (*ep_unsent)(mdr_ep_t *ep);
     /* True once nothing is queued and every completion was reported. */
     int (*ep_idle)(mdr_ep_t *ep);
+    /* Liveness as the transport sees it, for the core's rail timeout
+     * (MADRAIL_RAIL_TIMEOUT): *quiet_ns_p = for how long bytes of ours
+     * that left this process have been waiting for the peer's transport
+     * to acknowledge them with no acknowledgement at all (0 when nothing
+     * waits for one, or acknowledgements keep coming: a busy, slow link
+     * is alive; a peer whose receive window is full but who answers is
+     * alive; a black hole is not).  Returns 0, or -1 when the driver
+     * cannot tell: the core then never times the rail out (it relies on
+     * the driver's errors), so a peer process that is merely slow to call
+     * progress is never taken for a dead link. */
+    int (*ep_link_quiet)(mdr_ep_t *ep, uint64_t *quiet_ns_p);
 
     /* Send a control message (total <= slot_size).  The buffers are
      * reusable on return.  Messages on one ep are delivered in order.
@@ -226,12 +237,18 @@ madrail_status_t mdr_rail_unsup_put(mdr_ep_t *ep, const void *local, size_t len,
                                     size_t rkey_len, mdr_completion_t *comp);
 
 int mdr_rail_noop_flush(mdr_rail_t *rail);
+/* ep_link_quiet of a driver that cannot tell: -1. */
+int mdr_rail_unknown_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p);
 
 /* The drivers. */
 extern const mdr_rail_ops_t mdr_tcp_ops;
 extern const mdr_rail_ops_t mdr_loop_ops;
 /* loop rails only: the rail dies now (as after MADRAIL_LOOP_FAIL_AFTER operations). */
 void mdr_loop_rail_kill(mdr_rail_t *rail, const char *reason);
+/* loop rails only: on != 0 turns the rail into a black hole (nothing sent
+ * to or from it is delivered, nothing fails: a link under an nftables drop
+ * rule); 0 delivers again. */
+void mdr_loop_rail_blackhole(mdr_rail_t *rail, int on);
 extern const mdr_rail_ops_t mdr_shm_ops; /* when MDR_HAVE_SHM */
 extern const mdr_rail_ops_t mdr_ucx_ops; /* built when configure found UCX (HAVE_UCX) */
 extern const mdr_rail_ops_t mdr_ofi_ops; /* built when configure found libfabric */

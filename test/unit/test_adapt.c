@@ -512,7 +512,7 @@ static void test_starved(const char *probe, double lo, double hi)
           100 * (1 - f));
     print_health(&p);
     mdr_loop_set_bandwidth("sv1", 32u * MIB);
-    f = phase(&p, 48, 8, "slow rail now 32m");
+    f = phase(&p, 96, 8, "slow rail now 32m"); /* rises go through the EWMA */
     check(f >= lo && f <= hi, "%s: the rail that sped up carries %.1f%% (want %.0f..%.0f)", probe,
           100 * (1 - f), 100 * (1 - hi), 100 * (1 - lo));
     print_health(&p);

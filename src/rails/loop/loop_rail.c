@@ -132,6 +132,7 @@ typedef struct mdr_loop_item {
     size_t len;
     uint64_t ready_tick; /* receiver's progress count from which it may be delivered */
     uint64_t ready_ns;   /* and the time (bandwidth cap), 0: at once */
+    uint64_t sent_ns;    /* when it was accepted (ep_link_quiet) */
     const void *src;     /* PUT: local data, read at delivery */
     uint64_t raddr;
     mdr_loop_rkey_t rkey;
@@ -161,6 +162,7 @@ struct mdr_ep {
     int in_evq;
     size_t backlog;     /* bytes in flight */
     uint64_t last_tick, last_ns;
+    uint64_t delivered_ns; /* when the receiver last took an item of ours */
     int failed, fail_reported;
     madrail_status_t fail_status;
     char fail_reason[MDR_LOOP_REASON_MAX];
@@ -182,6 +184,7 @@ struct mdr_rail {
     uint64_t attempts; /* ctrl_send/put calls that reached the knobs */
     uint64_t ops;      /* operations accepted */
     int dead;
+    int blackhole;     /* nothing to or from it is delivered, nothing fails */
     mdr_list_t eps;
     mdr_list_t incoming; /* eps of any rail with items in flight to us */
     mdr_list_t evq;      /* our eps with something to report */
@@ -419,6 +422,7 @@ static void mdr_loop_enqueue(mdr_ep_t *ep, mdr_rail_t *dst, mdr_loop_item_t *ite
 
     item->ready_tick = tick;
     item->ready_ns = ns;
+    item->sent_ns = mdr_time_ns();
     mdr_list_push_tail(&ep->flight, &item->link);
     ep->backlog += item->len;
     rail->ops++;
@@ -481,7 +485,7 @@ static int mdr_loop_next_event(mdr_rail_t *rail, mdr_loop_event_t *ev, uint64_t 
     mdr_list_for_each(it, &rail->incoming) {
         sep = mdr_container_of(it, mdr_ep_t, in_link);
         item = mdr_container_of(sep->flight.next, mdr_loop_item_t, link);
-        if (item->ready_tick > rail->ticks)
+        if (item->ready_tick > rail->ticks || rail->blackhole || sep->rail->blackhole)
             continue;
         if (item->ready_ns != 0) {
             if (*now_p == 0)
@@ -525,6 +529,7 @@ static int mdr_loop_next_event(mdr_rail_t *rail, mdr_loop_event_t *ev, uint64_t 
 
         mdr_list_del(&item->link);
         sep->backlog -= item->len;
+        sep->delivered_ns = *now_p ? *now_p : mdr_time_ns();
         mdr_list_del(&sep->in_link);
         if (mdr_list_empty(&sep->flight))
             sep->in_rail = NULL;
@@ -785,6 +790,15 @@ void mdr_loop_rail_kill(mdr_rail_t *rail, const char *reason)
     pthread_mutex_unlock(&mdr_loop_lock);
 }
 
+void mdr_loop_rail_blackhole(mdr_rail_t *rail, int on)
+{
+    pthread_mutex_lock(&mdr_loop_lock);
+    rail->blackhole = on != 0;
+    pthread_mutex_unlock(&mdr_loop_lock);
+    mdr_warn("rail %s (loop id %llu): %s", rail->name, (unsigned long long)rail->id,
+             on ? "black hole: nothing is delivered any more" : "delivers again");
+}
+
 static void mdr_loop_query(mdr_rail_t *rail, mdr_rail_attr_t *attr)
 {
     memset(attr, 0, sizeof(*attr));
@@ -884,6 +898,31 @@ static int mdr_loop_ep_idle(mdr_ep_t *ep)
            mdr_list_empty(&ep->errq);
     pthread_mutex_unlock(&mdr_loop_lock);
     return idle;
+}
+
+/* The fabric stands for the network and the receiver's progress for its
+ * acknowledgements: the oldest item in flight that could have been
+ * delivered (its ticks and bandwidth time passed) and was not says for how
+ * long the other end has taken nothing.  Items still "on the wire" under a
+ * bandwidth cap count as moving.  (Unlike a kernel, a receiver that stops
+ * calling progress looks like a black hole here.) */
+static int mdr_loop_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p)
+{
+    uint64_t now = mdr_time_ns(), since;
+    mdr_loop_item_t *item;
+
+    *quiet_ns_p = 0;
+    pthread_mutex_lock(&mdr_loop_lock);
+    if (!mdr_list_empty(&ep->flight)) {
+        item = mdr_container_of(ep->flight.next, mdr_loop_item_t, link);
+        since = item->sent_ns > item->ready_ns ? item->sent_ns : item->ready_ns;
+        if (ep->delivered_ns > since)
+            since = ep->delivered_ns;
+        if (now > since)
+            *quiet_ns_p = now - since;
+    }
+    pthread_mutex_unlock(&mdr_loop_lock);
+    return 0;
 }
 
 static madrail_status_t mdr_loop_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt)
@@ -1087,6 +1126,7 @@ const mdr_rail_ops_t mdr_loop_ops = {
     .ep_backlog = mdr_loop_ep_backlog,
     .ep_unsent = mdr_loop_ep_unsent,
     .ep_idle = mdr_loop_ep_idle,
+    .ep_link_quiet = mdr_loop_ep_link_quiet,
     .ctrl_send = mdr_loop_ctrl_send,
     .mem_reg = mdr_loop_mem_reg,
     .mem_dereg = mdr_loop_mem_dereg,

@@ -1006,6 +1006,7 @@ const mdr_rail_ops_t mdr_ofi_ops = {
     .ep_backlog = mdr_ofi_ep_backlog,
     .ep_unsent = mdr_ofi_ep_backlog,
     .ep_idle = mdr_ofi_ep_idle,
+    .ep_link_quiet = mdr_rail_unknown_link_quiet,
     .ctrl_send = mdr_ofi_ctrl_send,
     .mem_reg = mdr_ofi_mem_reg,
     .mem_dereg = mdr_ofi_mem_dereg,

@@ -1009,6 +1009,7 @@ const mdr_rail_ops_t mdr_shm_ops = {
     .ep_backlog = mdr_shm_ep_backlog,
     .ep_unsent = mdr_shm_ep_backlog,
     .ep_idle = mdr_shm_ep_idle,
+    .ep_link_quiet = mdr_rail_unknown_link_quiet,
     .ctrl_send = mdr_shm_ctrl_send,
     .mem_reg = mdr_shm_mem_reg,
     .mem_dereg = mdr_shm_mem_dereg,

@@ -245,6 +245,7 @@ struct mdr_ep {
     mdr_list_t putq;      /* put items, in order; a control frame passes them
                            * at the next frame boundary */
     size_t backlog;       /* bytes queued, not yet written */
+    uint64_t link_wait_ns;/* ep_link_quiet: unacknowledged segments seen since */
     size_t qcopied;       /* bytes of copy items (memory held) */
     unsigned puts_pending;/* put completions not yet reported */
     mdr_list_t acks;      /* written puts waiting for the peer's PUT_ACK */
@@ -326,6 +327,7 @@ madrail_status_t mdr_tcp_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
 void mdr_tcp_ep_destroy(mdr_ep_t *ep);
 size_t mdr_tcp_ep_backlog(mdr_ep_t *ep);
 int mdr_tcp_ep_idle(mdr_ep_t *ep);
+int mdr_tcp_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p);
 madrail_status_t mdr_tcp_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);
 madrail_status_t mdr_tcp_put(mdr_ep_t *ep, const void *local, size_t len, mdr_memh_t *lmemh,
                              uint64_t raddr, const void *rkey, size_t rkey_len,

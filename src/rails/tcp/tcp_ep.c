@@ -55,6 +55,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -498,6 +500,49 @@ int mdr_tcp_ep_idle(mdr_ep_t *ep)
         return 1;
     return mdr_list_empty(&ep->ctrlq) && mdr_list_empty(&ep->putq) &&
            mdr_list_empty(&ep->acks) && ep->puts_pending == 0;
+}
+
+/* The kernel knows whether the peer's end acknowledges what we wrote:
+ * SIOCOUTQ counts the bytes in the socket not yet acknowledged (sent or
+ * not: a drop rule on the output path makes the kernel keep them unsent,
+ * so tcpi_unacked alone stays 0 in a black hole -- measured on the
+ * namespace cluster), and tcpi_last_ack_recv says when an ACK last came.
+ * A black hole shows as bytes waiting with no ACK however long TCP
+ * retries; a busy slow link keeps ACKing, and a peer whose process does
+ * not read (full window) ACKs our window probes (with nothing in flight,
+ * bytes wait silently only while tcpi_probes counts unanswered probes:
+ * backed-off probes may be seconds apart, so their ACK times are no
+ * measure).  wait_since is when
+ * waiting bytes were first seen, so an ACK-less idle stretch before them
+ * does not count. */
+int mdr_tcp_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    uint64_t now, since, last_ack;
+    int outq = 0;
+
+    *quiet_ns_p = 0;
+    if (ep == NULL || ep->conn == NULL || ep->state != MDR_TCP_EP_OPEN)
+        return 0; /* connecting: the handshake deadline covers it */
+    memset(&ti, 0, sizeof(ti));
+    if (getsockopt(ep->conn->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+        return -1;
+    if (ioctl(ep->conn->fd, SIOCOUTQ, &outq) != 0)
+        outq = 0;
+    now = mdr_time_ns();
+    if ((ti.tcpi_unacked == 0 && outq <= 0) ||
+        (ti.tcpi_unacked == 0 && ti.tcpi_probes == 0)) {
+        /* nothing waits, or only for window: the peer answers our probes */
+        ep->link_wait_ns = 0;
+        return 0;
+    }
+    if (ep->link_wait_ns == 0)
+        ep->link_wait_ns = now;
+    since = now - ep->link_wait_ns;
+    last_ack = (uint64_t)ti.tcpi_last_ack_recv * 1000000ull;
+    *quiet_ns_p = since < last_ack ? since : last_ack;
+    return 0;
 }
 
 /* ---------------- sending ---------------- */

@@ -981,6 +981,7 @@ const mdr_rail_ops_t mdr_ucx_ops = {
     .ep_backlog = mdr_ucx_ep_backlog,
     .ep_unsent = mdr_ucx_ep_backlog,
     .ep_idle = mdr_ucx_ep_idle,
+    .ep_link_quiet = mdr_rail_unknown_link_quiet,
     .ctrl_send = mdr_ucx_ctrl_send,
     .mem_reg = mdr_ucx_mem_reg,
     .mem_dereg = mdr_ucx_mem_dereg,

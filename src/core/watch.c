@@ -1,0 +1,226 @@
+/*
+ * Rail liveness.  A rail can die without any driver noticing: under an
+ * nftables drop rule the link stays up and TCP retransmits for minutes
+ * without an error.  So a rail is also taken down for a peer when it gives
+ * no sign of life for MADRAIL_RAIL_TIMEOUT while something waits on that
+ * peer (a request bound to it, queued messages, a message half arrived).
+ *
+ * What counts as life: any message received on the rail, and the
+ * transport's own acknowledgements (ep_link_quiet in rails/rail.h: how
+ * long bytes of ours have waited for one).  The second is what keeps a
+ * healthy but busy rail alive: a big put on a slow link holds our PONGs
+ * behind it for seconds, and a peer that stops calling progress (a long
+ * computation) sends no PONG and returns no credit, but in both cases its
+ * transport keeps acknowledging.  A black hole acknowledges nothing.
+ * Drivers that cannot tell (-1) are never timed out: their errors alone
+ * take them down, and a slow peer process is not a dead link.
+ *
+ * A rail nothing was received on for a quarter of the timeout gets a PING
+ * (a reserved slot: it needs no credit, so credit starvation cannot stop
+ * it); the peer answers PONG at once.  A PING is what makes a silent
+ * black hole visible to the transport (bytes waiting with no ACK).  At most
+ * MDR_PING_MAX PINGs are unanswered (the reserved slots are counted for
+ * that); the second goes only once the first waited half the timeout, so a
+ * black hole that starts after a first PING was acknowledged by a peer
+ * that does not progress is still probed.
+ *
+ * A rail found silent is closed as a driver error would close it: its ep
+ * is destroyed (no completion of it can come any more) and its puts in
+ * flight are failed here, so the rendezvous re-puts them on another rail
+ * or, with none left, the peer fails with its requests (peer.c).
+ *
+ * Scans run from progress, at most every eighth of the timeout, over the
+ * peer table: a cost per scan of the request table plus the peers, paid a
+ * few times a second, never per message.
+ */
+#include "mdr_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "util/clock.h"
+
+static void mdr_watch_ping(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+
+    (void)hdr;
+    (void)len;
+    if (pr->pongs_owed >= MDR_PING_MAX) {
+        mdr_peer_proto_fail(pr, "PING while %u PONGs to earlier ones are owed (at most %d "
+                            "PINGs go unanswered)", pr->pongs_owed, MDR_PING_MAX);
+        return;
+    }
+    if (mdr_ctrl_send_reserved(pr, MDR_MSG_PONG) == MADRAIL_OK) {
+        ctx->rails[pr->rail].stats.pongs++;
+        return;
+    }
+    pr->pongs_owed++; /* sent by the next scan */
+}
+
+static void mdr_watch_pong(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+{
+    (void)hdr;
+    (void)len;
+    if (pr->pings_out == 0) {
+        mdr_peer_proto_fail(pr, "PONG without a PING");
+        return;
+    }
+    pr->pings_out--;
+}
+
+madrail_status_t mdr_watch_init(mdr_ctx_t *ctx)
+{
+    static const mdr_ctrl_handler_t ping = {"PING", sizeof(mdr_hdr_t), 0, 0, mdr_watch_ping, 1};
+    static const mdr_ctrl_handler_t pong = {"PONG", sizeof(mdr_hdr_t), 0, 0, mdr_watch_pong, 1};
+    madrail_status_t st = mdr_ctrl_register(ctx, MDR_MSG_PING, &ping);
+
+    if (st == MADRAIL_OK)
+        st = mdr_ctrl_register(ctx, MDR_MSG_PONG, &pong);
+    return st;
+}
+
+void mdr_watch_rx(mdr_peer_rail_t *pr)
+{
+    if (pr->peer->ctx->cfg.rail_timeout > 0)
+        pr->rx_ns = pr->life_ns = mdr_time_ns();
+}
+
+void mdr_watch_rail_close(mdr_peer_rail_t *pr, const char *reason)
+{
+    mdr_peer_t *peer = pr->peer;
+    mdr_ctx_t *ctx = peer->ctx;
+    struct {
+        uint64_t id;
+        int part;
+    } *lost = NULL;
+    size_t nlost = 0, cap = 0, k;
+    uint32_t i;
+    mdr_ep_t *ep = pr->ep;
+
+    if (pr->down || !ep)
+        return;
+    /* the puts the driver will never report once its ep is gone */
+    for (i = 0; i < ctx->reqtab_cap; i++) {
+        mdr_req_t *req = ctx->reqtab[i];
+        int j;
+        if (!req || req->complete || req->type != MDR_REQ_SEND || req->peer != peer->index)
+            continue;
+        for (j = 0; j < req->nputs; j++) {
+            if (req->puts[j].state != MDR_PUT_INFLIGHT || req->puts[j].rail != pr->rail)
+                continue;
+            if (nlost == cap) {
+                size_t nc = cap ? 2 * cap : 8;
+                void *nl = realloc(lost, nc * sizeof(*lost));
+                if (!nl)
+                    break; /* left in flight: the send waits (logged below) */
+                lost = nl;
+                cap = nc;
+            }
+            lost[nlost].id = req->id;
+            lost[nlost].part = j;
+            nlost++;
+        }
+    }
+    pr->ep = NULL;
+    ctx->rails[pr->rail].ops->ep_destroy(ep);
+    mdr_ep_failed_upcall(pr, MADRAIL_ERR_RAIL_DOWN, reason);
+    for (k = 0; k < nlost; k++) {
+        mdr_req_t *req = mdr_req_lookup(ctx, lost[k].id);
+        mdr_put_op_t *op;
+        if (!req || req->complete || lost[k].part >= req->nputs)
+            continue;
+        op = &req->puts[lost[k].part];
+        if (op->state == MDR_PUT_INFLIGHT && op->rail == pr->rail)
+            op->comp.cb(&op->comp, MADRAIL_ERR_RAIL_DOWN);
+    }
+    free(lost);
+}
+
+/* Something waits on the peer: a request bound to it (marked by the scan),
+ * or messages queued to it or half arrived from it. */
+static int mdr_watch_wanted(const mdr_peer_t *peer, uint64_t gen)
+{
+    return peer->watch_gen == gen || !mdr_list_empty(&peer->txq) ||
+           !mdr_list_empty(&peer->sendq) || peer->inflight.count != 0 ||
+           peer->rfs_out != NULL || peer->nrfs_wait != 0;
+}
+
+static void mdr_watch_rail(mdr_peer_rail_t *pr, uint64_t now, int wanted)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    mdr_rail_slot_t *rs = &ctx->rails[pr->rail];
+    uint64_t timeout = (uint64_t)(ctx->cfg.rail_timeout * 1e9);
+    uint64_t quiet;
+    char why[160];
+
+    while (pr->pongs_owed && mdr_ctrl_send_reserved(pr, MDR_MSG_PONG) == MADRAIL_OK) {
+        pr->pongs_owed--;
+        rs->stats.pongs++;
+    }
+    if (!wanted || rs->ops->ep_link_quiet(pr->ep, &quiet) != 0) {
+        pr->life_ns = now; /* nothing to watch: the clock starts when something waits */
+        return;
+    }
+    if (quiet > now)
+        quiet = now;
+    if (pr->life_ns == 0)
+        pr->life_ns = now;
+    if (now - quiet > pr->life_ns) /* the transport was acknowledging until then */
+        pr->life_ns = now - quiet;
+    if (now - pr->life_ns > timeout) {
+        snprintf(why, sizeof(why),
+                 "no sign of life for %.0f ms (MADRAIL_RAIL_TIMEOUT %g s; %u PING%s "
+                 "unanswered, transport waiting %.0f ms for an acknowledgement)",
+                 (double)(now - pr->life_ns) / 1e6, ctx->cfg.rail_timeout, pr->pings_out,
+                 pr->pings_out == 1 ? "" : "s", (double)quiet / 1e6);
+        rs->stats.timeouts++;
+        mdr_watch_rail_close(pr, why);
+        return;
+    }
+    if (now - pr->rx_ns >= timeout / 4 &&
+        (pr->pings_out == 0 ||
+         (pr->pings_out < MDR_PING_MAX && now - pr->ping_ns >= timeout / 2)) &&
+        mdr_ctrl_send_reserved(pr, MDR_MSG_PING) == MADRAIL_OK) {
+        pr->pings_out++;
+        pr->ping_ns = now;
+        rs->stats.pings++;
+    }
+}
+
+void mdr_watch_progress(mdr_ctx_t *ctx)
+{
+    uint64_t now, gen;
+    uint32_t i, p;
+
+    if (ctx->cfg.rail_timeout <= 0 || ctx->finalizing)
+        return;
+    now = mdr_time_ns();
+    if (now < ctx->watch_next_ns)
+        return;
+    ctx->watch_next_ns = now + (uint64_t)(ctx->cfg.rail_timeout * 1e9 / 8);
+    gen = ++ctx->watch_gen;
+    for (i = 0; i < ctx->reqtab_cap; i++) {
+        mdr_req_t *req = ctx->reqtab[i];
+        mdr_peer_t *peer;
+        if (!req || req->complete || mdr_req_bound_peer(req) == MADRAIL_ANY_PEER)
+            continue;
+        peer = mdr_peer_get(ctx, mdr_req_bound_peer(req));
+        if (peer)
+            peer->watch_gen = gen;
+    }
+    for (p = 0; p < ctx->npeers; p++) {
+        mdr_peer_t *peer = ctx->peers[p];
+        int r, wanted;
+        if (!peer || peer->broken)
+            continue;
+        wanted = mdr_watch_wanted(peer, gen);
+        for (r = 0; r < ctx->nrails; r++) {
+            mdr_peer_rail_t *pr = &peer->rails[r];
+            if (pr->ep && !pr->down)
+                mdr_watch_rail(pr, now, wanted);
+        }
+    }
+}

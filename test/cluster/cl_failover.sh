@@ -1,0 +1,118 @@
+#!/bin/sh
+# cl_failover.sh -- a rail fails under a running transfer between two
+# nodes of the namespace cluster (issue 12), two tbf-shaped rails of
+# 1 Gbit, MADRAIL_RAILS=tcp:rail0,tcp:rail1, MADRAIL_RAIL_TIMEOUT=1s, one
+# process a node under hydra, it_failover streaming checksummed 1 MiB
+# messages from node0 to node1:
+#  0. rail0 alone, no fault: the surviving rail's single-rail rate;
+#  1. rail1 `ip link set down` on node0 1.5 s into a 5 s stream;
+#  2. the same with rail1 black-holed (nftables drop, the link stays up:
+#     TCP retransmits and never errors; only the rail timeout finds it);
+#     asserted: both processes take rail1 down (the rail timeout), and no
+#     byte received is wrong.  That the stream then completes on rail0 needs
+#     recovery (issue 12 item 3: re-sending the control messages rail1 took
+#     with it), not built yet: it is a hard check with
+#     CL_FAILOVER_RECOVERY=1, else reported as a known gap (today the
+#     stream stalls after the failover and the program says so after 4 s);
+#  3. both rails black-holed: both processes end with a clean error.
+# Printed, not asserted (times depend on this shared machine): detection
+# time (fault to "rail down" in the sender's log, same clock on both
+# nodes) and the receiver's rate after failover against case 0's.
+# Needs root, `ip netns` and a hydra mpiexec (SKIP otherwise).
+. "$(dirname "$0")/cl_common.sh"
+cl_need_root
+cl_find_hydra
+PROG=$CL_BUILDDIR/test/integration/it_failover
+[ -x "$PROG" ] || { echo "FAIL: $cl_name: $PROG not built (make check builds it)"; exit 1; }
+cl_up mdrtf- --nodes 2 --rails 2 --rate 1gbit
+
+export MADRAIL_RAIL_TIMEOUT=1s
+unset MADRAIL_RAIL_WEIGHTS
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"; cl_cluster down >/dev/null 2>&1' EXIT
+
+# start RAILS SECONDS ok|error: the stream in the background, output in $WORK/out
+start() {
+    # shellcheck disable=SC2086
+    cl_cluster exec 0 env MADRAIL_RAILS="$1" timeout -k 5 40 "$MPIEXEC" \
+        $MDR_CLUSTER_HYDRA_FLAGS -n 2 -ppn 1 "$PROG" "$2" "$3" >"$WORK/out" 2>&1 &
+    job=$!
+}
+now() { date +%s.%N; }
+# rate FROM [TO]: mean of the receiver's quarter-second rates in [FROM, TO)
+rate() {
+    awk -v a="$1" -v b="${2:-1e12}" '/^rank 1: at / { t = $4 + 0; sub(":", "", $4);
+        if (t >= a && t < b) { s += $5; n++ } } END { if (n) printf "%.1f", s / n; else print "?" }' \
+        "$WORK/out"
+}
+detect() { # the first "rail 1 down at T" of rank 0 (the sender), minus the fault time
+    awk -v f="$1" '/^rank 0: rail 1 down at / { printf "%.3f", $7 - f; exit }' "$WORK/out"
+}
+
+# --- 0. rail0 alone
+start tcp:rail0 2.5 ok
+wait $job
+rc=$?
+[ $rc -eq 0 ] && grep -q 'rank 1: ok - 0 bad bytes' "$WORK/out" ||
+    { cat "$WORK/out"; bad "rail0 alone (exit $rc)"; }
+t0=$(awk '/^rank 1: stream starts at/ { print $6; exit }' "$WORK/out")
+single=$(rate "$(echo "$t0 + 1" | bc)")
+echo "rail0 alone: $single MB/s (receiver, after the first second)"
+
+# --- 1 and 2. rail1 fails 1.5 s into the stream
+for how in link-down blackhole; do
+    start tcp:rail0,tcp:rail1 5 ok
+    sleep 1.5
+    tf=$(now)
+    if [ $how = link-down ]; then
+        cl_cluster link-down 1 0 >/dev/null
+    else
+        cl_cluster blackhole 1 >/dev/null
+    fi
+    wait $job
+    rc=$?
+    if [ $how = link-down ]; then
+        cl_cluster link-up 1 0 >/dev/null
+    else
+        cl_cluster unblackhole 1 >/dev/null
+    fi
+    grep -E 'rail . down|error|FAIL|ok -' "$WORK/out"
+    before=$(rate "$(echo "$tf - 1" | bc)" "$tf")
+    d=$(detect "$tf")
+    after=$(rate "$(echo "$tf + ${d:-1} + 1" | bc)")
+    echo "$how: detection ${d:-?} s after the fault (MADRAIL_RAIL_TIMEOUT=1s); receiver $before MB/s before, $after MB/s from 1 s after detection (rail0 alone: $single)"
+    if grep -q 'rank 0: rail 1 down at' "$WORK/out" && grep -q 'rank 1: rail 1 down at' "$WORK/out"; then
+        ok "$how of rail1 mid-stream: both processes took rail1 down (detection ${d:-?} s)"
+    else
+        cat "$WORK/out"
+        bad "$how of rail1 mid-stream: rail1 not taken down on both nodes"
+    fi
+    grep -q 'bad bytes, length' "$WORK/out" && bad "$how: wrong bytes received"
+    if [ $rc -eq 0 ] && grep -q 'rank 1: ok - 0 bad bytes' "$WORK/out"; then
+        ok "$how of rail1 mid-stream: the stream completed byte-exact on rail0"
+    elif [ "${CL_FAILOVER_RECOVERY:-0}" = 1 ]; then
+        cat "$WORK/out"
+        bad "$how of rail1 mid-stream: the stream did not complete (exit $rc)"
+    else
+        echo "KNOWN GAP ($how): the stream did not complete after the failover (exit $rc:" \
+            "$(grep -m1 -E 'stalled|error at' "$WORK/out")); recovery, issue 12 item 3, is not built"
+    fi
+done
+
+# --- 3. every rail fails
+start tcp:rail0,tcp:rail1 8 error
+sleep 1.5
+tf=$(now)
+cl_cluster blackhole 0 >/dev/null
+cl_cluster blackhole 1 >/dev/null
+wait $job
+rc=$?
+cl_cluster unblackhole 0 >/dev/null
+cl_cluster unblackhole 1 >/dev/null
+grep -E 'rail . down|error|FAIL|ok -' "$WORK/out"
+n=$(grep -c 'ok - the stream ended with an error' "$WORK/out")
+te=$(awk '/^rank [01]: error at / { if ($5 + 0 > m) m = $5 + 0 } END { printf "%.3f", m }' "$WORK/out")
+echo "all rails black-holed: last process's error $(echo "$te - $tf" | bc) s after the fault"
+[ $rc -eq 0 ] && [ "$n" -eq 2 ] && ok "every rail black-holed: both processes end with an error" ||
+    { cat "$WORK/out"; bad "every rail black-holed (exit $rc, $n of 2 processes saw the error)"; }
+cl_finish

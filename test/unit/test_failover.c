@@ -1,0 +1,392 @@
+/*
+ * Rail failure detection and failover on the loop driver (issue 12): a
+ * rail that goes silent (a black hole: nothing delivered, no error) is
+ * taken down by MADRAIL_RAIL_TIMEOUT and its traffic moves to the other
+ * rails; a rail that is merely busy or idle is never taken down; when the
+ * last rail to a peer goes, every request bound to that peer fails in
+ * bounded time with an error.  Two contexts in one process, progressed
+ * from this thread; the timeout is short (100 ms) so a case takes well
+ * under a second.  The assertions are on outcomes and counters: a time is
+ * printed, never asserted, except that no rail goes down before the
+ * configured timeout has passed.
+ */
+#include "mdr_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "util/clock.h"
+
+static int failures, checks;
+
+#define CHECK(cond, ...)                                                                     \
+    do {                                                                                     \
+        checks++;                                                                            \
+        if (!(cond)) {                                                                       \
+            failures++;                                                                      \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                      \
+            printf(__VA_ARGS__);                                                             \
+            printf("\n");                                                                    \
+        } else {                                                                             \
+            printf("ok: ");                                                                  \
+            printf(__VA_ARGS__);                                                             \
+            printf("\n");                                                                    \
+        }                                                                                    \
+    } while (0)
+
+typedef struct {
+    madrail_context_t a, b;
+    madrail_peer_t a2b, b2a;
+} pair_t;
+
+static int pair_open(pair_t *p, const char *const *ov)
+{
+    madrail_context_params_t prm = {.overrides = ov,
+                                    .job_key = (const uint8_t *)"madrail-test-key"};
+    uint8_t addr[MADRAIL_ADDR_MAX];
+    size_t len;
+
+    if (madrail_context_init(&prm, &p->a) != MADRAIL_OK)
+        return -1;
+    if (madrail_context_init(&prm, &p->b) != MADRAIL_OK)
+        return -1;
+    len = sizeof(addr);
+    if (madrail_context_address(p->b, addr, &len) != MADRAIL_OK)
+        return -1;
+    if (madrail_peer_add(p->a, addr, len, &p->a2b) != MADRAIL_OK)
+        return -1;
+    len = sizeof(addr);
+    if (madrail_context_address(p->a, addr, &len) != MADRAIL_OK)
+        return -1;
+    if (madrail_peer_add(p->b, addr, len, &p->b2a) != MADRAIL_OK)
+        return -1;
+    return 0;
+}
+
+static void pair_close(pair_t *p)
+{
+    int i;
+    for (i = 0; i < 1000; i++) {
+        madrail_progress(p->a);
+        madrail_progress(p->b);
+    }
+    CHECK(p->a->state_errors + p->b->state_errors == 0, "no state machine refused a transition");
+    madrail_context_finalize(p->a);
+    madrail_context_finalize(p->b);
+}
+
+static void spin(pair_t *p)
+{
+    madrail_progress(p->a);
+    madrail_progress(p->b);
+}
+
+/* Wait for req while progressing both sides, at most max_s seconds (far
+ * above what any case needs; MADRAIL_ERR_IO: it did not complete). */
+static madrail_status_t pwait(pair_t *p, madrail_request_t *req, double max_s)
+{
+    uint64_t end = mdr_time_ns() + (uint64_t)(max_s * 1e9);
+    int flag = 0;
+    madrail_status_t st;
+
+    while (*req && mdr_time_ns() < end) {
+        spin(p);
+        st = madrail_test(req, &flag, NULL);
+        if (flag)
+            return st;
+    }
+    return MADRAIL_ERR_IO;
+}
+
+static void spin_for(pair_t *p, double s)
+{
+    uint64_t end = mdr_time_ns() + (uint64_t)(s * 1e9);
+    while (mdr_time_ns() < end)
+        spin(p);
+}
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        b[i] = (uint8_t)(i * 131u + seed * 7u + (i >> 8));
+}
+
+static int verify(const uint8_t *b, size_t n, unsigned seed)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (b[i] != (uint8_t)(i * 131u + seed * 7u + (i >> 8)))
+            return 0;
+    return 1;
+}
+
+static const char *sts(madrail_status_t s)
+{
+    return s == MADRAIL_ERR_IO ? "did not complete" : madrail_status_str(s);
+}
+
+/* A rendezvous striped over two rails; rail 1 becomes a black hole while
+ * its put is in flight.  Nothing fails in the driver: only the timeout
+ * can find it.  A takes the rail down, puts the chunk again on rail 0:
+ * both requests complete with exact data. */
+static void test_blackhole_put(void)
+{
+    enum { N = 256 * 1024 };
+    const char *ov[] = {"MADRAIL_RAILS=loop:bh0,loop:bh1", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_RNDV_RECV_FIRST=0", "MADRAIL_RAIL_WEIGHTS=1,1",
+                        "MADRAIL_RAIL_TIMEOUT=100ms", NULL};
+    pair_t p;
+    uint8_t *sb = malloc(N), *rb = calloc(1, N);
+    madrail_request_t sr, rr;
+    madrail_status_t s1, s2;
+    mdr_peer_t *ab;
+    uint64_t t0;
+    int i;
+
+    if (!sb || !rb || pair_open(&p, ov) != 0) {
+        CHECK(0, "blackhole put: open");
+        goto out;
+    }
+    fill(sb, N, 3);
+    ab = mdr_peer_get(p.a, p.a2b);
+    CHECK(madrail_irecv(p.b, p.b2a, rb, N, 5, 0, &rr) == MADRAIL_OK &&
+              madrail_isend(p.a, p.a2b, sb, N, 5, 0, &sr) == MADRAIL_OK,
+          "blackhole put: post");
+    for (i = 0; i < 100 && rr->rndv != MDR_RNDV_CTS_SENT; i++)
+        madrail_progress(p.b);
+    for (i = 0; i < 100 && sr->rndv != MDR_RNDV_PUTTING; i++)
+        madrail_progress(p.a);
+    CHECK(sr->rndv == MDR_RNDV_PUTTING && sr->nputs == 2 &&
+              sr->puts[1].state == MDR_PUT_INFLIGHT,
+          "blackhole put: setup: A has its rail 1 chunk in flight");
+    t0 = mdr_time_ns();
+    mdr_loop_rail_blackhole(p.a->rails[1].rail, 1);
+    s1 = pwait(&p, &rr, 10);
+    s2 = pwait(&p, &sr, 10);
+    printf("  black hole to both completions: %.0f ms (timeout 100 ms)\n",
+           (double)(mdr_time_ns() - t0) / 1e6);
+    CHECK(s1 == MADRAIL_OK && verify(rb, N, 3), "blackhole put: receive exact (%s)", sts(s1));
+    CHECK(s2 == MADRAIL_OK, "blackhole put: send complete (%s)", sts(s2));
+    CHECK(ab->rails[1].down && !ab->rails[0].down, "blackhole put: A's rail 1 down, rail 0 up");
+    CHECK(p.a->rails[1].stats.timeouts == 1, "blackhole put: one timeout counted on rail 1 (%llu)",
+          (unsigned long long)p.a->rails[1].stats.timeouts);
+    CHECK(p.a->rails[0].stats.tx_put_bytes == N,
+          "blackhole put: rail 0 put all %d bytes (%llu)", N,
+          (unsigned long long)p.a->rails[0].stats.tx_put_bytes);
+    pair_close(&p);
+out:
+    free(sb);
+    free(rb);
+}
+
+/* A receive waits on an idle peer: the rails are probed (PINGs counted
+ * on the waiting side, PONGs on the other) and never taken down; then a
+ * black hole on the only rail ends it with an error on both sides. */
+static void test_idle_then_blackhole(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:id0", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_RAIL_TIMEOUT=100ms", NULL};
+    pair_t p;
+    char sbuf[64] = "hello", rbuf[64];
+    madrail_request_t sr, rr;
+    madrail_status_t s;
+    uint64_t t0;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "idle: open");
+        return;
+    }
+    /* first contact, then a receive that nothing answers for 5 timeouts */
+    CHECK(madrail_irecv(p.b, p.b2a, rbuf, sizeof(rbuf), 1, 0, &rr) == MADRAIL_OK &&
+              madrail_isend(p.a, p.a2b, sbuf, 6, 1, 0, &sr) == MADRAIL_OK &&
+              pwait(&p, &rr, 5) == MADRAIL_OK && pwait(&p, &sr, 5) == MADRAIL_OK,
+          "idle: first message");
+    CHECK(madrail_irecv(p.b, p.b2a, rbuf, sizeof(rbuf), 2, 0, &rr) == MADRAIL_OK,
+          "idle: post a receive");
+    spin_for(&p, 0.5);
+    CHECK(!mdr_peer_get(p.b, p.b2a)->rails[0].down && !mdr_peer_get(p.a, p.a2b)->rails[0].down,
+          "idle: the rail stays up for 5 timeouts (B sent %llu PINGs, A %llu PONGs)",
+          (unsigned long long)p.b->rails[0].stats.pings,
+          (unsigned long long)p.a->rails[0].stats.pongs);
+    CHECK(p.b->rails[0].stats.pings >= 2 && p.a->rails[0].stats.pongs >= 2 &&
+              p.b->rails[0].stats.timeouts == 0,
+          "idle: B probed the idle rail, A answered, no timeout");
+    CHECK(madrail_isend(p.a, p.a2b, sbuf, 6, 2, 0, &sr) == MADRAIL_OK &&
+              pwait(&p, &rr, 5) == MADRAIL_OK && pwait(&p, &sr, 5) == MADRAIL_OK,
+          "idle: the next message goes through");
+    /* the last rail becomes a black hole while B waits */
+    CHECK(madrail_irecv(p.b, p.b2a, rbuf, sizeof(rbuf), 3, 0, &rr) == MADRAIL_OK,
+          "last rail: post a receive");
+    spin_for(&p, 0.05);
+    t0 = mdr_time_ns();
+    mdr_loop_rail_blackhole(p.a->rails[0].rail, 1);
+    s = pwait(&p, &rr, 10);
+    printf("  black hole to the receive's error: %.0f ms (timeout 100 ms)\n",
+           (double)(mdr_time_ns() - t0) / 1e6);
+    CHECK(s == MADRAIL_ERR_PEER_UNREACHABLE,
+          "last rail: the receive bound to the peer fails (%s)", sts(s));
+    CHECK(mdr_time_ns() - t0 >= 100000000ull, "last rail: not before the timeout passed");
+    s = madrail_isend(p.a, p.a2b, sbuf, 6, 3, 0, &sr);
+    if (s == MADRAIL_OK)
+        s = pwait(&p, &sr, 10);
+    CHECK(s != MADRAIL_OK && s != MADRAIL_ERR_IO, "last rail: A's next send fails (%s)", sts(s));
+    pair_close(&p);
+}
+
+/* A big put on a slow rail (the loop bandwidth cap: 4 MiB at 8 MB/s, half
+ * a second, five timeouts) is busy, not dead: no timeout, exact data. */
+static void test_busy_not_dead(void)
+{
+    enum { N = 4 * 1024 * 1024 };
+    const char *ov[] = {"MADRAIL_RAILS=loop:bz0;bw=8m", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_RAIL_TIMEOUT=100ms", NULL};
+    pair_t p;
+    uint8_t *sb = malloc(N), *rb = calloc(1, N);
+    madrail_request_t sr, rr;
+    madrail_status_t s1, s2;
+    uint64_t t0;
+
+    if (!sb || !rb || pair_open(&p, ov) != 0) {
+        CHECK(0, "busy: open");
+        goto out;
+    }
+    fill(sb, N, 9);
+    t0 = mdr_time_ns();
+    CHECK(madrail_irecv(p.b, p.b2a, rb, N, 4, 0, &rr) == MADRAIL_OK &&
+              madrail_isend(p.a, p.a2b, sb, N, 4, 0, &sr) == MADRAIL_OK,
+          "busy: post");
+    s1 = pwait(&p, &rr, 20);
+    s2 = pwait(&p, &sr, 20);
+    printf("  4 MiB at 8 MB/s took %.0f ms (timeout 100 ms)\n",
+           (double)(mdr_time_ns() - t0) / 1e6);
+    CHECK(s1 == MADRAIL_OK && s2 == MADRAIL_OK && verify(rb, N, 9),
+          "busy: the transfer completes exact (%s, %s)", sts(s1), sts(s2));
+    CHECK(p.a->rails[0].stats.timeouts == 0 && p.b->rails[0].stats.timeouts == 0,
+          "busy: no timeout on either side");
+    pair_close(&p);
+out:
+    free(sb);
+    free(rb);
+}
+
+/* Progress both sides at most n times; MADRAIL_ERR_IO: not complete. */
+static madrail_status_t pwait_n(pair_t *p, madrail_request_t *req, long n)
+{
+    int flag = 0;
+    madrail_status_t st;
+
+    while (*req && n-- > 0) {
+        spin(p);
+        st = madrail_test(req, &flag, NULL);
+        if (flag)
+            return st;
+    }
+    return MADRAIL_ERR_IO;
+}
+
+/* The only rail fails (killed: a driver error; or black-holed: only the
+ * timeout finds it) at each phase of a transfer; both requests, each bound
+ * to the other side, end with an error: after a kill within a bounded
+ * number of progress calls, after a black hole within a bounded time (a
+ * few timeouts).  Phase "wildcard" is a receive from any peer matched to
+ * the rendezvous of the peer that then fails (test/fuzz/crashers strict4:
+ * it used to wait for good). */
+enum { LR_EAGER, LR_RTS, LR_CTS, LR_PUT, LR_FIN_QUEUED, LR_WILDCARD, LR_NPHASES };
+static const char *const lr_names[] = {"eager queued", "RTS sent", "CTS sent", "put in flight",
+                                       "FIN queued", "wildcard rndv recv"};
+
+static void test_last_rail(int phase, int blackhole)
+{
+    enum { N = 256 * 1024 };
+    const char *ov[] = {"MADRAIL_RAILS=loop:lr0", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_RNDV_RECV_FIRST=0", "MADRAIL_RAIL_TIMEOUT=100ms", NULL};
+    const char *how = blackhole ? "black hole" : "kill";
+    size_t n = phase == LR_EAGER ? 100 : N;
+    pair_t p;
+    uint8_t *sb = malloc(N), *rb = calloc(1, N);
+    madrail_request_t sr, rr;
+    madrail_status_t s1, s2;
+    mdr_peer_t *ab;
+    int i;
+
+    if (!sb || !rb || pair_open(&p, ov) != 0) {
+        CHECK(0, "last rail: open");
+        goto out;
+    }
+    fill(sb, N, 1);
+    ab = mdr_peer_get(p.a, p.a2b);
+    /* connect first, so that the phase is set up on a live rail */
+    CHECK(madrail_irecv(p.b, p.b2a, rb, N, 1, 0, &rr) == MADRAIL_OK &&
+              madrail_isend(p.a, p.a2b, sb, 8, 1, 0, &sr) == MADRAIL_OK &&
+              pwait_n(&p, &rr, 1000) == MADRAIL_OK && pwait_n(&p, &sr, 1000) == MADRAIL_OK,
+          "last rail %s/%s: connected", lr_names[phase], how);
+    CHECK(madrail_irecv(p.b, phase == LR_WILDCARD ? MADRAIL_ANY_PEER : p.b2a, rb, N, 2, 0,
+                        &rr) == MADRAIL_OK,
+          "last rail %s/%s: receive posted", lr_names[phase], how);
+    if (phase == LR_EAGER)
+        ab->rails[0].credits = 0; /* the message waits in A's queue */
+    CHECK(madrail_isend(p.a, p.a2b, sb, n, 2, 0, &sr) == MADRAIL_OK,
+          "last rail %s/%s: send posted", lr_names[phase], how);
+    switch (phase) {
+    case LR_RTS: /* A's RTS out, B has not seen it */
+        break;
+    case LR_CTS: /* B's CTS out, A has not seen it */
+    case LR_WILDCARD:
+        for (i = 0; i < 100 && rr->rndv != MDR_RNDV_CTS_SENT; i++)
+            madrail_progress(p.b);
+        break;
+    case LR_PUT:
+    case LR_FIN_QUEUED:
+        for (i = 0; i < 100 && rr->rndv != MDR_RNDV_CTS_SENT; i++)
+            madrail_progress(p.b);
+        for (i = 0; i < 100 && sr->rndv != MDR_RNDV_PUTTING; i++)
+            madrail_progress(p.a);
+        if (phase == LR_FIN_QUEUED) {
+            ab->rails[0].credits = 0; /* after the CTS, which returned some */
+            for (i = 0; i < 200 && (sr->puts_left > 0 || mdr_list_empty(&ab->txq)); i++)
+                spin(&p);
+        }
+        break;
+    }
+    CHECK(!rr->complete && !sr->complete &&
+              (phase != LR_PUT || (sr->nputs == 1 && sr->puts[0].state == MDR_PUT_INFLIGHT)) &&
+              (phase != LR_FIN_QUEUED || (sr->puts_left == 0 && !mdr_list_empty(&ab->txq))) &&
+              (phase != LR_EAGER || !mdr_list_empty(&ab->sendq) || !mdr_list_empty(&ab->txq)),
+          "last rail %s/%s: phase set up", lr_names[phase], how);
+    if (blackhole) {
+        mdr_loop_rail_blackhole(p.a->rails[0].rail, 1);
+        s1 = pwait(&p, &rr, 1.0); /* 10 timeouts */
+        s2 = pwait(&p, &sr, 1.0);
+    } else {
+        mdr_loop_rail_kill(p.a->rails[0].rail, "test: the rail dies");
+        s1 = pwait_n(&p, &rr, 100);
+        s2 = pwait_n(&p, &sr, 100);
+    }
+    CHECK(s1 == MADRAIL_ERR_PEER_UNREACHABLE && s2 == MADRAIL_ERR_PEER_UNREACHABLE,
+          "last rail %s/%s: both requests end with PEER_UNREACHABLE in bounded %s (receive: %s, "
+          "send: %s)", lr_names[phase], how, blackhole ? "time" : "progress calls", sts(s1),
+          sts(s2));
+    pair_close(&p);
+out:
+    free(sb);
+    free(rb);
+}
+
+int main(void)
+{
+    test_blackhole_put();
+    test_idle_then_blackhole();
+    test_busy_not_dead();
+    {
+        int ph;
+        for (ph = 0; ph < LR_NPHASES; ph++) {
+            test_last_rail(ph, 0);
+            test_last_rail(ph, 1);
+        }
+    }
+    printf("%d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
