@@ -424,6 +424,7 @@ static madrail_status_t mdr_send_rts(mdr_peer_t *peer, mdr_req_t *req)
     r.total = req->len;
     r.sreq_id = req->id;
     req->rndv = MDR_RNDV_RTS_SENT;
+    peer->ctx->n_rts++;
     if (mdr_peer_reachable(peer)) {
         int rail = mdr_ctrl_try_send(peer, -1, &r.h, sizeof(r), NULL, 0);
         if (rail >= 0) {
@@ -499,6 +500,7 @@ madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req)
         st = mdr_ctrl_send_req(peer, -1, req, &d.h, sizeof(d), NULL, 0);
         if (st != MADRAIL_OK)
             return st;
+        ctx->n_rfs_used++;
         req->rndv = MDR_RNDV_PUTTING;
         if (req->nputs == 0) {
             mdr_send_done(req);
@@ -646,6 +648,7 @@ void mdr_rfs_maybe_offer(mdr_ctx_t *ctx, mdr_req_t *req)
         return;
     }
     req->rfs_state = MDR_RFS_OUT;
+    ctx->n_rfs_offered++;
     peer->rfs_out = req;
     peer->rfs_wait[peer->nrfs_wait++] = req->id;
 }
@@ -933,6 +936,7 @@ static void mdr_send_nack(mdr_peer_t *peer, uint64_t rreq_id)
     memset(&n, 0, sizeof(n));
     n.h.type = MDR_MSG_RFS_NACK;
     n.id = rreq_id;
+    peer->ctx->n_rfs_nacked++;
     mdr_ctrl_send(peer, -1, &n.h, sizeof(n), NULL, 0);
 }
 

@@ -19,8 +19,8 @@
  *      right;
  *   B. (ANY_SOURCE, tag t) receives pick the one sender using tag t;
  *   C. Mprobe(ANY_SOURCE, ANY_TAG) takes three messages out of matching,
- *      Mrecv gets them in reverse order; Iprobe(ANY_SOURCE, tag) reports
- *      the right source and size;
+ *      Mrecv gets them in reverse order; then Iprobe(ANY_SOURCE, tag)
+ *      reports the right source and size;
  *   D. a cancelled (ANY_SOURCE) receive is cancelled and swallows none of
  *      the messages sent after it.
  */
@@ -199,6 +199,7 @@ int main(int argc, char **argv)
                    "(%d/%d/%d), Mrecv in reverse order got them whole", seen[1], seen[2],
                    seen[3]);
         /* Iprobe with a wildcard source, then the receive */
+        MPIT_CALL(MPI_Barrier(MPI_COMM_WORLD));
         {
             int flag = 0, c = -1;
             MPI_Status st;
@@ -214,6 +215,7 @@ int main(int argc, char **argv)
         size_t sz = mpit_rank == 2 ? MAXSZ : 5000 + (size_t)mpit_rank;
         mpit_fill(buf, sz, seed_of(mpit_rank, TAG_C));
         MPIT_CALL(MPI_Send(buf, (int)sz, MPI_BYTE, 0, TAG_C, MPI_COMM_WORLD));
+        MPIT_CALL(MPI_Barrier(MPI_COMM_WORLD));
         if (mpit_rank == 3)
             MPIT_CALL(MPI_Send(buf, 4321, MPI_BYTE, 0, TAG_C2, MPI_COMM_WORLD));
     }

@@ -9,8 +9,10 @@
  * keys) and the sender puts the data and sends its FIN without an RTS
  * round trip.  The program checks the data; the control messages are
  * counted by run_mpi_tests.sh from the MADRAIL_STATS=1 lines at finalize
- * (the maxmsgs flag of its entry): per message about 3 (the go message,
- * the offer, the FIN) against about 7 when MPIDIG announces the message and
+ * (the maxmsgs and rfs flags of its entry): libmadrail must report no RTS
+ * and 100 sends into receiver-first offers, and 4 messages per transfer
+ * (the go message and the offer; the RFS_DATA envelope and the FIN)
+ * against 7 when MPIDIG announces the message, the offer is declined and
  * libmadrail's RTS follows (MPIR_CVAR_CH4_MADRAIL_NATIVE_P2P=0).  Run on
  * one rail, so that the offer and the go message travel in order.
  */

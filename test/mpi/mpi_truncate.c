@@ -1,10 +1,13 @@
 /*
  * mpi_truncate: a message longer than the receive buffer.
  *
- * MPI says the receive fails with an error of class MPI_ERR_TRUNCATE; MPICH
- * then reports in the status the source, the tag and as count the bytes
- * that were delivered (the buffer's size), and the buffer holds the start
- * of the message.  The message is consumed: the next one with the same
+ * MPI says the receive fails with an error of class MPI_ERR_TRUNCATE (the
+ * buffer's contents are then undefined).  ch4:madrail, like MPICH's generic
+ * ch4 path (MPIDIG), also reports in the status the source, the tag and as
+ * count the bytes that were delivered (the buffer's size), and the buffer
+ * holds the start of the message: checked when the library is ch4:madrail
+ * (MPI_Get_library_version), only printed otherwise (Debian's ch4:ucx
+ * delivers nothing and leaves the count unset).  The message is consumed: the next one with the same
  * signature goes to the next receive.  Tried at an eager and a rendezvous
  * size, into a contiguous and a strided buffer, with a named and a
  * wildcard source, with MPI_Recv and MPI_Irecv+MPI_Wait and MPI_Mrecv.
@@ -32,7 +35,12 @@ int main(int argc, char **argv)
     char *buf, *big;
     MPI_Datatype strided;
 
+    char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int vlen = 0, strict;
+
     mpit_init(&argc, &argv, "mpi_truncate");
+    MPIT_CALL(MPI_Get_library_version(version, &vlen));
+    strict = strstr(version, "madrail") != NULL;
     mpit_need_ranks(2);
     buf = mpit_malloc(maxsz);
     big = mpit_malloc(2 * maxsz);
@@ -59,6 +67,8 @@ int main(int argc, char **argv)
                 MPI_Datatype dt = is_strided ? strided : MPI_BYTE;
                 size_t bad = 0;
 
+                memset(&st, 0, sizeof(st));
+                st.MPI_SOURCE = st.MPI_TAG = -1;
                 memset(big, 0, 2 * maxsz);
                 memset(buf, 0, maxsz);
                 if (how == 0) {
@@ -95,8 +105,8 @@ int main(int argc, char **argv)
                         bad++;
                 }
                 mpit_check(rc != MPI_SUCCESS && cls == MPI_ERR_TRUNCATE &&
-                           st.MPI_SOURCE == 1 && st.MPI_TAG == TAG_T && cnt == (int)keep &&
-                           bad == 0,
+                           (!strict || (st.MPI_SOURCE == 1 && st.MPI_TAG == TAG_T &&
+                                        cnt == (int)keep && bad == 0)),
                            "%zu B into %zu B (%s, %s, %s): rc %s, class %s, source %d, tag %d, "
                            "count %d, %zu wrong bytes", sz, keep,
                            is_strided ? "strided" : "contiguous", any ? "ANY_SOURCE" : "source 1",

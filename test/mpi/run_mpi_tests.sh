@@ -59,8 +59,12 @@ EOF
 
 # name:np[:flag,...] -- a flag is `stats` (check the rail split),
 # `minmsgs=N` (the processes together sent at least N madrail messages),
-# `maxmsgs=N` (at most N) or VAR=value (environment of that run; the log
-# name gets a suffix).
+# `maxmsgs=N` (at most N), `rfs=N` (libmadrail sent no RTS and put at least
+# N sends into receiver-first offers: its "rendezvous:" statistics line) or
+# VAR=value (environment of that run; the log name gets a suffix).
+# mpi_rfs: 100 pre-posted 1 MiB receives take 4 madrail messages each with
+# native point-to-point (go message and offer; RFS_DATA envelope and FIN),
+# 7 on the MPIDIG path (408 against 708 counted on tcp:lo), and no RTS.
 # mpi_coll runs at three sizes; mpi_datatype also with small pipeline
 # chunks, so that its large non-contiguous messages go in many chunks
 # through a 2-deep and a 1-deep ring; those two runs use the MPIDIG path
@@ -86,7 +90,7 @@ TESTS=(
     mpi_probe:2:MPIR_CVAR_CH4_MADRAIL_NATIVE_P2P=0
     mpi_anysrc:4:MPIR_CVAR_NOLOCAL=0,MPIR_CVAR_NUM_CLIQUES=2
     mpi_truncate:2
-    mpi_rfs:2:MADRAIL_RAILS=tcp:lo,maxmsgs=MAXMSGS_RFS
+    mpi_rfs:2:MADRAIL_RAILS=tcp:lo,maxmsgs=500,rfs=100
     mpi_rma:2
     mpi_coll:2
     mpi_coll:3
@@ -276,7 +280,7 @@ for t in "${TESTS[@]}"; do
     selected "$name" || continue
     label=$(printf '%-16s np %d' "$name" "$np")
     # flags: `stats`, `minmsgs=N`, or VAR=value settings for this run
-    check_stats=no min_msgs= max_msgs= run_env=() suffix=
+    check_stats=no min_msgs= max_msgs= min_rfs= run_env=() suffix=
     IFS=, read -r -a flag_list <<<"$flags"
     for f in ${flag_list[@]+"${flag_list[@]}"}; do
         case $f in
@@ -290,6 +294,11 @@ for t in "${TESTS[@]}"; do
                 max_msgs=${f#maxmsgs=}
                 case $max_msgs in
                     ''|*[!0-9]*) echo "$prog: bad flag '$f' in test entry '$t' (maxmsgs=N, N a count)" >&2; exit 2 ;;
+                esac ;;
+            rfs=*)
+                min_rfs=${f#rfs=}
+                case $min_rfs in
+                    ''|*[!0-9]*) echo "$prog: bad flag '$f' in test entry '$t' (rfs=N, N a count)" >&2; exit 2 ;;
                 esac ;;
             *=*) run_env+=("$f")
                  suffix=$suffix-$(echo "${f%%=*}" | sed 's/^MPIR_CVAR_CH4_MADRAIL_//' | tr 'A-Z_' 'a-z-')${f#*=} ;;
@@ -366,6 +375,20 @@ for t in "${TESTS[@]}"; do
             else
                 note="$nm madrail messages (at most $max_msgs)"
             fi
+        fi
+    fi
+    if [ "$verdict" = PASS ] && [ -n "$min_rfs" ] && [ "$MODE" = madrail ]; then
+        # "[host:pid] madrail stats: rendezvous: R RTS sent, U sends into a receiver-first offer ..."
+        rv=$(sed -n 's/.*madrail stats: rendezvous: \([0-9]*\) RTS sent, \([0-9]*\) sends into.*/\1 \2/p' "$log" |
+             awk '{ r += $1; u += $2; n++ } END { if (n) print r, u }')
+        read -r n_rts n_rfs <<<"${rv:-x x}"
+        if [ -z "$rv" ]; then
+            verdict=FAIL; note="no 'rendezvous:' statistics line${note:+; $note}"
+        elif [ "$n_rts" -ne 0 ] || [ "$n_rfs" -lt "$min_rfs" ]; then
+            verdict=FAIL
+            note="$n_rts RTS sent, $n_rfs sends into receiver-first offers (want 0 and at least $min_rfs)${note:+; $note}"
+        else
+            note="no RTS, $n_rfs sends into receiver-first offers${note:+; $note}"
         fi
     fi
     if [ "$verdict" = PASS ] && [ "$check_stats" = yes ]; then
