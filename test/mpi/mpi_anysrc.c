@@ -176,7 +176,11 @@ int main(int argc, char **argv)
         int seen[4] = {0, 0, 0, 0}, cnt[3];
         long bad = 0;
         for (int i = 0; i < 3; i++) {
+            /* a probe leaves the status's error field alone */
+            pst[i].MPI_ERROR = MPI_ERR_DIMS;
             MPIT_CALL(MPI_Mprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &msgs[i], &pst[i]));
+            if (!mpit_expect(pst[i].MPI_ERROR == MPI_ERR_DIMS, "C: Mprobe changed MPI_ERROR"))
+                bad++;
             MPIT_CALL(MPI_Get_count(&pst[i], MPI_BYTE, &cnt[i]));
             if (pst[i].MPI_SOURCE >= 1 && pst[i].MPI_SOURCE <= 3)
                 seen[pst[i].MPI_SOURCE]++;

@@ -376,9 +376,9 @@ int MPIDI_MADRAIL_p2p_cancel_recv(MPIR_Request * rreq)
 
 static void probe_status(const madrail_info_t * info, MPI_Status * status)
 {
+    /* MPI_ERROR is left alone, as MPIDIG does (MPICH's pt2pt/mprobe checks it) */
     if (status == MPI_STATUS_IGNORE)
         return;
-    status->MPI_ERROR = MPI_SUCCESS;
     status->MPI_SOURCE = MPIDI_MADRAIL_P2P_GET_RANK(info->tag);
     status->MPI_TAG = MPIDI_MADRAIL_P2P_GET_TAG(info->tag);
     MPIR_STATUS_SET_COUNT(*status, (MPI_Aint) info->sent_length);
