@@ -881,6 +881,13 @@ void madrail_stats_print(madrail_context_t ctx, FILE *out)
                 (unsigned long long)s->failovers, (unsigned long long)s->pings,
                 (unsigned long long)s->timeouts);
     }
+    /* not a rail row: the parsers of the rows above want a number after "stats:" */
+    fprintf(out,
+            "[%s:%d] madrail stats: rendezvous: %llu RTS sent, %llu sends into a "
+            "receiver-first offer (no RTS); %llu offers made, %llu offers declined\n",
+            host, (int)getpid(), (unsigned long long)ctx->n_rts,
+            (unsigned long long)ctx->n_rfs_used, (unsigned long long)ctx->n_rfs_offered,
+            (unsigned long long)ctx->n_rfs_nacked);
     {
         char prefix[128];
         snprintf(prefix, sizeof(prefix), "[%s:%d] madrail stats:", host, (int)getpid());

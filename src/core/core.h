@@ -478,6 +478,10 @@ struct madrail_context {
     mdr_list_t active;             /* peers with queued work */
     int rail_order[MDR_MAX_RAILS]; /* rails by profile latency, lowest first */
     uint64_t active_sends;         /* send requests not complete */
+    /* rendezvous protocol counters (MADRAIL_STATS): RTS sent, sends put
+     * into a receiver-first offer instead (no RTS), offers made, offers
+     * this side declined (RFS_NACK sent) */
+    uint64_t n_rts, n_rfs_used, n_rfs_offered, n_rfs_nacked;
     mdr_list_t unsent;             /* send requests with data perhaps still in a driver */
     mdr_req_t *req_cache;          /* released requests kept for reuse */
     unsigned nreq_cache;

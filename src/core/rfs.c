@@ -104,6 +104,7 @@ void mdr_rfs_maybe_offer(mdr_ctx_t *ctx, mdr_req_t *req)
         return;
     }
     mdr_rfs_set(req, MDR_RFS_OUT);
+    peer->ctx->n_rfs_offered++;
     peer->rfs_out = req;
     peer->rfs_wait[peer->nrfs_wait++] = req->id;
 }
@@ -133,6 +134,7 @@ static void mdr_send_nack(mdr_peer_t *peer, uint64_t rreq_id)
     memset(&n, 0, sizeof(n));
     n.h.type = MDR_MSG_RFS_NACK;
     n.id = rreq_id;
+    peer->ctx->n_rfs_nacked++;
     mdr_ctrl_send(peer, -1, &n.h, sizeof(n), NULL, 0);
 }
 
@@ -306,6 +308,7 @@ madrail_status_t mdr_rfs_send_data(mdr_peer_t *peer, mdr_req_t *req, mdr_rfs_t *
     st = mdr_ctrl_send_req(peer, -1, req, -1, &d.h, sizeof(d), NULL, 0);
     if (st != MADRAIL_OK)
         return st;
+    peer->ctx->n_rfs_used++;
     mdr_rndv_set(req, MDR_RNDV_PUTTING);
     if (req->nputs == 0) {
         mdr_send_done(req);

@@ -409,6 +409,7 @@ madrail_status_t mdr_rndv_send_rts(mdr_peer_t *peer, mdr_req_t *req)
     r.total = req->len;
     r.sreq_id = req->id;
     mdr_rndv_set(req, MDR_RNDV_RTS_SENT);
+    peer->ctx->n_rts++;
     if (mdr_peer_reachable(peer)) {
         int rail = mdr_ctrl_try_send(peer, -1, &r.h, sizeof(r), NULL, 0);
         if (rail >= 0) {

@@ -58,11 +58,21 @@ EOF
 }
 
 # name:np[:flag,...] -- a flag is `stats` (check the rail split),
-# `minmsgs=N` (the processes together sent at least N madrail messages) or
+# `minmsgs=N` (the processes together sent at least N madrail messages),
+# `maxmsgs=N` (at most N), `rfs=N` (libmadrail sent no RTS and put at least
+# N sends into receiver-first offers: its "rendezvous:" statistics line) or
 # VAR=value (environment of that run; the log name gets a suffix).
+# mpi_rfs: 100 pre-posted 1 MiB receives take 4 madrail messages each with
+# native point-to-point (go message and offer; RFS_DATA envelope and FIN),
+# 7 on the MPIDIG path (408 against 708 counted on tcp:lo), and no RTS.
 # mpi_coll runs at three sizes; mpi_datatype also with small pipeline
 # chunks, so that its large non-contiguous messages go in many chunks
-# through a 2-deep and a 1-deep ring.  Its 9 MiB of non-contiguous data
+# through a 2-deep and a 1-deep ring; those two runs use the MPIDIG path
+# (MPIR_CVAR_CH4_MADRAIL_NATIVE_P2P=0), which pipelines, while native
+# point-to-point packs non-contiguous data whole (RMA and partitioned data
+# still take the pipeline), and so does one mpi_probe run, which keeps the
+# comparison path tested.  mpi_anysrc runs 4 ranks as two "nodes" of 2
+# (shared memory inside a node, the netmod between them).  Its 9 MiB of non-contiguous data
 # take about 380 madrail messages in all when each message goes whole (the
 # default 1 MiB chunks hold them), about 2,400 in 64 KiB chunks and 6,900
 # in 4 KiB chunks (measured); minmsgs asks for half of that, which the
@@ -75,9 +85,15 @@ TESTS=(
     mpi_ssend:2
     mpi_many_isend:2
     mpi_datatype:2
-    mpi_datatype:2:MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE=65536,MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH=2,minmsgs=1200
-    mpi_datatype:2:MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE=4096,MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH=1,minmsgs=3500
+    mpi_datatype:2:MPIR_CVAR_CH4_MADRAIL_NATIVE_P2P=0,MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE=65536,MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH=2,minmsgs=1200
+    mpi_datatype:2:MPIR_CVAR_CH4_MADRAIL_NATIVE_P2P=0,MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE=4096,MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH=1,minmsgs=3500
+    mpi_probe:2:MPIR_CVAR_CH4_MADRAIL_NATIVE_P2P=0
+    mpi_anysrc:4:MPIR_CVAR_NOLOCAL=0,MPIR_CVAR_NUM_CLIQUES=2
+    mpi_truncate:2
+    mpi_rfs:2:MADRAIL_RAILS=tcp:lo,maxmsgs=500,rfs=100
     mpi_rma:2
+    mpi_acc_large:2
+    mpi_acc_large:2:MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE=65536
     mpi_coll:2
     mpi_coll:3
     mpi_coll:4
@@ -266,7 +282,7 @@ for t in "${TESTS[@]}"; do
     selected "$name" || continue
     label=$(printf '%-16s np %d' "$name" "$np")
     # flags: `stats`, `minmsgs=N`, or VAR=value settings for this run
-    check_stats=no min_msgs= run_env=() suffix=
+    check_stats=no min_msgs= max_msgs= min_rfs= run_env=() suffix=
     IFS=, read -r -a flag_list <<<"$flags"
     for f in ${flag_list[@]+"${flag_list[@]}"}; do
         case $f in
@@ -275,6 +291,16 @@ for t in "${TESTS[@]}"; do
                 min_msgs=${f#minmsgs=}
                 case $min_msgs in
                     ''|*[!0-9]*) echo "$prog: bad flag '$f' in test entry '$t' (minmsgs=N, N a count)" >&2; exit 2 ;;
+                esac ;;
+            maxmsgs=*)
+                max_msgs=${f#maxmsgs=}
+                case $max_msgs in
+                    ''|*[!0-9]*) echo "$prog: bad flag '$f' in test entry '$t' (maxmsgs=N, N a count)" >&2; exit 2 ;;
+                esac ;;
+            rfs=*)
+                min_rfs=${f#rfs=}
+                case $min_rfs in
+                    ''|*[!0-9]*) echo "$prog: bad flag '$f' in test entry '$t' (rfs=N, N a count)" >&2; exit 2 ;;
                 esac ;;
             *=*) run_env+=("$f")
                  suffix=$suffix-$(echo "${f%%=*}" | sed 's/^MPIR_CVAR_CH4_MADRAIL_//' | tr 'A-Z_' 'a-z-')${f#*=} ;;
@@ -338,6 +364,33 @@ for t in "${TESTS[@]}"; do
             else
                 note="$nm madrail messages (at least $min_msgs)"
             fi
+        fi
+    fi
+    if [ "$verdict" = PASS ] && [ -n "$max_msgs" ]; then
+        if [ "$MODE" = system ]; then
+            note="message count NOT checked: --system, Debian's MPICH prints no madrail stats"
+        else
+            nm=$(netmod_msgs "$log")
+            if [ -z "$nm" ] || [ "$nm" -gt "$max_msgs" ]; then
+                verdict=FAIL
+                note="${nm:-no} madrail messages, more than $max_msgs: the pre-posted receives did not save the RTS round trip"
+            else
+                note="$nm madrail messages (at most $max_msgs)"
+            fi
+        fi
+    fi
+    if [ "$verdict" = PASS ] && [ -n "$min_rfs" ] && [ "$MODE" = madrail ]; then
+        # "[host:pid] madrail stats: rendezvous: R RTS sent, U sends into a receiver-first offer ..."
+        rv=$(sed -n 's/.*madrail stats: rendezvous: \([0-9]*\) RTS sent, \([0-9]*\) sends into.*/\1 \2/p' "$log" |
+             awk '{ r += $1; u += $2; n++ } END { if (n) print r, u }')
+        read -r n_rts n_rfs <<<"${rv:-x x}"
+        if [ -z "$rv" ]; then
+            verdict=FAIL; note="no 'rendezvous:' statistics line${note:+; $note}"
+        elif [ "$n_rts" -ne 0 ] || [ "$n_rfs" -lt "$min_rfs" ]; then
+            verdict=FAIL
+            note="$n_rts RTS sent, $n_rfs sends into receiver-first offers (want 0 and at least $min_rfs)${note:+; $note}"
+        else
+            note="no RTS, $n_rfs sends into receiver-first offers${note:+; $note}"
         fi
     fi
     if [ "$verdict" = PASS ] && [ "$check_stats" = yes ]; then

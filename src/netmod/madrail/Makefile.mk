@@ -14,6 +14,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/madrail/madrail_pre.h \
                   src/mpid/ch4/netmod/madrail/madrail_types.h \
                   src/mpid/ch4/netmod/madrail/madrail_impl.h \
                   src/mpid/ch4/netmod/madrail/madrail_am.h \
+                  src/mpid/ch4/netmod/madrail/madrail_p2p.h \
                   src/mpid/ch4/netmod/madrail/madrail_progress.h \
                   src/mpid/ch4/netmod/madrail/madrail_proc.h \
                   src/mpid/ch4/netmod/madrail/madrail_request.h \
@@ -24,6 +25,7 @@ mpi_core_sources += src/mpid/ch4/netmod/madrail/func_table.c \
                     src/mpid/ch4/netmod/madrail/globals.c \
                     src/mpid/ch4/netmod/madrail/madrail_init.c \
                     src/mpid/ch4/netmod/madrail/madrail_am.c \
+                    src/mpid/ch4/netmod/madrail/madrail_p2p.c \
                     src/mpid/ch4/netmod/madrail/madrail_comm.c \
                     src/mpid/ch4/netmod/madrail/madrail_win.c \
                     src/mpid/ch4/netmod/madrail/madrail_part.c \

@@ -640,6 +640,13 @@ static int start_pipe_recv(MPIR_Request * rreq)
             MPL_free(pipe);
             MPIR_ERR_SETANDJUMP(mpi_errno, MPI_ERR_OTHER, "**nomem");
         }
+    } else {
+        /* MPIDIG_recv_copy_seg copies through the iov that MPIDIG_recv_setup
+         * points at the receive buffer; MPIDIG's RMA callbacks (accumulate,
+         * get_accumulate...) only MPIDIG_recv_init their buffer, so without
+         * this every chunk went nowhere (rma/derived_acc_flush_local,
+         * rma/strided_acc_subarray: the target kept its old values) */
+        MPIDIG_recv_setup(rreq);
     }
     am->recv_pipe = pipe;
     mpi_errno = pipe_recv_step(rreq);

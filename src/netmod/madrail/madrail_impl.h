@@ -31,6 +31,23 @@ void MPIDI_MADRAIL_am_handler(void *arg, madrail_peer_t src, uint64_t id, const 
                               size_t len);
 /* Progress until every transfer the netmod started has finished. */
 int MPIDI_MADRAIL_drain(void);
+/* Native point-to-point (madrail_p2p.c); the inline entry points in
+ * madrail_p2p.h call these when MPIDI_MADRAIL_global.native is set. */
+int MPIDI_MADRAIL_p2p_isend(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
+                            int tag, MPIR_Comm * comm, int context_offset,
+                            MPIDI_av_entry_t * addr, MPIR_Request ** request, int is_sync);
+int MPIDI_MADRAIL_p2p_irecv(void *buf, MPI_Aint count, MPI_Datatype datatype, int rank, int tag,
+                            MPIR_Comm * comm, int context_offset, MPIDI_av_entry_t * addr,
+                            MPIR_Request ** request, MPIR_Request * partner);
+int MPIDI_MADRAIL_p2p_imrecv(void *buf, MPI_Aint count, MPI_Datatype datatype,
+                             MPIR_Request * message);
+int MPIDI_MADRAIL_p2p_improbe(int source, int tag, MPIR_Comm * comm, int context_offset,
+                              MPIDI_av_entry_t * addr, int *flag, MPIR_Request ** message,
+                              MPI_Status * status);
+int MPIDI_MADRAIL_p2p_iprobe(int source, int tag, MPIR_Comm * comm, int context_offset,
+                             MPIDI_av_entry_t * addr, int *flag, MPI_Status * status);
+int MPIDI_MADRAIL_p2p_cancel_send(MPIR_Request * sreq);
+int MPIDI_MADRAIL_p2p_cancel_recv(MPIR_Request * rreq);
 /* Free what am_isend/irecv left in a request that is being freed. */
 void MPIDI_MADRAIL_am_request_cleanup(MPIR_Request * req);
 

@@ -74,6 +74,22 @@ cvars:
         Chunks of one pipelined message in flight at once (1 to 16); each
         side stages at most this many chunks.
 
+    - name        : MPIR_CVAR_CH4_MADRAIL_NATIVE_P2P
+      category    : CH4_MADRAIL
+      type        : boolean
+      default     : true
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_ALL_EQ
+      description : >-
+        true (the default): the madrail netmod sends and receives MPI
+        point-to-point messages as libmadrail tagged messages, matched by
+        libmadrail (context id, source rank and tag in the match bits).
+        false: as MPIDIG active messages matched by MPIDIG (the netmod's
+        earlier path, kept for comparison).  Every rank must use the same
+        value.  Without shared memory (--with-ch4-shmmods=none) the netmod
+        always uses MPIDIG.
+
 === END_MPI_T_CVAR_INFO_BLOCK ===
 */
 
@@ -160,7 +176,22 @@ int MPIDI_MADRAIL_init_local(int *tag_bits)
     MPIR_ERR_CHKANDJUMP(MPIDI_MADRAIL_global.pack_scratch == NULL, mpi_errno, MPI_ERR_OTHER,
                         "**nomem");
 
-    *tag_bits = MPIR_TAG_BITS_DEFAULT;
+    /* Native point-to-point packs the communicator rank into 20 match
+     * bits; ch4 sends a message to self through the netmod only without
+     * shared memory, and libmadrail has no self peer. */
+    MPIDI_MADRAIL_global.native = MPIR_CVAR_CH4_MADRAIL_NATIVE_P2P;
+#ifdef MPIDI_CH4_DIRECT_NETMOD
+    MPIDI_MADRAIL_global.native = 0;
+#endif
+    if (MPIDI_MADRAIL_global.native &&
+        MPIR_Process.size > ((int64_t) 1 << MPIDI_MADRAIL_P2P_RANK_BITS)) {
+        if (MPIR_Process.rank == 0)
+            fprintf(stderr, "madrail netmod: %d processes need more than %d rank bits: "
+                    "point-to-point goes through MPIDIG\n", MPIR_Process.size,
+                    MPIDI_MADRAIL_P2P_RANK_BITS);
+        MPIDI_MADRAIL_global.native = 0;
+    }
+    *tag_bits = MPIDI_MADRAIL_global.native ? MPIDI_MADRAIL_P2P_TAG_BITS : MPIR_TAG_BITS_DEFAULT;
 
     if (MPIR_CVAR_DEBUG_SUMMARY && MPIR_Process.rank == 0) {
         int i, n = madrail_rail_count(MPIDI_MADRAIL_global.ctx);
@@ -172,6 +203,8 @@ int MPIDI_MADRAIL_init_local(int *tag_bits)
                 printf("  rail %d: %s (%s) weight %.2f\n", i, info.name, info.driver,
                        info.weight);
         }
+        printf("point-to-point: %s\n", MPIDI_MADRAIL_global.native ?
+               "native (libmadrail tagged messages)" : "MPIDIG active messages");
         printf("active message: %ld bytes, header max %ld bytes\n",
                (long) MPIDI_MADRAIL_global.am_max, (long) MPIDI_MADRAIL_global.hdr_max);
         printf("========================\n");

@@ -44,8 +44,20 @@ typedef struct {
     } u;
 } MPIDI_MADRAIL_am_request_t;
 
+/* Native point-to-point state of a request (req->dev.ch4.netmod.madrail):
+ * a send, receive or matched-probe message carried by libmadrail's own
+ * tagged messages (madrail_p2p.c).  It shares a union with MPIDIG's request
+ * fields and must end before MPIDIG_REQUEST(req, req), which ch4 tests on
+ * every completion: it is smaller than MPIDI_MADRAIL_am_request_t
+ * (checked at compile time in madrail_p2p.c). */
 typedef struct {
-    int dummy;
+    void *mreq;                 /* madrail_request_t in flight, NULL once done */
+    void *msg;                  /* MPROBE: madrail_message_t taken by madrail_improbe */
+    void *pack_buf;             /* non-contiguous or device data, packed whole */
+    void *user_buf;             /* receive into pack_buf: unpacked here at the end */
+    MPI_Aint user_count;
+    MPI_Datatype user_datatype;
+    unsigned flags;             /* MPIDI_MADRAIL_P2P_* */
 } MPIDI_MADRAIL_request_t;
 
 typedef struct {

@@ -27,7 +27,8 @@
  *
  * Tags: bit 63 marks LARGE payloads (a process-wide counter below it, unique
  * per sender, which is all an exact (source, tag) match needs); bit 62 marks
- * the finalize barrier.  The netmod uses no other tagged traffic.
+ * the finalize barrier.  Native point-to-point messages (below) have both
+ * bits clear.
  */
 
 #ifndef MADRAIL_TYPES_H_INCLUDED
@@ -104,6 +105,37 @@ typedef struct MPIDI_MADRAIL_pipe {
 #define MPIDI_MADRAIL_TAG_LARGE   ((uint64_t) 1 << 63)
 #define MPIDI_MADRAIL_TAG_BARRIER ((uint64_t) 1 << 62)
 
+/* Native point-to-point (madrail_p2p.c): an MPI message is one libmadrail
+ * tagged message whose 64 match bits are
+ *
+ *     bits  0..25  MPI tag (with MPICH's error and collective bits on top)
+ *     bits 26..45  the sender's rank in the communicator
+ *     bits 46..61  context id (+ context offset)
+ *     bits 62..63  0 (the netmod's LARGE payloads and finalize barrier set
+ *                  one of them, and no MPI receive ignores them)
+ *
+ * A receive ignores the source bits for MPI_ANY_SOURCE, the usable tag bits
+ * for MPI_ANY_TAG (not the collective bit, as ch4:ucx), and always the two
+ * error bits. */
+#define MPIDI_MADRAIL_P2P_TAG_BITS  26
+#define MPIDI_MADRAIL_P2P_RANK_BITS 20
+#define MPIDI_MADRAIL_P2P_RANK_SHIFT MPIDI_MADRAIL_P2P_TAG_BITS
+#define MPIDI_MADRAIL_P2P_CTX_SHIFT (MPIDI_MADRAIL_P2P_TAG_BITS + MPIDI_MADRAIL_P2P_RANK_BITS)
+#define MPIDI_MADRAIL_P2P_TAG_MASK  (((uint64_t) 1 << MPIDI_MADRAIL_P2P_TAG_BITS) - 1)
+#define MPIDI_MADRAIL_P2P_RANK_MASK \
+    ((((uint64_t) 1 << MPIDI_MADRAIL_P2P_RANK_BITS) - 1) << MPIDI_MADRAIL_P2P_RANK_SHIFT)
+#define MPIDI_MADRAIL_P2P_MATCH(ctx_, rank_, tag_)                             \
+    (((uint64_t) (uint16_t) (ctx_) << MPIDI_MADRAIL_P2P_CTX_SHIFT) |          \
+     (((uint64_t) (uint32_t) (rank_) << MPIDI_MADRAIL_P2P_RANK_SHIFT) & MPIDI_MADRAIL_P2P_RANK_MASK) | \
+     ((uint64_t) (uint32_t) (tag_) & MPIDI_MADRAIL_P2P_TAG_MASK))
+#define MPIDI_MADRAIL_P2P_GET_TAG(bits_)  ((int) ((bits_) & MPIDI_MADRAIL_P2P_TAG_MASK))
+#define MPIDI_MADRAIL_P2P_GET_RANK(bits_) \
+    ((int) (((bits_) & MPIDI_MADRAIL_P2P_RANK_MASK) >> MPIDI_MADRAIL_P2P_RANK_SHIFT))
+
+/* MPIDI_MADRAIL_request_t.flags */
+#define MPIDI_MADRAIL_P2P_INLINE_DONE 0x1u      /* finished inside the call that posted it */
+#define MPIDI_MADRAIL_P2P_UNPACK      0x2u      /* receive: unpack pack_buf into user_buf */
+
 /* The address-vector value of this process's own rank: libmadrail has no
  * self peer, the netmod delivers those messages itself. */
 #define MPIDI_MADRAIL_PEER_SELF ((uint32_t) MADRAIL_ANY_PEER)
@@ -164,6 +196,9 @@ typedef struct {
     MPI_Aint pipe_chunk;        /* MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE */
     int pipe_depth;             /* MPIR_CVAR_CH4_MADRAIL_PIPELINE_DEPTH */
     int pending_errno;          /* first error raised inside a callback */
+    int native;                 /* point-to-point as libmadrail tagged messages
+                                 * (MPIR_CVAR_CH4_MADRAIL_NATIVE_P2P), else MPIDIG */
+    MPIR_Request *posting;      /* native request whose madrail callback is being set */
     char *rails_override;       /* "MADRAIL_RAILS=<cvar>" */
     const char *overrides[2];   /* madrail_context_params_t.overrides (kept by the context) */
 } MPIDI_MADRAIL_global_t;
@@ -172,5 +207,6 @@ extern MPIDI_MADRAIL_global_t MPIDI_MADRAIL_global;
 
 #define MPIDI_MADRAIL_AV(av)    ((av)->netmod.madrail)
 #define MPIDI_MADRAIL_AMREQ(req) ((req)->dev.ch4.am.netmod_am.madrail)
+#define MPIDI_MADRAIL_REQ(req)   ((req)->dev.ch4.netmod.madrail)
 
 #endif /* MADRAIL_TYPES_H_INCLUDED */
