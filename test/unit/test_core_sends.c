@@ -296,6 +296,23 @@ static void test_refused_rail(void)
     check(lost_ok == 0, "%d of %d successes never arrived (success for dropped data)", lost_ok,
           nok);
     {
+        /* madrail_rail_state (the netmod's rail-state pvars): rail 1 is
+         * down to the one peer it was tried with, rail 0 is up */
+        madrail_rail_state_t rs0, rs1;
+        madrail_status_t st0 = madrail_rail_state(p.a, 0, &rs0);
+        madrail_status_t st1 = madrail_rail_state(p.a, 1, &rs1);
+        check(st0 == MADRAIL_OK && st1 == MADRAIL_OK && rs1.peers == 1 && rs1.peers_down == 1 &&
+                  rs1.down_events == 1 && rs1.up_events == 0,
+              "rail state of the refused rail: %u peer(s), %u down, %llu down / %llu up events",
+              rs1.peers, rs1.peers_down, (unsigned long long)rs1.down_events,
+              (unsigned long long)rs1.up_events);
+        check(rs0.peers == 1 && rs0.peers_down == 0 && rs0.down_events == 0,
+              "rail state of the working rail: %u peer(s), %u down, %llu down events", rs0.peers,
+              rs0.peers_down, (unsigned long long)rs0.down_events);
+        check(madrail_rail_state(p.a, 2, &rs0) == MADRAIL_ERR_INVALID,
+              "madrail_rail_state refuses a rail that does not exist");
+    }
+    {
         madrail_request_t r2, s2;
         uint8_t x = 7, y = 0;
         madrail_status_t st;
