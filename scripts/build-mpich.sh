@@ -320,13 +320,23 @@ else
     # (no .la file, so libtool records no path into the checkout)
     cp -a "$PREFIX_MADRAIL"/lib/libmadrail.so* "$PREFIX/lib/"
     cp "$PREFIX_MADRAIL/include/madrail.h" "$PREFIX/include/"
+    # ...but madrail.h is compiled in from a directory whose path is the
+    # same for every key: nearly every MPICH object includes it (through
+    # the inline netmod), and with -I<prefix>/include the key in that path
+    # made every one of them a ccache miss after any netmod change
+    # (seen: a rebuild after a netmod change missed on every ch4 object).
+    MDR_INC=$CACHE/build/madrail-include
+    rm -rf "$MDR_INC"
+    mkdir -p "$MDR_INC"
+    cp "$PREFIX_MADRAIL/include/madrail.h" "$MDR_INC/"
     if [ "$USE_CCACHE" = yes ]; then
         export PATH=/usr/lib/ccache:$PATH
         export CCACHE_DIR=${CCACHE_DIR:-$CACHE/ccache}
         export CCACHE_BASEDIR=$BUILD
     fi
     (cd "$BUILD" && run_logged configure ./configure --prefix="$PREFIX" \
-        --with-madrail="$PREFIX" "${CONFIGURE_FLAGS[@]}" CC="$CC" CXX="$CXX" FC="$FC" \
+        --with-madrail-include="$MDR_INC" --with-madrail-lib="$PREFIX/lib" \
+        "${CONFIGURE_FLAGS[@]}" CC="$CC" CXX="$CXX" FC="$FC" \
         LDFLAGS="-Wl,-rpath,$PREFIX/lib -Wl,--enable-new-dtags")
     grep -q "define HAVE_CH4_NETMOD_MADRAIL 1" "$BUILD/src/include/mpichconf.h" ||
         die "configure did not select the madrail netmod (see $LOGS/configure.log)"
