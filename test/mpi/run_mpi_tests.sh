@@ -406,7 +406,9 @@ lang_build() { # compiler src bin flags...: build, log in bin.build.log
     local cc=$1 src=$2 bin=$3
     shift 3
     rm -f "$bin"
-    "$cc" "$@" -o "$bin" "$src" >"$bin.build.log" 2>&1
+    # in the build directory: the Fortran compiler writes its .mod files
+    # into the current directory
+    (cd "$BUILDDIR" && "$cc" "$@" -o "$bin" "$src") >"$bin.build.log" 2>&1
 }
 MPICH_BINDIR=$(dirname "$MPICC")
 LANG_TESTS=()
