@@ -35,10 +35,13 @@ Run as root on Debian 12 (root is needed only if a package is missing).
   6/9  make distcheck in _build: build the release tarball, then build and
        test from it with a read-only source tree (pass/fail only; its
        tests are not counted twice)
-  7/9  build MPICH 4.0.2 with the ch4:madrail netmod (scripts/build-mpich.sh;
-       10-20 min the first time on 2 cores, seconds when cached)
+  7/9  build MPICH 4.0.2 with the ch4:madrail netmod, C++ and Fortran
+       (scripts/build-mpich.sh; 20-40 min the first time on 2 cores,
+       seconds when cached)
   8/9  our MPI test programs (test/mpi/run_mpi_tests.sh), two TCP rails on
-       loopback, shared memory off
+       loopback, shared memory off: the C ones, the per-rail MPI_T pvars
+       (mpi_pvars), and a C++ and a Fortran program built with our
+       mpicxx/mpifort and with Debian's, all run on our MPICH
   9/9  MPICH's own test suite (test/mpi of the same source) over the same
        rails: the fixed quick subset of pt2pt, coll, comm, part and init
        (README.md lists what it leaves out and why), or all of those

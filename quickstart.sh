@@ -22,8 +22,8 @@ Usage: ./quickstart.sh [--no-run] [--deps-only] [--lib-only] [--help]
 Run as root on Debian 12 (root is needed only if a package is missing).
 
   1/5  install missing packages (apt-get; `apt-get update` only if needed):
-       build-essential autoconf automake libtool pkg-config libhwloc-dev
-       hwloc libfabric-dev libfabric-bin libucx-dev ucx-utils mpich
+       build-essential g++ gfortran autoconf automake libtool pkg-config
+       libhwloc-dev hwloc libfabric-dev libfabric-bin libucx-dev ucx-utils mpich
        libmpich-dev nftables iproute2 iputils-ping iperf3 gnuplot-nox
        openmpi-bin libopenmpi-dev (the cluster and the comparisons; the
        generic mpicc/mpirun are kept pointing at MPICH)
@@ -74,7 +74,7 @@ SRC=$PWD
 BUILD=$SRC/_build
 PREFIX=$SRC/_install
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
-PACKAGES=(build-essential autoconf automake libtool pkg-config libhwloc-dev hwloc
+PACKAGES=(build-essential g++ gfortran autoconf automake libtool pkg-config libhwloc-dev hwloc
           libfabric-dev libfabric-bin libucx-dev ucx-utils mpich libmpich-dev
           nftables iproute2 iputils-ping iperf3 gnuplot-nox
           openmpi-bin libopenmpi-dev clang libclang-rt-14-dev)

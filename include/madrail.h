@@ -429,6 +429,22 @@ madrail_status_t madrail_rail_stats(madrail_context_t ctx, int index,
 void madrail_stats_print(madrail_context_t ctx, FILE *out);
 
 /**
+ * Whether a rail works, over the peers it was used with.  A rail goes
+ * down to a peer when its connection fails (or the peer sends it garbage)
+ * and comes back up when the peer connects again on it.
+ */
+typedef struct {
+    uint32_t peers;        /**< peers this rail has (had) a connection to */
+    uint32_t peers_down;   /**< of which it is down to now */
+    uint64_t down_events;  /**< times it went down to a peer (the failovers counter) */
+    uint64_t up_events;    /**< times it came back up to a peer after going down */
+} madrail_rail_state_t;
+
+/** @brief Read whether rail @p index is up, down or down to some peers. */
+madrail_status_t madrail_rail_state(madrail_context_t ctx, int index,
+                                    madrail_rail_state_t *state_p);
+
+/**
  * What rail adaptation measured for one peer on one rail, and the weight
  * it gave the rail (MADRAIL_ADAPT; docs/configuration.md).  Throughput is
  * measured at the sender, from its puts to that peer.

@@ -47,16 +47,17 @@ Steps (each prints its elapsed time):
   3 key          hash the inputs; skip to 8 if that prefix is complete
   4 prepare      copy the tree, add src/netmod/madrail, apply mpich-patches/series
   5 autogen      autogen.sh (only the parts the netmod changes)
-  6 configure    ch4:madrail, dataloop, no Fortran/C++/ROMIO, shared only
+  6 configure    ch4:madrail, dataloop, C++ and Fortran (77/90/2008), no
+                 ROMIO, shared only
   7 make         make -jN && make install, copy libmadrail into the prefix
   8 link         <repo>/_install/mpich -> the cached prefix
 
 Environment:
   MADRAIL_CACHE_DIR   cache root (default /var/cache/madrail): mpich-4.0.2-<key>/
                       prefixes, src/ (Debian source), build/ (scratch), logs/
-  CC                  compiler (default gcc; through ccache when /usr/lib/ccache has
-                      it, with its cache in $MADRAIL_CACHE_DIR/ccache unless CCACHE_DIR
-                      is set)
+  CC, CXX, FC         compilers (default gcc, g++, gfortran; C and C++ through ccache
+                      when /usr/lib/ccache has them, with its cache in
+                      $MADRAIL_CACHE_DIR/ccache unless CCACHE_DIR is set)
 
 Run time: shared memory is on by default; MPIR_CVAR_NOLOCAL=1 sends all
 traffic through the netmod.  MADRAIL_RAILS (or the CVAR
@@ -142,8 +143,8 @@ run_logged() { # name cmd... : run, output to $LOGS/name.log, show its tail on f
 # ---------------------------------------------------------- 1 packages
 
 phase "1/8 packages"
-PKGS=(build-essential autoconf automake libtool m4 perl patch python3 xz-utils
-      libhwloc-dev ccache)
+PKGS=(build-essential g++ gfortran autoconf automake libtool m4 perl patch python3
+      xz-utils libhwloc-dev ccache)
 [ -z "$MPICH_SRC" ] && PKGS+=(dpkg-dev)
 MISSING=()
 for p in "${PKGS[@]}"; do
@@ -231,18 +232,32 @@ phase_done "MPICH $V in $SRC_TREE"
 # --------------------------------------------------------------- 3 key
 
 phase "3/8 key"
-# The wrappers (mpicc) record CC, so it stays a plain compiler name; ccache
-# comes in through its masquerade directory instead.
+# The wrappers (mpicc, mpicxx, mpifort) record CC, CXX and FC, so they stay
+# plain compiler names; ccache comes in through its masquerade directory
+# instead (C and C++; ccache does not cache Fortran, which is compiled each
+# time).
 CC=${CC:-gcc}
+CXX=${CXX:-g++}
+FC=${FC:-gfortran}
+command -v "${CXX%% *}" >/dev/null 2>&1 || die "no C++ compiler '$CXX' (package g++, or set CXX)"
+command -v "${FC%% *}" >/dev/null 2>&1 || die "no Fortran compiler '$FC' (package gfortran, or set FC)"
 USE_CCACHE=no
 if command -v ccache >/dev/null 2>&1 && [ -x "/usr/lib/ccache/${CC%% *}" ]; then
     USE_CCACHE=yes
 fi
-# MPILIBNAME=mpich: the library is libmpich.so.12 as in Debian's libmpich12,
-# so Debian-built MPI programs run on it through LD_LIBRARY_PATH.
+# MPILIBNAME=mpich: the libraries are libmpich.so.12, libmpichfort.so.12 and
+# libmpichcxx.so.12 as in Debian's libmpich12, so Debian-built MPI programs
+# (C, C++, Fortran) run on them through LD_LIBRARY_PATH.  The Fortran
+# bindings are all three (mpif.h, `use mpi`, `use mpi_f08`), built with the
+# same gfortran as Debian's, whose module files they must match.
 CONFIGURE_FLAGS=(--with-device=ch4:madrail --with-datatype-engine=dataloop
-                 --disable-fortran --disable-cxx --disable-romio --with-pm=hydra
-                 --enable-fast=O2 --disable-static --enable-shared MPILIBNAME=mpich)
+                 --enable-fortran=all --enable-cxx --disable-romio --with-pm=hydra
+                 --enable-fast=O2 --disable-static --enable-shared MPILIBNAME=mpich
+                 # gfortran >= 10 refuses calls of one routine with different
+                 # argument types (every mpif.h program) and some BOZ
+                 # constants without these; Debian's mpifort passes them too
+                 "FFLAGS=-fallow-argument-mismatch -fallow-invalid-boz"
+                 "FCFLAGS=-fallow-argument-mismatch -fallow-invalid-boz")
 PATCHES=()
 while read -r p; do
     case "$p" in ''|'#'*) continue ;; esac
@@ -251,7 +266,11 @@ while read -r p; do
 done <"$REPO/mpich-patches/series"
 KEY=$({
     echo "source $SRC_ID"
-    echo "flags ${CONFIGURE_FLAGS[*]} cc=$CC"
+    echo "flags ${CONFIGURE_FLAGS[*]} cc=$CC cxx=$CXX fc=$FC"
+    # the compilers' versions too: a gfortran upgrade changes the .mod format
+    "${CC%% *}" --version 2>&1 | head -n 1
+    "${CXX%% *}" --version 2>&1 | head -n 1
+    "${FC%% *}" --version 2>&1 | head -n 1
     (cd "$REPO" && sha256sum mpich-patches/* src/netmod/madrail/* include/madrail.h scripts/build-mpich.sh)
 } | sha256sum | cut -c1-16)
 PREFIX=$CACHE/mpich-$MPICH_VERSION-$KEY
@@ -288,7 +307,7 @@ else
     # ROMIO, ...) keep the configure scripts of the release tarball.
     phase "5/8 autogen"
     (cd "$BUILD" && run_logged autogen ./autogen.sh -quick -without-hydra -without-romio \
-        -without-hwloc -without-json -without-test -without-bindings)
+        -without-hwloc -without-json -without-test)
     [ -f "$BUILD/src/mpid/ch4/netmod/madrail/func_table.c" ] ||
         die "autogen.sh did not generate the madrail function table (mpich-patches/0002 not applied?)"
     phase_done
@@ -301,13 +320,23 @@ else
     # (no .la file, so libtool records no path into the checkout)
     cp -a "$PREFIX_MADRAIL"/lib/libmadrail.so* "$PREFIX/lib/"
     cp "$PREFIX_MADRAIL/include/madrail.h" "$PREFIX/include/"
+    # ...but madrail.h is compiled in from a directory whose path is the
+    # same for every key: nearly every MPICH object includes it (through
+    # the inline netmod), and with -I<prefix>/include the key in that path
+    # made every one of them a ccache miss after any netmod change
+    # (seen: a rebuild after a netmod change missed on every ch4 object).
+    MDR_INC=$CACHE/build/madrail-include
+    rm -rf "$MDR_INC"
+    mkdir -p "$MDR_INC"
+    cp "$PREFIX_MADRAIL/include/madrail.h" "$MDR_INC/"
     if [ "$USE_CCACHE" = yes ]; then
         export PATH=/usr/lib/ccache:$PATH
         export CCACHE_DIR=${CCACHE_DIR:-$CACHE/ccache}
         export CCACHE_BASEDIR=$BUILD
     fi
     (cd "$BUILD" && run_logged configure ./configure --prefix="$PREFIX" \
-        --with-madrail="$PREFIX" "${CONFIGURE_FLAGS[@]}" CC="$CC" \
+        --with-madrail-include="$MDR_INC" --with-madrail-lib="$PREFIX/lib" \
+        "${CONFIGURE_FLAGS[@]}" CC="$CC" CXX="$CXX" FC="$FC" \
         LDFLAGS="-Wl,-rpath,$PREFIX/lib -Wl,--enable-new-dtags")
     grep -q "define HAVE_CH4_NETMOD_MADRAIL 1" "$BUILD/src/include/mpichconf.h" ||
         die "configure did not select the madrail netmod (see $LOGS/configure.log)"
@@ -324,14 +353,20 @@ else
     # upstream's library name too, for programs linked against an upstream MPICH
     ln -sfn libmpich.so.12 "$PREFIX/lib/libmpi.so.12"
     ln -sfn libmpich.so "$PREFIX/lib/libmpi.so"
-    [ -x "$PREFIX/bin/mpicc" ] && [ -x "$PREFIX/bin/mpiexec" ] ||
-        die "make install produced no bin/mpicc or bin/mpiexec"
+    for b in mpicc mpicxx mpifort mpiexec; do
+        [ -x "$PREFIX/bin/$b" ] || die "make install produced no bin/$b"
+    done
+    for l in libmpich.so.12 libmpichcxx.so.12 libmpichfort.so.12; do
+        [ -e "$PREFIX/lib/$l" ] || die "make install produced no lib/$l (Debian's library names)"
+    done
+    [ -f "$PREFIX/include/mpi_f08.mod" ] && [ -f "$PREFIX/include/mpi.mod" ] ||
+        die "make install produced no Fortran modules (include/mpi.mod, mpi_f08.mod)"
     {
         echo "mpich $MPICH_VERSION ch4:madrail"
         echo "key $KEY"
         echo "source $SRC_ID"
         echo "libmadrail from $PREFIX_MADRAIL"
-        echo "configure ${CONFIGURE_FLAGS[*]} CC=$CC (ccache: $USE_CCACHE)"
+        echo "configure ${CONFIGURE_FLAGS[*]} CC=$CC CXX=$CXX FC=$FC (ccache: $USE_CCACHE)"
         echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) in $(( $(date +%s) - T0 )) s"
     } >"$STAMP.tmp"
     mv "$STAMP.tmp" "$STAMP"

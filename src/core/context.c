@@ -850,6 +850,27 @@ madrail_status_t madrail_rail_stats(madrail_context_t ctx, int index,
     return MADRAIL_OK;
 }
 
+madrail_status_t madrail_rail_state(madrail_context_t ctx, int index,
+                                    madrail_rail_state_t *state_p)
+{
+    uint32_t p;
+
+    if (!ctx || !state_p || index < 0 || index >= ctx->nrails)
+        return MADRAIL_ERR_INVALID;
+    memset(state_p, 0, sizeof(*state_p));
+    for (p = 0; p < ctx->npeers; p++) {
+        const mdr_peer_t *peer = ctx->peers[p];
+        /* tried at least once: connected, or failed (even to connect) */
+        if (!peer || (!peer->rails[index].ep && !peer->rails[index].down))
+            continue;
+        state_p->peers++;
+        state_p->peers_down += peer->rails[index].down != 0;
+    }
+    state_p->down_events = ctx->rails[index].stats.failovers;
+    state_p->up_events = ctx->rails[index].up_events;
+    return MADRAIL_OK;
+}
+
 void madrail_stats_print(madrail_context_t ctx, FILE *out)
 {
     char host[64] = "?";

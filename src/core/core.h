@@ -209,6 +209,7 @@ typedef struct mdr_rail_slot {
     mdr_rcache_t *rcache;
     double weight;
     madrail_rail_stats_t stats;
+    uint64_t up_events; /* a peer reconnected on this rail after it failed (madrail_rail_state) */
     int index;
     mdr_ctx_t *ctx;
 } mdr_rail_slot_t;

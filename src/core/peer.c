@@ -301,6 +301,7 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
         mdr_match_rail_reset(peer, rs->index);
         pr->untracked_sent = 0;
         mdr_health_rail_reset(pr);
+        rs->up_events++;
         mdr_info("rail %s peer %u: reconnected", rs->attr.name, peer->index);
     }
     pr->ep = ep;

@@ -99,6 +99,7 @@ TESTS=(
     mpi_coll:4
     mpi_thread:2
     mpi_stripe:2:stats
+    mpi_pvars:2:MADRAIL_TCP_PUT_ACK=1
 )
 
 MODE=madrail
@@ -124,6 +125,8 @@ while [ $# -gt 0 ]; do
         --verbose|-v) VERBOSE=yes ;;
         --list) for t in "${TESTS[@]}"; do IFS=: read -r n np f <<<"$t"; echo "$n (np $np)${f:+ $f}"; done
                 echo "bad-cvar (np 2): MPI_Init must fail naming an out-of-range netmod CVAR"
+                echo "mpi_cxx (np 2): C++, built with our mpicxx and with Debian's mpicxx.mpich"
+                echo "mpi_fort (np 2): Fortran (mpi_f08, use mpi, mpif.h), built with our mpifort and Debian's mpifort.mpich"
                 exit 0 ;;
         *) echo "$prog: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -442,6 +445,107 @@ if [ "$MODE" = madrail ] && selected bad-cvar && build mpi_probe; then
         FAIL=$((FAIL + 1)); FAILED+=("mpi_probe:2:MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE=100")
     fi
 fi
+
+# ---------------------------------------------------------------- C++ and Fortran
+# mpi_cxx.cxx and mpi_fort.f90 (point-to-point with a large striped message,
+# collectives, derived datatypes; the Fortran one through mpi_f08, `use mpi`
+# and mpif.h), each built twice: with this MPICH's mpicxx/mpifort ("ours")
+# and with Debian's mpicxx.mpich/mpifort.mpich ("debian"), and both binaries
+# run on the MPICH under test.  A Debian-built binary has no path to our
+# libraries: LD_LIBRARY_PATH must make its libmpich.so.12 and
+# libmpichcxx.so.12 / libmpichfort.so.12 ours, which ldd confirms before it
+# runs.  In --system mode only the Debian builds run, on Debian's MPICH.
+lang_build() { # compiler src bin flags...: build, log in bin.build.log
+    local cc=$1 src=$2 bin=$3
+    shift 3
+    rm -f "$bin"
+    # in the build directory: the Fortran compiler writes its .mod files
+    # into the current directory
+    (cd "$BUILDDIR" && "$cc" "$@" -o "$bin" "$src") >"$bin.build.log" 2>&1
+}
+MPICH_BINDIR=$(dirname "$MPICC")
+LANG_TESTS=()
+if [ "$MODE" = madrail ]; then
+    LANG_TESTS+=("mpi_cxx:ours:$MPICH_BINDIR/mpicxx" "mpi_fort:ours:$MPICH_BINDIR/mpifort")
+fi
+LANG_TESTS+=("mpi_cxx:debian:mpicxx.mpich" "mpi_fort:debian:mpifort.mpich")
+for lt in "${LANG_TESTS[@]}"; do
+    IFS=: read -r name built compiler <<<"$lt"
+    selected "$name" || continue
+    label=$(printf '%-16s np %d  built with %s' "$name" 2 "$(basename "$compiler")")
+    case $name in
+        mpi_cxx) src=$HERE/mpi_cxx.cxx; flags=(-O2 -g -Wall -Wextra -Werror) ;;
+        *) src=$HERE/mpi_fort.f90; flags=(-O2 -g -Wall -Werror) ;;
+    esac
+    if ! command -v "$compiler" >/dev/null 2>&1; then
+        if [ "$built" = ours ]; then
+            printf 'FAIL  %s  (no %s: this MPICH has no %s)\n' "$label" "$compiler" \
+                "$( [ "$name" = mpi_cxx ] && echo C++ || echo Fortran )"
+            FAIL=$((FAIL + 1)); FAILED+=("$name:2:")
+        else
+            printf 'SKIP  %s  (no %s: install Debian'"'"'s libmpich-dev and gfortran)\n' \
+                "$label" "$compiler"
+            SKIP=$((SKIP + 1))
+        fi
+        continue
+    fi
+    bin=$BUILDDIR/$name.$built
+    if ! lang_build "$compiler" "$src" "$bin" "${flags[@]}"; then
+        printf 'FAIL  %s  (build failed)\n' "$label"
+        tail -n 30 "$bin.build.log" | sed 's/^/      | /'
+        FAIL=$((FAIL + 1)); FAILED+=("$name:2:")
+        continue
+    fi
+    note=''
+    if [ "$MODE" = madrail ]; then
+        # every MPI library the binary needs must be ours
+        libs=$(LD_LIBRARY_PATH=$LDPATH ldd "$bin" 2>&1 |
+               sed -n 's/^[[:space:]]*\(libmpi[a-z]*\.so[.0-9]*\) => \([^ ]*\).*/\1 \2/p')
+        notours=$(echo "$libs" | while read -r l p; do
+                      [ -n "$l" ] || continue
+                      [ "$(cd "$(dirname "$p")" && pwd -P)" = "$(cd "$MPICH_LIBDIR" && pwd -P)" ] ||
+                          echo "$l=$p"
+                  done)
+        if [ -z "$libs" ] || [ -n "$notours" ]; then
+            printf 'FAIL  %s  (MPI libraries not resolved to %s: %s)\n' "$label" \
+                "$MPICH_LIBDIR" "${notours:-none found}"
+            FAIL=$((FAIL + 1)); FAILED+=("$name:2:")
+            continue
+        fi
+        note="$(echo "$libs" | awk '{ printf "%s%s", (NR > 1 ? " " : ""), $1 }') from $MPICH_LIBDIR"
+    fi
+    log=$BUILDDIR/logs/$name-$built.log
+    extra_env=()
+    [ "$MODE" = madrail ] && extra_env=(MADRAIL_STATS=1)
+    t0=$(date +%s.%N)
+    env MADRAIL_RAILS="$RAILS" MPIR_CVAR_NOLOCAL=1 LD_LIBRARY_PATH="$LDPATH" \
+        ${extra_env[@]+"${extra_env[@]}"} \
+        timeout -k 10 "$TIMEOUT" "$MPIEXEC" -n 2 "$bin" >"$log" 2>&1 </dev/null
+    rc=$?
+    secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    verdict=PASS
+    if [ $rc -ne 0 ]; then
+        verdict=FAIL; note="exit status $rc"
+    elif ! grep -q ' No Errors' "$log" || grep -q 'FAIL - ' "$log"; then
+        verdict=FAIL; note="no ' No Errors' line, or FAIL lines"
+    elif [ "$MODE" = madrail ]; then
+        nb=$(netmod_bytes "$log")
+        if [ -z "$nb" ] || [ "$nb" -lt 1048576 ]; then
+            verdict=FAIL; note="${nb:-no} bytes through madrail: the netmod did not carry it"
+        else
+            split=$(stripe_check "$log") || { verdict=FAIL; note=$split; }
+            [ "$verdict" = PASS ] && note="$note; $split"
+        fi
+    fi
+    printf '%-4s  %s  %6s s%s\n' "$verdict" "$label" "$secs" "${note:+  ($note)}"
+    if [ "$verdict" = PASS ]; then
+        PASS=$((PASS + 1))
+        [ "$VERBOSE" = yes ] && sed 's/^/      | /' "$log"
+    else
+        FAIL=$((FAIL + 1)); FAILED+=("$name.$built:2:")
+        tail -n 25 "$log" | sed 's/^/      | /'
+    fi
+done
 
 if [ $((PASS + FAIL + SKIP)) -eq 0 ]; then
     echo "$prog: no test selected (--only '$ONLY'; see --list)" >&2

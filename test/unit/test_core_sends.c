@@ -229,7 +229,7 @@ static void test_connect_timeout(void)
 static void test_refused_rail(void)
 {
     enum { N = 64 };
-    const char *ov[] = {"MADRAIL_RAILS=tcp:lo,tcp:lo", NULL};
+    const char *ov[] = {"MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_ADAPT=0", NULL};
     const int bend[MDR_MAX_RAILS] = {BEND_NONE, BEND_PORT};
     static uint8_t sb[N][256], rb[N][256];
     madrail_request_t sr[N], rr[N];
@@ -295,6 +295,47 @@ static void test_refused_rail(void)
           (unsigned long long)s1.tx_msgs, (unsigned long long)s1.failovers);
     check(lost_ok == 0, "%d of %d successes never arrived (success for dropped data)", lost_ok,
           nok);
+    {
+        /* madrail_rail_state (the netmod's rail-state pvars): rail 1 is
+         * down to the one peer it was tried with, rail 0 is up */
+        madrail_rail_state_t rs0, rs1;
+        madrail_status_t st0 = madrail_rail_state(p.a, 0, &rs0);
+        madrail_status_t st1 = madrail_rail_state(p.a, 1, &rs1);
+        check(st0 == MADRAIL_OK && st1 == MADRAIL_OK && rs1.peers == 1 && rs1.peers_down == 1 &&
+                  rs1.down_events == 1 && rs1.up_events == 0,
+              "rail state of the refused rail: %u peer(s), %u down, %llu down / %llu up events",
+              rs1.peers, rs1.peers_down, (unsigned long long)rs1.down_events,
+              (unsigned long long)rs1.up_events);
+        check(rs0.peers == 1 && rs0.peers_down == 0 && rs0.down_events == 0,
+              "rail state of the working rail: %u peer(s), %u down, %llu down events", rs0.peers,
+              rs0.peers_down, (unsigned long long)rs0.down_events);
+        check(madrail_rail_state(p.a, 2, &rs0) == MADRAIL_ERR_INVALID,
+              "madrail_rail_state refuses a rail that does not exist");
+    }
+    {
+        /* b (whose address of a is right) sends small messages, round
+         * robin over its rails (MADRAIL_ADAPT=0): its rail-1 connection
+         * reaches a, which takes it as the failed rail coming back up */
+        madrail_request_t bs[16], br[16];
+        uint8_t bsb[16][64], brb[16][64];
+        madrail_rail_state_t rs1;
+        int nok2 = 0;
+        for (i = 0; i < 16; i++) {
+            fill(bsb[i], sizeof(bsb[i]), 500u + (unsigned)i);
+            madrail_irecv(p.a, p.a2b, brb[i], sizeof(brb[i]), 5000 + (uint64_t)i, 0, &br[i]);
+            madrail_isend(p.b, p.b2a, bsb[i], sizeof(bsb[i]), 5000 + (uint64_t)i, 0, &bs[i]);
+        }
+        for (i = 0; i < 16; i++)
+            nok2 += pwait(&p, &bs[i], 1, NULL) == MADRAIL_OK &&
+                    pwait(&p, &br[i], 1, NULL) == MADRAIL_OK &&
+                    verify(brb[i], sizeof(brb[i]), 500u + (unsigned)i);
+        check(nok2 == 16, "16 messages from b to a, round robin over b's rails (%d arrived)", nok2);
+        madrail_rail_state(p.a, 1, &rs1);
+        check(rs1.up_events == 1 && rs1.peers_down == 0 && rs1.down_events == 1,
+              "a's rail 1 came back up when b connected on it: %llu up / %llu down events, "
+              "%u peer(s) down", (unsigned long long)rs1.up_events,
+              (unsigned long long)rs1.down_events, rs1.peers_down);
+    }
     {
         madrail_request_t r2, s2;
         uint8_t x = 7, y = 0;

@@ -18,6 +18,7 @@ noinst_HEADERS += src/mpid/ch4/netmod/madrail/madrail_pre.h \
                   src/mpid/ch4/netmod/madrail/madrail_progress.h \
                   src/mpid/ch4/netmod/madrail/madrail_proc.h \
                   src/mpid/ch4/netmod/madrail/madrail_request.h \
+                  src/mpid/ch4/netmod/madrail/madrail_pvars.h \
                   src/mpid/ch4/netmod/madrail/madrail_noinline.h \
                   src/mpid/ch4/netmod/madrail/netmod_inline.h
 
@@ -30,7 +31,8 @@ mpi_core_sources += src/mpid/ch4/netmod/madrail/func_table.c \
                     src/mpid/ch4/netmod/madrail/madrail_win.c \
                     src/mpid/ch4/netmod/madrail/madrail_part.c \
                     src/mpid/ch4/netmod/madrail/madrail_spawn.c \
-                    src/mpid/ch4/netmod/madrail/madrail_dtop.c
+                    src/mpid/ch4/netmod/madrail/madrail_dtop.c \
+                    src/mpid/ch4/netmod/madrail/madrail_pvars.c
 
 errnames_txt_files += src/mpid/ch4/netmod/madrail/errnames.txt
 

@@ -27,6 +27,7 @@
 
 #include "mpidimpl.h"
 #include "madrail_impl.h"
+#include "madrail_pvars.h"
 #include "mpidu_bc.h"
 
 /*
@@ -192,6 +193,8 @@ int MPIDI_MADRAIL_init_local(int *tag_bits)
         MPIDI_MADRAIL_global.native = 0;
     }
     *tag_bits = MPIDI_MADRAIL_global.native ? MPIDI_MADRAIL_P2P_TAG_BITS : MPIR_TAG_BITS_DEFAULT;
+
+    MPIDI_MADRAIL_pvars_init();
 
     if (MPIR_CVAR_DEBUG_SUMMARY && MPIR_Process.rank == 0) {
         int i, n = madrail_rail_count(MPIDI_MADRAIL_global.ctx);
@@ -428,6 +431,7 @@ int MPIDI_MADRAIL_mpi_finalize_hook(void)
     mpi_errno = MPIR_pmi_barrier();
     MPIR_ERR_CHECK(mpi_errno);
 
+    MPIDI_MADRAIL_pvars_freeze();
     st = madrail_context_finalize(MPIDI_MADRAIL_global.ctx);
     MPIDI_MADRAIL_global.ctx = NULL;
     if (st != MADRAIL_OK)
