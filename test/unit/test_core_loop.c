@@ -11,49 +11,7 @@
 #include <string.h>
 
 #include "core/core.h"
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                                     \
-    do {                                                                                     \
-        checks++;                                                                            \
-        if (!(cond)) {                                                                       \
-            failures++;                                                                      \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                      \
-            printf(__VA_ARGS__);                                                             \
-            printf("\n");                                                                    \
-        }                                                                                    \
-    } while (0)
-
-typedef struct {
-    madrail_context_t a, b;
-    madrail_peer_t a2b, b2a; /* a's handle of b, b's handle of a */
-} pair_t;
-
-static int pair_open(pair_t *p, const char *const *ov)
-{
-    /* contexts of one process that peer each other share a job key */
-    madrail_context_params_t prm = {.overrides = ov,
-                                    .job_key = (const uint8_t *)"madrail-test-key"};
-    uint8_t addr[MADRAIL_ADDR_MAX];
-    size_t len;
-
-    if (madrail_context_init(&prm, &p->a) != MADRAIL_OK)
-        return -1;
-    if (madrail_context_init(&prm, &p->b) != MADRAIL_OK)
-        return -1;
-    len = sizeof(addr);
-    if (madrail_context_address(p->b, addr, &len) != MADRAIL_OK)
-        return -1;
-    if (madrail_peer_add(p->a, addr, len, &p->a2b) != MADRAIL_OK)
-        return -1;
-    len = sizeof(addr);
-    if (madrail_context_address(p->a, addr, &len) != MADRAIL_OK)
-        return -1;
-    if (madrail_peer_add(p->b, addr, len, &p->b2a) != MADRAIL_OK)
-        return -1;
-    return 0;
-}
+#include "pair.h"
 
 static int state_errors; /* transitions the state machines refused, all cases */
 

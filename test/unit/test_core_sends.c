@@ -19,12 +19,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "unit_check.h"
-
-typedef struct {
-    madrail_context_t a, b;
-    madrail_peer_t a2b, b2a; /* a's handle of b, b's handle of a */
-} pair_t;
+#include "pair.h"
 
 enum { BEND_NONE, BEND_MARK, BEND_PORT };
 
@@ -79,33 +74,19 @@ static void bend_addr(uint8_t *addr, size_t len, int rail, int how)
 }
 
 /* bend[r]: how a's copy of b's rail r address is bent. */
-static int pair_open(pair_t *p, const char *const *ov, const int *bend)
+static void bend_all(uint8_t *addr, size_t len, void *arg)
 {
-    madrail_context_params_t prm = {.overrides = ov,
-                                    .job_key = (const uint8_t *)"madrail-test-key"};
-    uint8_t addr[MADRAIL_ADDR_MAX];
-    size_t len;
+    const int *bend = arg;
     int r;
 
-    memset(p, 0, sizeof(*p));
-    if (madrail_context_init(&prm, &p->a) != MADRAIL_OK)
-        return -1;
-    if (madrail_context_init(&prm, &p->b) != MADRAIL_OK)
-        return -1;
-    len = sizeof(addr);
-    if (madrail_context_address(p->b, addr, &len) != MADRAIL_OK)
-        return -1;
     for (r = 0; bend && r < MDR_MAX_RAILS; r++)
         if (bend[r] != BEND_NONE)
             bend_addr(addr, len, r, bend[r]);
-    if (madrail_peer_add(p->a, addr, len, &p->a2b) != MADRAIL_OK)
-        return -1;
-    len = sizeof(addr);
-    if (madrail_context_address(p->a, addr, &len) != MADRAIL_OK)
-        return -1;
-    if (madrail_peer_add(p->b, addr, len, &p->b2a) != MADRAIL_OK)
-        return -1;
-    return 0;
+}
+
+static int pair_open_bend(pair_t *p, const char *const *ov, const int *bend)
+{
+    return pair_open_bent(p, ov, bend_all, (void *)bend);
 }
 
 static void pair_close(pair_t *p)
@@ -169,7 +150,7 @@ static void test_completes_without_receiver(void)
     pair_t p;
     int i, done = 0;
 
-    if (pair_open(&p, ov, NULL) != 0) {
+    if (pair_open_bend(&p, ov, NULL) != 0) {
         check(0, "open a tcp:lo pair");
         return;
     }
@@ -203,7 +184,7 @@ static void test_connect_timeout(void)
     madrail_status_t st, rst;
     pair_t p;
 
-    if (pair_open(&p, ov, NULL) != 0) {
+    if (pair_open_bend(&p, ov, NULL) != 0) {
         check(0, "open a tcp:lo pair");
         return;
     }
@@ -239,7 +220,7 @@ static void test_refused_rail(void)
     long spins;
     pair_t p;
 
-    if (pair_open(&p, ov, bend) != 0) {
+    if (pair_open_bend(&p, ov, bend) != 0) {
         check(0, "open a tcp:lo,tcp:lo pair");
         return;
     }
@@ -368,7 +349,7 @@ static void test_sequence_hole(void)
     pair_t p;
     int i, nunreach = 0;
 
-    if (pair_open(&p, ov, NULL) != 0) {
+    if (pair_open_bend(&p, ov, NULL) != 0) {
         check(0, "open a tcp:lo,tcp:lo pair");
         return;
     }
@@ -411,7 +392,7 @@ static void test_untracked_lost(void)
     mdr_peer_t *peer;
     pair_t p;
 
-    if (pair_open(&p, ov, bend) != 0) {
+    if (pair_open_bend(&p, ov, bend) != 0) {
         check(0, "open a tcp:lo,tcp:lo pair");
         return;
     }
@@ -447,7 +428,7 @@ static void test_put_replanned(void)
     madrail_rail_stats_t s0, s1;
     pair_t p;
 
-    if (!sb || !rb || pair_open(&p, ov, bend) != 0) {
+    if (!sb || !rb || pair_open_bend(&p, ov, bend) != 0) {
         check(0, "open a tcp:lo,tcp:lo pair");
         free(sb);
         free(rb);
@@ -484,7 +465,7 @@ static void test_unreachable(void)
     madrail_status_t st, rs;
     pair_t p;
 
-    if (pair_open(&p, ov, bend) != 0) {
+    if (pair_open_bend(&p, ov, bend) != 0) {
         check(0, "open a tcp:lo,tcp:lo pair");
         return;
     }

@@ -28,24 +28,8 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "pair.h"
 #include "forge.h"
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                                     \
-    do {                                                                                     \
-        checks++;                                                                            \
-        if (!(cond)) {                                                                       \
-            failures++;                                                                      \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                      \
-            printf(__VA_ARGS__);                                                             \
-            printf("\n");                                                                    \
-        } else {                                                                             \
-            printf("ok - ");                                                                 \
-            printf(__VA_ARGS__);                                                             \
-            printf("\n");                                                                    \
-        }                                                                                    \
-    } while (0)
 
 enum { A = 0, B = 1, C = 2, N = 3 };
 
