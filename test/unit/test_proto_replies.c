@@ -888,7 +888,7 @@ static void test_dispatch(void)
 {
     trio_t t;
     mdr_ctx_t *a;
-    mdr_ctrl_handler_t h = {"X", sizeof(mdr_hdr_t), 0, 0, dummy_handler};
+    mdr_ctrl_handler_t h = {"X", sizeof(mdr_hdr_t), 0, 0, dummy_handler, 0};
     mdr_hdr_t m;
     int type, all = 1;
 
