@@ -11,7 +11,10 @@
  * messages each way cover the payload with bounded overhead, the rails are
  * up, the sender's stripe shares add up to 1 and its rails measured a
  * throughput (the runner sets MADRAIL_TCP_PUT_ACK=1: tcp puts give
- * throughput samples only when acknowledged).  The pvars' names, classes, types and descriptions are
+ * throughput samples only when acknowledged; and MADRAIL_ADAPT_SAMPLE=100us:
+ * on an idle machine 24 MiB over loopback keep each rail busy for less
+ * than three default 5 ms samples, and a rail with none has no
+ * throughput).  The pvars' names, classes, types and descriptions are
  * checked as a tool lists them (MPI_T_pvar_get_info), and after
  * MPI_Finalize a pvar still reads its last value (MPI_T was initialized
  * before MPI_Init, so it outlives MPI).

@@ -99,7 +99,7 @@ TESTS=(
     mpi_coll:4
     mpi_thread:2
     mpi_stripe:2:stats
-    mpi_pvars:2:MADRAIL_TCP_PUT_ACK=1
+    mpi_pvars:2:MADRAIL_TCP_PUT_ACK=1,MADRAIL_ADAPT_SAMPLE=100us
 )
 
 MODE=madrail
