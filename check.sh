@@ -46,7 +46,8 @@ Run as root on Debian 12 (root is needed only if a package is missing).
        rails: the fixed quick subset of pt2pt, coll, comm, part and init
        (README.md lists what it leaves out and why), or all of those
        directories with --full; then the namespace-cluster tests that run
-       our MPICH (cl_mpi, cl_slurm), which skip in step 2 on a fresh clone
+       our MPICH (cl_mpi, cl_slurm, cl_anysrc), which skip in step 2 on a
+       fresh clone
 
 Options:
   --full           step 9 runs the five MPICH test-suite directories complete
@@ -354,9 +355,9 @@ elif [ "$BUILD_OK" = yes ]; then
         collect_line "MPICH suite" "$SRC/_build/mpich-suite.out"
         # The cluster tests that run our MPICH skipped in step 2 on a fresh
         # clone (MPICH did not exist yet): run them now that it does.
-        say "    the cluster tests that need our MPICH, now that it is built: cl_mpi, cl_slurm ($(elapsed))"
+        say "    the cluster tests that need our MPICH, now that it is built: cl_mpi, cl_slurm, cl_anysrc ($(elapsed))"
         run_check "$SRC/_build" "_build (cluster MPI tests)" \
-            TESTS="test/cluster/cl_mpi.sh test/cluster/cl_slurm.sh"
+            TESTS="test/cluster/cl_mpi.sh test/cluster/cl_slurm.sh test/cluster/cl_anysrc.sh"
     else
         say "8-9/$NSTEPS MPI tests: skipped, MPICH did not build"
     fi

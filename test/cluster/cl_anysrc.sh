@@ -32,7 +32,7 @@ if ! "$MPICH_DIR/bin/mpicc" -std=gnu11 -O2 -g -Wall -Wextra -Werror -o "$PROG" \
 fi
 
 LOG=$WORK/cl_anysrc.job.log
-MDR_MPICH_DIR=$MPICH_DIR bash "$CL_DIR/run_job.sh" --prefix mdrta- --nodes 2 --rails 2 --rate 1gbit \
+MDR_MPICH_DIR=$MPICH_DIR bash "$CL_DIR/run_job.sh" --prefix mdrtn- --nodes 2 --rails 2 --rate 1gbit \
     --mpi ours --ppn 2 --timeout 60 --log "$LOG" --env MADRAIL_STATS=1 --env MPIT_TIMEOUT=50 \
     ${MDR_LIBDIR:+--env LD_LIBRARY_PATH=$MDR_LIBDIR} -- "$PROG" >/dev/null 2>&1
 rc=$?
