@@ -56,7 +56,7 @@ if ! "$MPICH_DIR/bin/mpicc" -std=gnu11 -O2 -g -Wall -Wextra -Werror -o "$PROG" "
 fi
 
 cl_slurm() { bash "$CL_DIR/slurm.sh" --prefix "$CL_PREFIX" "$@" 8>&-; }
-cl_up mdrts- --nodes 2 --rails 2 --rate 1gbit
+cl_up mdrtu- --nodes 2 --rails 2 --rate 1gbit
 # the daemons stop before the cluster goes (which would kill them anyway)
 trap 'cl_slurm stop >/dev/null 2>&1; cl_cluster down >/dev/null 2>&1' EXIT
 out=$(cl_slurm start 2>&1)
