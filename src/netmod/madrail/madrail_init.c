@@ -345,9 +345,15 @@ int MPIDI_MADRAIL_post_init(void)
     return MPI_SUCCESS;
 }
 
-/* Dissemination barrier of zero-byte synchronous sends: a round's send
- * completes only when its receiver matched it, so on return every rank has
- * reached this point and this process's barrier messages were delivered. */
+/* Dissemination barrier of zero-byte sends: on return every rank has
+ * reached this point (the receives carry that), and this process's barrier
+ * messages have left it (a libmadrail send completes once its bytes left).
+ * Not synchronous sends: their acknowledgement is a reply the receiver
+ * sends after matching, and a receiver that left the barrier and blocked
+ * in the PMI barrier without progress could leave that reply queued, its
+ * sender waiting for it for ever (seen once in the MPICH suite, coll
+ * p_exscan, 5 ranks: one rank in this loop with MDR_ACK_WAIT, four in
+ * MPIR_pmi_barrier). */
 static int finalize_barrier(void)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -371,8 +377,7 @@ static int finalize_barrier(void)
         int to = (rank + (1 << k)) % size;
         int done = 0;
         st = madrail_isend(MPIDI_MADRAIL_global.ctx, *rank_to_peer_ptr(to), &sink[1], 0,
-                           MPIDI_MADRAIL_TAG_BARRIER | (uint64_t) k, MADRAIL_SEND_SYNC,
-                           &sreqs[k]);
+                           MPIDI_MADRAIL_TAG_BARRIER | (uint64_t) k, 0, &sreqs[k]);
         if (st != MADRAIL_OK)
             MADRAIL_CALL_ERR(mpi_errno, "madrail_isend", st);
         while (!done) {
