@@ -406,6 +406,10 @@ typedef struct {
     uint64_t pings;         /**< liveness PINGs sent (MADRAIL_RAIL_TIMEOUT) */
     uint64_t pongs;         /**< PONGs sent in answer to the peer's PINGs */
     uint64_t timeouts;      /**< times the rail was taken down for a peer after silence */
+    uint64_t resent_msgs;   /**< control messages sent on this rail whose arrival was not
+                                 confirmed when it failed, re-sent on another rail */
+    uint64_t resent_dups;   /**< re-sent copies of messages first sent to us on this rail,
+                                 dropped because the original had arrived */
 } madrail_rail_stats_t;
 
 /** Static description of a rail. */

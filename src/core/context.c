@@ -45,9 +45,10 @@ static const mdr_cfg_entry_t core_entries[] = {
     CFG_ENTRY("MADRAIL_SLOT_SIZE", MDR_CFG_SIZE, "8k", 256, 1024 * 1024, slot_size,
               "Size of one control-message slot; messages up to the slot payload (slot minus "
               "a 48-byte header) go eagerly in one slot."),
-    CFG_ENTRY("MADRAIL_CREDITS", MDR_CFG_UINT, "64", 1, 65535, credits,
+    CFG_ENTRY("MADRAIL_CREDITS", MDR_CFG_UINT, "64", 1, 32768, credits,
               "Control slots per peer per rail a sender may fill before the receiver returns "
-              "credits (6 more are reserved: credit returns and PING/PONG)."),
+              "credits (6 more are reserved: credit returns and PING/PONG). At most 32768: a "
+              "message re-sent after its rail failed names its index there modulo 2^16."),
     CFG_ENTRY("MADRAIL_RNDV_THRESH", MDR_CFG_SIZE, "64k", 1, 1ull << 40, rndv_thresh,
               "Messages of this size and larger use the remote-write rendezvous (striped over "
               "rails); smaller ones are sent as slot-sized fragments."),
@@ -506,6 +507,7 @@ madrail_status_t madrail_context_init(const madrail_context_params_t *params,
     if (!ctx)
         return MADRAIL_ERR_NOMEM;
     ctx->overrides = params ? params->overrides : NULL;
+    ctx->rx_resent_rail = -1;
 
     st = mdr_cfg_parse(&mdr_core_cfg_table, ctx->overrides, &ctx->cfg);
     if (st != MADRAIL_OK)
@@ -901,6 +903,16 @@ void madrail_stats_print(madrail_context_t ctx, FILE *out)
                 (unsigned long long)s->rx_put_bytes, (unsigned long long)s->credit_stalls,
                 (unsigned long long)s->failovers, (unsigned long long)s->pings,
                 (unsigned long long)s->timeouts);
+    }
+    for (i = 0; i < ctx->nrails; i++) {
+        const madrail_rail_stats_t *s = &ctx->rails[i].stats;
+        if (s->resent_msgs || s->resent_dups) /* not a rail row, as below */
+            fprintf(out,
+                    "[%s:%d] madrail stats: recovery: rail %d %s: %llu control messages re-sent "
+                    "on another rail after it failed, %llu re-sent copies from the peer dropped "
+                    "as duplicates\n",
+                    host, (int)getpid(), i, ctx->rails[i].attr.name,
+                    (unsigned long long)s->resent_msgs, (unsigned long long)s->resent_dups);
     }
     /* not a rail row: the parsers of the rows above want a number after "stats:" */
     fprintf(out,

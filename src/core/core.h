@@ -56,7 +56,10 @@ enum {
     MDR_HF_SYNC = 1u << 0,         /* EAGER: sender wants an ACK when matched */
     MDR_HF_INTERNAL = 1u << 1,     /* EAGER/RTS/RFS_DATA: internal tag space (pack pieces) */
     MDR_HF_RFS_CONSUMED = 1u << 2, /* EAGER: this message consumed RFS rreq_id */
-    MDR_HF_AM = 1u << 3            /* EAGER: active message, one fragment, for the handler */
+    MDR_HF_AM = 1u << 3,           /* EAGER: active message, one fragment, for the handler */
+    MDR_HF_RESENT = 1u << 4        /* any normal type: a copy re-sent after the rail it was
+                                    * first sent on failed; that rail in bits 5-7, its index
+                                    * there in .credits (replay.c) */
 };
 
 typedef struct mdr_hdr {
@@ -239,6 +242,16 @@ struct mdr_peer_rail {
     unsigned pings_out;/* PINGs sent, PONG not yet received (<= MDR_PING_MAX) */
     unsigned pongs_owed; /* PINGs received, PONG not yet handed to the driver */
     char last_error[300]; /* why it went down (logged once, named when the peer fails) */
+    /* recovery (replay.c): copies of the normal messages sent on it whose
+     * credit has not come back, oldest first (at most `credits`) */
+    struct mdr_replay_copy **ring;
+    unsigned ring_head, ring_n;
+    uint64_t tx_count;  /* normal messages handed to the driver on it */
+    uint64_t rx_count;  /* normal messages received and taken on it */
+    uint64_t *rx_resent; /* once down: bit k = the re-sent copy of index rx_count + k was taken */
+    int ring_broken;    /* a copy could not be kept: this rail cannot be recovered */
+    int replay_ok;      /* went down and every copy was queued again: what it held unsent
+                         * is not lost (request.c) */
 };
 
 /* An outbound control message that could not be sent at once (no credit or
@@ -249,6 +262,7 @@ typedef struct mdr_txq_item {
     int is_credit;  /* CREDIT: needs no credit */
     uint64_t sreq_id; /* the send this message is part of (RTS, RFS_DATA, FIN), 0: none */
     int part;       /* FIN: its chunk in the send's puts, else -1 */
+    int replay;     /* a re-sent copy (replay.c): pinned to rail, moved if that one fails */
     size_t len;
     uint8_t data[]; /* header + body */
 } mdr_txq_item_t;
@@ -284,6 +298,8 @@ struct mdr_peer {
     mdr_list_t dead_eps;                   /* failed eps replaced by a reconnection */
     int unreachable_pending;               /* last rail lost outside an upcall: fail at progress */
     int broken;                            /* given up: a message to it was lost unsent */
+    unsigned nreplay;                      /* re-sent copies in txq: other messages wait
+                                            * behind them (replay.c) */
     mdr_list_t retired_link;               /* ctx->retired once retired (peer.c)    */
     mdr_health_peer_t health;              /* stripe weights, probes (health.c) */
     uint64_t watch_gen;                    /* watch.c: a request waits on it at that scan */
@@ -494,6 +510,10 @@ struct madrail_context {
     uint8_t *am_scratch;           /* gathers an active message (slot_size bytes) */
     int finalizing;
     uint64_t state_errors;         /* transitions the state machines refused (bugs) */
+    uint64_t tx_sreq_id;           /* while a message of a send request is handed to a
+                                    * driver: that send (its copy names it, replay.c) */
+    int rx_resent_rail;            /* while a re-sent message is handled: the rail it was
+                                    * first sent on, else -1 (a FIN's key check, rndv.c) */
     unsigned fault_nomem;          /* tests: the Nth allocation of the receive path fails */
     unsigned fault_reg;            /* tests: bit r: local registrations for puts on rail r fail */
     size_t held_bytes;             /* sum of the peers' held_bytes */
@@ -530,5 +550,6 @@ extern const mdr_cfg_table_t mdr_core_cfg_table;
 #include "core/rfs.h"
 #include "core/am.h"
 #include "core/watch.h"
+#include "core/replay.h"
 
 #endif /* MDR_CORE_H */

@@ -98,8 +98,12 @@ static madrail_status_t mdr_pr_send(mdr_peer_rail_t *pr, mdr_hdr_t *hdr, size_t 
     }
     if (!is_credit && pr->credits == 0)
         return MADRAIL_ERR_NORESOURCE;
-    ret = pr->ret_pending > 0xffff ? 0xffff : pr->ret_pending;
-    hdr->credits = (uint16_t)ret;
+    if (hdr->flags & MDR_HF_RESENT) {
+        ret = 0; /* .credits names the copy (replay.c) */
+    } else {
+        ret = pr->ret_pending > 0xffff ? 0xffff : pr->ret_pending;
+        hdr->credits = (uint16_t)ret;
+    }
     hdr->len = (uint32_t)(hdr_len + payload_len);
     iov[0].iov_base = hdr;
     iov[0].iov_len = hdr_len;
@@ -108,8 +112,10 @@ static madrail_status_t mdr_pr_send(mdr_peer_rail_t *pr, mdr_hdr_t *hdr, size_t 
     st = rs->ops->ctrl_send(pr->ep, iov, payload_len ? 2 : 1);
     if (st != MADRAIL_OK)
         return st;
-    if (!is_credit)
+    if (!is_credit) {
         pr->credits--;
+        mdr_replay_keep(pr, hdr, hdr_len, payload, payload_len); /* until its credit returns */
+    }
     pr->ret_pending -= ret;
     rs->stats.tx_msgs++;
     rs->stats.tx_bytes += hdr_len + payload_len;
@@ -125,6 +131,8 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
 
     if (mdr_seq_blocked(peer, hdr, hdr_len))
         return -1;
+    if (peer->nreplay && !(hdr->flags & MDR_HF_RESENT))
+        return -1; /* copies of what a failed rail lost go first (replay.c) */
     if (rail >= 0) {
         st = mdr_pr_send(&peer->rails[rail], hdr, hdr_len, payload, payload_len, 0);
         if (st != MADRAIL_OK)
@@ -197,6 +205,7 @@ static madrail_status_t mdr_txq_push(mdr_peer_t *peer, int rail, int is_credit,
     it->is_credit = is_credit;
     it->sreq_id = sreq_id;
     it->part = part;
+    it->replay = 0;
     it->len = hdr_len + payload_len;
     memcpy(it->data, hdr, hdr_len);
     if (payload_len)
@@ -217,7 +226,9 @@ madrail_status_t mdr_ctrl_send_req(mdr_peer_t *peer, int rail, mdr_req_t *req, i
         return MADRAIL_ERR_PEER_UNREACHABLE;
     if (rail >= 0 && peer->rails[rail].down)
         return MADRAIL_ERR_RAIL_DOWN;
+    peer->ctx->tx_sreq_id = req ? req->id : 0;
     used = mdr_ctrl_try_send(peer, rail, hdr, hdr_len, payload, payload_len);
+    peer->ctx->tx_sreq_id = 0;
     if (used >= 0) {
         if (req)
             mdr_send_track(req, used, hdr->type != MDR_MSG_FIN);
@@ -280,8 +291,12 @@ int mdr_ctrl_txq_progress(mdr_peer_t *peer)
         size_t hlen = item->len;
         int sent = -1;
 
+        if (item->replay && peer->rails[item->rail].down)
+            (void)mdr_replay_move(peer, item); /* its carrier failed too: another one */
         if (item->rail >= 0 && peer->rails[item->rail].down) {
             mdr_list_del(it);
+            if (item->replay)
+                peer->nreplay--;
             if (item->sreq_id)
                 mdr_send_txq_lost(ctx, item->sreq_id, item->rail, item->part);
             free(item);
@@ -305,7 +320,9 @@ int mdr_ctrl_txq_progress(mdr_peer_t *peer)
         } else if (mdr_seq_blocked(peer, hdr, hlen)) {
             continue; /* its predecessor (in sendq) starts first */
         } else {
+            ctx->tx_sreq_id = item->sreq_id;
             sent = mdr_ctrl_try_send(peer, item->rail, hdr, hlen, NULL, 0);
+            ctx->tx_sreq_id = 0;
         }
         if (sent < 0) {
             if (item->rail < 0)
@@ -313,6 +330,8 @@ int mdr_ctrl_txq_progress(mdr_peer_t *peer)
             continue;
         }
         mdr_list_del(it);
+        if (item->replay)
+            peer->nreplay--;
         if (item->sreq_id)
             mdr_send_txq_sent(ctx, item->sreq_id, sent, hdr->type != MDR_MSG_FIN);
         else if (!item->is_credit)
@@ -360,13 +379,15 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
                             ctx->cfg.credits, pr->ret_pending + pr->held, pr->held);
         return;
     }
-    if ((uint64_t)pr->credits + hdr.credits > ctx->cfg.credits) {
+    if (hdr.flags & MDR_HF_RESENT) {
+        /* .credits names the copy, it returns none: see replay.c */
+    } else if ((uint64_t)pr->credits + hdr.credits > ctx->cfg.credits) {
         mdr_peer_proto_fail(pr, "returns %u credits, we only spent %u", hdr.credits,
                             ctx->cfg.credits - pr->credits);
         return;
-    }
-    if (hdr.credits) {
+    } else if (hdr.credits) {
         pr->credits += hdr.credits;
+        mdr_replay_acked(pr, hdr.credits); /* the oldest copies arrived */
         if (!mdr_list_empty(&pr->peer->txq) || !mdr_list_empty(&pr->peer->sendq))
             mdr_peer_activate(pr->peer);
     }
@@ -377,7 +398,29 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
     }
     /* The message is consumed now (copied or delivered): its slot is free. */
     pr->ret_pending++;
-    if (((uintptr_t)data & 7) == 0) {
+    pr->rx_count++;
+    if (hdr.flags & MDR_HF_RESENT) {
+        /* a copy of a message first sent on another rail that failed: taken
+         * once, as if it had come there (replay.c) */
+        uint64_t *copy;
+        int take = mdr_replay_rx(pr, &hdr);
+        if (take <= 0) {
+            if (take == 0 && !pr->down)
+                mdr_credit_maybe_return(pr);
+            return;
+        }
+        copy = mdr_fault_nomem(ctx) ? NULL : malloc(len + 8);
+        if (!copy) {
+            mdr_peer_recv_nomem(pr, "a copy of a re-sent message");
+            return;
+        }
+        memcpy(copy, data, len);
+        ((mdr_hdr_t *)copy)->flags &= MDR_HF_PROTO_MASK;
+        ctx->rx_resent_rail = (hdr.flags & MDR_HF_RAIL_MASK) >> MDR_HF_RAIL_SHIFT;
+        mdr_ctrl_dispatch(pr, (const mdr_hdr_t *)copy, len);
+        ctx->rx_resent_rail = -1;
+        free(copy);
+    } else if (((uintptr_t)data & 7) == 0) {
         mdr_ctrl_dispatch(pr, data, len);
     } else {
         /* drivers hand aligned buffers; copy if one does not */
@@ -472,24 +515,36 @@ madrail_status_t mdr_ctrl_init(mdr_ctx_t *ctx)
 int mdr_ctrl_check_hdr(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
     const mdr_ctrl_handler_t *rule;
+    unsigned flags = hdr->flags;
 
     if (hdr->type >= MDR_MSG_MAX || !pr->peer->ctx->handlers[hdr->type].name) {
         mdr_peer_proto_fail(pr, "unknown type %u", hdr->type);
         return -1;
     }
     rule = &pr->peer->ctx->handlers[hdr->type];
+    if ((flags & MDR_HF_RESENT) && !rule->reserved) {
+        /* a copy re-sent after its first rail failed: that rail in the
+         * top bits, another rail of ours (replay.c) */
+        unsigned origin = (flags & MDR_HF_RAIL_MASK) >> MDR_HF_RAIL_SHIFT;
+        if ((int)origin >= pr->peer->ctx->nrails || (int)origin == pr->rail) {
+            mdr_peer_proto_fail(pr, "%s re-sent for rail %u (it came on rail %d, we have %d)",
+                                rule->name, origin, pr->rail, pr->peer->ctx->nrails);
+            return -1;
+        }
+        flags &= MDR_HF_PROTO_MASK;
+    }
     if (rule->body ? len < rule->len : len != rule->len) {
         mdr_peer_proto_fail(pr, "%s of %zu bytes (%s%zu)", rule->name, len, rule->body ? ">= " : "",
                             rule->len);
         return -1;
     }
-    if (hdr->flags & ~rule->flags) {
+    if (flags & ~rule->flags) {
         mdr_peer_proto_fail(pr, "%s with flags 0x%x (allowed: 0x%x)", rule->name, hdr->flags,
                             rule->flags);
         return -1;
     }
-    if (((hdr->flags & MDR_HF_AM) && hdr->flags != MDR_HF_AM) ||
-        ((hdr->flags & MDR_HF_RFS_CONSUMED) && (hdr->flags & MDR_HF_SYNC))) {
+    if (((flags & MDR_HF_AM) && flags != MDR_HF_AM) ||
+        ((flags & MDR_HF_RFS_CONSUMED) && (flags & MDR_HF_SYNC))) {
         mdr_peer_proto_fail(pr, "%s with flags 0x%x that exclude each other", rule->name,
                             hdr->flags);
         return -1;

@@ -60,8 +60,10 @@ int mdr_eager_send(mdr_peer_t *peer, mdr_req_t *req)
         e.total = req->len;
         e.offset = req->frag_off;
         e.id = req->rfs_consumed ? req->peer_req_id : req->id;
+        ctx->tx_sreq_id = req->id; /* its copy (replay.c) names the send */
         used = mdr_ctrl_try_send(peer, -1, &e.h, sizeof(e), (uint8_t *)req->buf + req->frag_off,
                                  plen);
+        ctx->tx_sreq_id = 0;
         if (used < 0) {
             if (!mdr_peer_reachable(peer)) { /* no rail left: nothing will come */
                 mdr_sendq_del(req);

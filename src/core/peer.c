@@ -32,9 +32,11 @@ void mdr_peer_destroy(mdr_ctx_t *ctx, mdr_peer_t *peer)
     mdr_list_t *it;
     int r;
 
-    for (r = 0; r < ctx->nrails; r++)
+    for (r = 0; r < ctx->nrails; r++) {
         if (peer->rails[r].ep)
             ctx->rails[r].ops->ep_destroy(peer->rails[r].ep);
+        mdr_replay_reset(&peer->rails[r]);
+    }
     while ((it = mdr_list_pop_head(&peer->txq)))
         free(mdr_container_of(it, mdr_txq_item_t, link));
     while ((it = mdr_list_pop_head(&peer->rfs_stored)))
@@ -214,6 +216,8 @@ madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail)
         }
         return st;
     }
+    free(pr->rx_resent); /* copies of the peer's given-up connection: a new one starts */
+    pr->rx_resent = NULL;
     mdr_debug("rail %s peer %u: connecting", ctx->rails[rail].attr.name, peer->index);
     return MADRAIL_OK;
 }
@@ -223,8 +227,14 @@ int mdr_peer_rail_mark_down(mdr_peer_rail_t *pr, int failover)
     if (pr->down)
         return 0;
     pr->down = 1;
-    if (failover)
+    if (failover) {
         pr->peer->ctx->rails[pr->rail].stats.failovers++;
+        mdr_replay_rail_down(pr); /* what may not have arrived goes on another rail */
+        /* the copies that fill a hole in the peer's sequence (ours to it
+         * and its to us) need slots the messages after the hole hold */
+        if (!pr->peer->broken)
+            mdr_match_release_held(pr->peer);
+    }
     return 1;
 }
 
@@ -276,6 +286,13 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
         return NULL;
     }
     pr = &peer->rails[rs->index];
+    if (!pr->ep && !pr->down && pr->rx_resent) {
+        /* the peer re-sent what it had sent on this rail (replay.c): this
+         * is that connection, late; what it carries came already */
+        mdr_warn("rail %s peer %u: connection refused: the peer gave it up", rs->attr.name,
+                 peer->index);
+        return NULL;
+    }
     if (pr->ep && pr->ep != ep && !pr->down) {
         mdr_warn("rail %s peer %u: second connection refused", rs->attr.name, peer->index);
         return NULL;
@@ -299,6 +316,7 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
         pr->ret_pending = 0;
         pr->credit_queued = 0;
         mdr_match_rail_reset(peer, rs->index);
+        mdr_replay_reset(pr);
         pr->untracked_sent = 0;
         mdr_health_rail_reset(pr);
         rs->up_events++;
@@ -326,7 +344,7 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
              madrail_status_str(status));
     mdr_peer_rail_mark_down(pr, 1);
     mdr_send_rail_lost(pr, status == MADRAIL_ERR_RAIL_CONNECT);
-    if (status == MADRAIL_ERR_RAIL_CONNECT && pr->untracked_sent &&
+    if (status == MADRAIL_ERR_RAIL_CONNECT && pr->untracked_sent && !pr->replay_ok &&
         mdr_peer_reachable(pr->peer)) {
         /* an active message or a protocol reply queued on it is lost for
          * sure and no request can send it again */
@@ -366,9 +384,12 @@ void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
                   madrail_status_str(status), rails[0] ? rails : " no rail was connected");
     }
     mdr_match_peer_release(peer, 0, status == MADRAIL_ERR_PEER_UNREACHABLE);
+    for (i = 0; i < (uint32_t)ctx->nrails; i++) /* copies nothing will re-send */
+        mdr_replay_reset(&peer->rails[i]);
     /* control messages that can no longer go, and offers it made us */
     while ((it = mdr_list_pop_head(&peer->txq)))
         free(mdr_container_of(it, mdr_txq_item_t, link));
+    peer->nreplay = 0;
     while ((it = mdr_list_pop_head(&peer->rfs_stored)))
         free(mdr_container_of(it, mdr_rfs_t, link));
     peer->nrfs_stored = 0;

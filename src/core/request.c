@@ -295,9 +295,11 @@ static int mdr_send_settle(mdr_req_t *req)
             uint8_t bit = (uint8_t)(1u << r);
             mdr_peer_rail_t *pr = &peer->rails[r];
             bits &= bits - 1;
-            if (pr->down) {
+            if (pr->down && !pr->replay_ok) {
                 req->lost_rails |= bit;
-            } else if (pr->ep == NULL || ctx->rails[r].ops->ep_unsent(pr->ep) == 0) {
+            } else if (pr->down || pr->ep == NULL ||
+                       ctx->rails[r].ops->ep_unsent(pr->ep) == 0) {
+                /* down with replay_ok: what it held unsent goes again (replay.c) */
                 req->unsent_rails &= (uint8_t)~bit;
                 req->seq_unsent &= (uint8_t)~bit;
             }
@@ -339,6 +341,13 @@ void mdr_send_rail_lost(mdr_peer_rail_t *pr, int never_connected)
         if (req->peer != pr->peer->index || !(req->unsent_rails & bit) ||
             (req->lost_rails & bit))
             continue;
+        if (pr->replay_ok) {
+            /* its messages there were copied and go again on another rail:
+             * nothing of it is lost (replay.c) */
+            req->unsent_rails &= (uint8_t)~bit;
+            req->seq_unsent &= (uint8_t)~bit;
+            continue;
+        }
         req->lost_rails |= bit;
         if (never_connected)
             req->never_rails |= bit;

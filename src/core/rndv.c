@@ -411,7 +411,10 @@ madrail_status_t mdr_rndv_send_rts(mdr_peer_t *peer, mdr_req_t *req)
     mdr_rndv_set(req, MDR_RNDV_RTS_SENT);
     peer->ctx->n_rts++;
     if (mdr_peer_reachable(peer)) {
-        int rail = mdr_ctrl_try_send(peer, -1, &r.h, sizeof(r), NULL, 0);
+        int rail;
+        peer->ctx->tx_sreq_id = req->id; /* its copy (replay.c) names the send */
+        rail = mdr_ctrl_try_send(peer, -1, &r.h, sizeof(r), NULL, 0);
+        peer->ctx->tx_sreq_id = 0;
         if (rail >= 0) {
             mdr_send_track(req, rail, 1);
             mdr_health_rts_sent(req, rail); /* RTS -> CTS round trip */
@@ -608,7 +611,8 @@ static void mdr_handle_fin(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
                             req->matched ? "an eager message" : "not matched, no offer out");
         return;
     }
-    if (!req->reg[pr->rail]) {
+    /* a re-sent FIN reports puts on the rail it was first sent on */
+    if (!req->reg[ctx->rx_resent_rail >= 0 ? ctx->rx_resent_rail : pr->rail]) {
         mdr_peer_proto_fail(pr, "FIN for receive %llx on a rail it gave no key for",
                             (unsigned long long)f->rreq_id);
         return;

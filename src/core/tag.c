@@ -771,6 +771,17 @@ void mdr_match_rail_reset(mdr_peer_t *peer, int rail)
 }
 
 
+void mdr_match_release_held(mdr_peer_t *peer)
+{
+    mdr_hash_t *h = &peer->inflight;
+    size_t i;
+    for (i = 0; i < h->cap; i++) {
+        mdr_inmsg_t *m = h->vals[i];
+        if (m && mdr_hash_get(h, h->keys[i]) == m)
+            mdr_inmsg_unhold(m, 1); /* a down rail's share is dropped by mdr_ctrl_unhold */
+    }
+}
+
 /* The sequenced messages all go through matching in sequence order (their
  * rules beyond length and flags are checked by mdr_match_incoming). */
 madrail_status_t mdr_tag_init(mdr_ctx_t *ctx)

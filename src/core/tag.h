@@ -50,5 +50,9 @@ void mdr_match_peer_release(mdr_peer_t *peer, int all, int keep_complete);
 /* A rail to peer restarted its credit accounting (reconnection): credits
  * withheld on the old connection are forgotten. */
 void mdr_match_rail_reset(mdr_peer_t *peer, int rail);
+/* A rail to peer went down: return the credits withheld for its messages
+ * stored out of order (replay.c: the copies that fill the hole need those
+ * slots, and would wait for them for good). */
+void mdr_match_release_held(mdr_peer_t *peer);
 
 #endif /* MDR_TAG_H */

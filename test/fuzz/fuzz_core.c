@@ -943,6 +943,60 @@ static int fz_core_seeds(const char *dir)
             snprintf(name, sizeof(name), "eager-reorder-setup%u", setup);
             rc |= sd_write(dir, name, &sd);
         }
+        /* re-sent copies (replay.c): an EAGER fragment that came on rail 1
+         * and again, flagged re-sent from rail 1, on rail 0 (a duplicate,
+         * dropped), then one more copy naming the next index (taken); a
+         * re-sent FIN for the rendezvous receive; a copy naming the rail
+         * it came on (refused) */
+        {
+            mdr_eager_hdr_t e;
+            uint8_t msg[sizeof(e) + 64];
+            mdr_fin_hdr_t f;
+            const uint8_t p0[] = {1, SEL(FZ_SEL_SEQ, 8)};
+            const uint8_t pf[] = {1, SEL(FZ_SEL_REQ, 2)};
+            memset(msg, 0x44, sizeof(msg));
+            memset(&sd, 0, sizeof(sd));
+            sd_u8(&sd, (uint8_t)(setup | 1));
+            sd_hdr(&e.h, MDR_MSG_EAGER, 0, sizeof(msg));
+            e.tag = 1;
+            e.total = 200;
+            e.offset = 0;
+            e.id = 0;
+            e.seq = 0;
+            memcpy(msg, &e, sizeof(e));
+            sd_inject(&sd, 2, msg, sizeof(msg), p0, 1);
+            e.h.flags = MDR_HF_RESENT | (1u << MDR_HF_RAIL_SHIFT);
+            e.h.credits = 0; /* index 0 on rail 1: arrived */
+            memcpy(msg, &e, sizeof(e));
+            sd_inject(&sd, 0, msg, sizeof(msg), p0, 1);
+            e.h.credits = 1; /* index 1: not yet, taken */
+            e.offset = 64;
+            memcpy(msg, &e, sizeof(e));
+            sd_inject(&sd, 0, msg, sizeof(msg), p0, 1);
+            sd_progress(&sd, 7 | (3 << 3));
+            snprintf(name, sizeof(name), "resent-eager-setup%u", setup);
+            rc |= sd_write(dir, name, &sd);
+
+            memset(&sd, 0, sizeof(sd));
+            sd_u8(&sd, (uint8_t)(setup | 1));
+            sd_hdr(&f.h, MDR_MSG_FIN, MDR_HF_RESENT | (1u << MDR_HF_RAIL_SHIFT), sizeof(f));
+            f.rreq_id = 0;
+            f.bytes = 40000;
+            sd_inject(&sd, 0, &f, sizeof(f), pf, 1);
+            sd_inject(&sd, 0, &f, sizeof(f), pf, 1); /* the same copy twice */
+            sd_progress(&sd, 7 | (3 << 3));
+            snprintf(name, sizeof(name), "resent-fin-setup%u", setup);
+            rc |= sd_write(dir, name, &sd);
+
+            memset(&sd, 0, sizeof(sd));
+            sd_u8(&sd, (uint8_t)(setup | 1));
+            sd_hdr(&f.h, MDR_MSG_FIN, MDR_HF_RESENT, sizeof(f)); /* names rail 0, comes on 0 */
+            f.bytes = 1;
+            sd_inject(&sd, 0, &f, sizeof(f), pf, 1);
+            sd_progress(&sd, 7);
+            snprintf(name, sizeof(name), "resent-own-rail-setup%u", setup);
+            rc |= sd_write(dir, name, &sd);
+        }
         /* an active message: well-formed, and one claiming more than arrived */
         {
             mdr_eager_hdr_t e;

@@ -1,0 +1,345 @@
+/*
+ * Recovery of control messages lost with a rail (issue 12 item 3,
+ * src/core/replay.c), on the loop driver with two rails.  Each case puts
+ * one kind of control message (an EAGER fragment, an RTS, a CTS, a FIN, a
+ * credit return) in flight on rail 1, that is handed to the driver but not
+ * yet delivered, and kills rail 1: the loop driver drops what is in flight
+ * on a dead rail, both ways.  The sender must re-send what it has no
+ * credit back for on rail 0 and the receiver must take each message
+ * exactly once: every receive completes with exact data, a second receive
+ * for the same tag stays unmatched, and the counters show the copies and
+ * the duplicates dropped.  Without the recovery each case stalls (the
+ * message is gone) or, for the credit case, would take messages twice.
+ *
+ * Rail 1 is chosen by taking rail 0's credits away for the moment
+ * (MADRAIL_ADAPT=0: the static choice takes the lowest-latency rail with a
+ * credit), and given back before anything else is sent there.
+ */
+#include "mdr_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "pair.h"
+
+static void spin(pair_t *p)
+{
+    madrail_progress(p->a);
+    madrail_progress(p->b);
+}
+
+static madrail_status_t pwait_n(pair_t *p, madrail_request_t *req, int n)
+{
+    int i, flag = 0;
+    madrail_status_t st = MADRAIL_OK;
+    for (i = 0; i < n && *req; i++) {
+        spin(p);
+        st = madrail_test(req, &flag, NULL);
+        if (flag)
+            return st;
+    }
+    return *req ? MADRAIL_ERR_IO : st; /* MADRAIL_ERR_IO: did not complete */
+}
+
+static const char *sts(madrail_status_t s)
+{
+    return s == MADRAIL_ERR_IO ? "did not complete" : madrail_status_str(s);
+}
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        b[i] = (uint8_t)(i * 131u + seed * 7u + (i >> 8));
+}
+
+static int verify(const uint8_t *b, size_t n, unsigned seed)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (b[i] != (uint8_t)(i * 131u + seed * 7u + (i >> 8)))
+            return 0;
+    return 1;
+}
+
+/* Take rail 0's credits from side's peer record (the next messages take
+ * rail 1); restore them with the returned value. */
+static unsigned rail0_off(mdr_peer_t *peer)
+{
+    unsigned c = peer->rails[0].credits;
+    peer->rails[0].credits = 0;
+    return c;
+}
+
+static void pair_done(pair_t *p)
+{
+    int i;
+    for (i = 0; i < 1000; i++)
+        spin(p);
+    CHECK(p->a->state_errors + p->b->state_errors == 0, "no state machine refused a transition");
+    madrail_context_finalize(p->a);
+    madrail_context_finalize(p->b);
+}
+
+enum { PH_EAGER, PH_RTS, PH_CTS, PH_FIN, PH_FIN_ARRIVED, PH_CREDIT, PH_MAX };
+static const char *const ph_names[] = {"eager fragments", "RTS", "CTS", "FIN",
+                                       "FIN arrived, its credit return lost",
+                                       "credit return lost with a message"};
+
+/* The receiver also posts a second receive for the first tag: a message
+ * taken twice would complete it. */
+static void check_twice(pair_t *p, madrail_request_t *extra, int phase)
+{
+    int i, flag = 0;
+    for (i = 0; i < 2000; i++)
+        spin(p);
+    madrail_test(extra, &flag, NULL);
+    CHECK(!flag, "%s: no message was taken twice (the spare receive is still posted)",
+          ph_names[phase]);
+    if (!flag)
+        madrail_cancel(p->b, *extra);
+}
+
+static void test_small(int phase)
+{
+    enum { NM = 4, LEN = 20000 }; /* 3 fragments of a 8k slot each */
+    const char *ov[] = {phase == PH_EAGER ? "MADRAIL_RAILS=loop:re0,loop:re1"
+                                          : "MADRAIL_RAILS=loop:rc0,loop:rc1",
+                        "MADRAIL_LOG_LEVEL=error", "MADRAIL_ADAPT=0", "MADRAIL_CREDITS=4",
+                        NULL};
+    static uint8_t sb[NM][LEN], rb[NM][LEN], spare[LEN];
+    madrail_request_t sr[NM], rr[NM], extra;
+    madrail_status_t s[NM], r[NM];
+    mdr_peer_t *ab, *ba;
+    unsigned saved, credit_msgs;
+    int i, nok = 0;
+    size_t len = phase == PH_EAGER ? LEN : 100; /* credit case: one slot each */
+    pair_t p;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "%s: open", ph_names[phase]);
+        return;
+    }
+    ab = mdr_peer_get(p.a, p.a2b);
+    ba = mdr_peer_get(p.b, p.b2a);
+    for (i = 0; i < NM; i++) {
+        fill(sb[i], len, (unsigned)i + 1);
+        madrail_irecv(p.b, p.b2a, rb[i], len, 50 + (uint64_t)i, 0, &rr[i]);
+    }
+    madrail_irecv(p.b, p.b2a, spare, len, 50, 0, &extra);
+    /* connect both rails first, so that nothing below waits for a
+     * handshake; two messages on rail 1 make B return both credits in a
+     * CREDIT (MADRAIL_CREDITS=4: one is sent once 2 are owed) */
+    {
+        uint8_t x[2] = {1, 2}, y[2];
+        madrail_request_t a1[2], b1[2];
+        for (i = 0; i < 2; i++)
+            madrail_irecv(p.b, p.b2a, &y[i], 1, 9, 0, &b1[i]);
+        madrail_isend(p.a, p.a2b, &x[0], 1, 9, 0, &a1[0]);
+        pwait_n(&p, &a1[0], 1000);
+        pwait_n(&p, &b1[0], 1000);
+        for (i = 0; i < 100; i++)
+            spin(&p);
+        saved = rail0_off(ab);
+        madrail_isend(p.a, p.a2b, &x[0], 1, 9, 0, &a1[0]);
+        madrail_isend(p.a, p.a2b, &x[1], 1, 9, 0, &a1[1]);
+        ab->rails[0].credits = saved;
+        pwait_n(&p, &a1[0], 1000);
+        pwait_n(&p, &a1[1], 1000);
+        pwait_n(&p, &b1[1], 1000);
+        for (i = 0; i < 100; i++)
+            spin(&p);
+    }
+    CHECK(ab->rails[1].ep && ba->rails[1].ep && ab->rails[1].credits == 4 &&
+              ba->rails[1].ret_pending == 0,
+          "%s: setup: rail 1 connected, all its credits back (%u)", ph_names[phase],
+          ab->rails[1].credits);
+    credit_msgs = ba->rails[1].credit_msgs;
+    saved = rail0_off(ab);
+    if (phase == PH_EAGER) {
+        /* the first message's 3 fragments take rail 1 (credits 4) and stay
+         * in flight: B does not progress */
+        s[0] = madrail_isend(p.a, p.a2b, sb[0], len, 50, 0, &sr[0]);
+        CHECK(ab->rails[1].credits == 1, "%s: setup: 3 fragments on rail 1", ph_names[phase]);
+    } else {
+        /* messages 0-2 go on rail 1 and arrive; B returns 2 credits in a
+         * CREDIT message and owes one; message 3 goes on rail 1 too.  Then
+         * the CREDIT (to A) and message 3 (to B) are both in flight */
+        for (i = 0; i < 3; i++)
+            s[i] = madrail_isend(p.a, p.a2b, sb[i], len, 50 + (uint64_t)i, 0, &sr[i]);
+        for (i = 0; i < 20; i++)
+            madrail_progress(p.b);
+        CHECK(ba->rails[1].credit_msgs == credit_msgs + 1 && ab->rails[1].credits == 1,
+              "%s: setup: B took 3 messages and sent a CREDIT for 2 (A has 1 credit)",
+              ph_names[phase]);
+        s[3] = madrail_isend(p.a, p.a2b, sb[3], len, 53, 0, &sr[3]);
+        CHECK(ab->rails[1].credits == 0, "%s: setup: message 3 on rail 1", ph_names[phase]);
+    }
+    ab->rails[0].credits = saved;
+    mdr_loop_rail_kill(p.a->rails[1].rail, "test: the rail dies");
+    if (phase == PH_EAGER)
+        for (i = 1; i < NM; i++) /* later messages, on rail 0 */
+            s[i] = madrail_isend(p.a, p.a2b, sb[i], len, 50 + (uint64_t)i, 0, &sr[i]);
+    for (i = 0; i < NM; i++) {
+        r[i] = pwait_n(&p, &rr[i], 5000);
+        if (s[i] == MADRAIL_OK)
+            s[i] = pwait_n(&p, &sr[i], 5000);
+        nok += r[i] == MADRAIL_OK && s[i] == MADRAIL_OK && verify(rb[i], len, (unsigned)i + 1);
+    }
+    CHECK(nok == NM, "%s: %d of %d messages sent and received with exact data (first: send %s, "
+                     "receive %s)",
+          ph_names[phase], nok, NM, sts(s[0]), sts(r[0]));
+    check_twice(&p, &extra, phase);
+    CHECK(ab->rails[1].down && !ab->rails[0].down && ba->rails[1].down && !ba->rails[0].down,
+          "%s: rail 1 down on both sides, rail 0 up", ph_names[phase]);
+    if (phase == PH_EAGER)
+        CHECK(p.a->rails[1].stats.resent_msgs == 3 && p.b->rails[1].stats.resent_dups == 0,
+              "%s: A re-sent the 3 fragments (%llu), none was a duplicate (%llu)",
+              ph_names[phase], (unsigned long long)p.a->rails[1].stats.resent_msgs,
+              (unsigned long long)p.b->rails[1].stats.resent_dups);
+    else
+        CHECK(p.a->rails[1].stats.resent_msgs == 4 && p.b->rails[1].stats.resent_dups == 3,
+              "%s: A re-sent the 4 messages it had no credit back for (%llu), B dropped the 3 "
+              "it had (%llu)",
+              ph_names[phase], (unsigned long long)p.a->rails[1].stats.resent_msgs,
+              (unsigned long long)p.b->rails[1].stats.resent_dups);
+    pair_done(&p);
+}
+
+/* Rendezvous striped over both rails; the control message of the phase
+ * is in flight on rail 1 when it dies. */
+static void test_rndv(int phase)
+{
+    enum { N = 256 * 1024 };
+    char rails[64];
+    const char *ov[] = {rails, "MADRAIL_LOG_LEVEL=error", "MADRAIL_ADAPT=0",
+                        "MADRAIL_RNDV_RECV_FIRST=0", "MADRAIL_RAIL_WEIGHTS=1,1", NULL};
+    uint8_t *sb = malloc(N), *rb = calloc(1, N), *spare = malloc(N);
+    madrail_request_t sr, rr, extra = NULL;
+    madrail_status_t s1, s2;
+    mdr_peer_t *ab, *ba;
+    unsigned saved;
+    int i;
+    pair_t p;
+
+    snprintf(rails, sizeof(rails), "MADRAIL_RAILS=loop:rv%d0,loop:rv%d1", phase, phase);
+    if (!sb || !rb || !spare || pair_open(&p, ov) != 0) {
+        CHECK(0, "%s: open", ph_names[phase]);
+        goto out;
+    }
+    ab = mdr_peer_get(p.a, p.a2b);
+    ba = mdr_peer_get(p.b, p.b2a);
+    fill(sb, N, 21);
+    {
+        /* connect both rails first: a rendezvous on each way */
+        uint8_t x = 1, y;
+        madrail_request_t a1, b1;
+        for (i = 0; i < 2; i++) {
+            mdr_peer_t *pe = i ? ab : NULL;
+            saved = pe ? rail0_off(pe) : 0;
+            madrail_irecv(p.b, p.b2a, &y, 1, 9, 0, &b1);
+            madrail_isend(p.a, p.a2b, &x, 1, 9, 0, &a1);
+            if (pe) {
+                int k;
+                for (k = 0; k < 5; k++)
+                    madrail_progress(p.a);
+                pe->rails[0].credits = saved;
+            }
+            pwait_n(&p, &a1, 1000);
+            pwait_n(&p, &b1, 1000);
+        }
+        saved = rail0_off(ba);
+        madrail_irecv(p.a, p.a2b, &y, 1, 9, 0, &b1);
+        madrail_isend(p.b, p.b2a, &x, 1, 9, 0, &a1);
+        for (i = 0; i < 5; i++)
+            madrail_progress(p.b);
+        ba->rails[0].credits = saved;
+        pwait_n(&p, &a1, 1000);
+        pwait_n(&p, &b1, 1000);
+        for (i = 0; i < 100; i++)
+            spin(&p);
+    }
+    CHECK(ab->rails[1].ep && ba->rails[1].ep, "%s: setup: rail 1 connected both ways",
+          ph_names[phase]);
+    madrail_irecv(p.b, p.b2a, rb, N, 7, 0, &rr);
+    madrail_irecv(p.b, p.b2a, spare, N, 7, 0, &extra);
+    if (phase == PH_RTS) {
+        saved = rail0_off(ab);
+        madrail_isend(p.a, p.a2b, sb, N, 7, 0, &sr);
+        ab->rails[0].credits = saved;
+        CHECK(sr->rndv == MDR_RNDV_RTS_SENT && sr->rts_rail == 1,
+              "%s: setup: the RTS left on rail 1", ph_names[phase]);
+    } else {
+        madrail_isend(p.a, p.a2b, sb, N, 7, 0, &sr);
+        if (phase == PH_CTS)
+            saved = rail0_off(ba);
+        for (i = 0; i < 100 && rr->rndv != MDR_RNDV_CTS_SENT; i++)
+            madrail_progress(p.b);
+        if (phase == PH_CTS) {
+            ba->rails[0].credits = saved;
+            CHECK(rr->rndv == MDR_RNDV_CTS_SENT && ba->rails[1].credits < p.b->cfg.credits,
+                  "%s: setup: B's CTS left on rail 1", ph_names[phase]);
+        } else {
+            /* A puts one chunk on each rail; B's progress places them;
+             * A's then sends a FIN on each rail */
+            for (i = 0; i < 100 && sr->rndv != MDR_RNDV_PUTTING; i++)
+                madrail_progress(p.a);
+            for (i = 0; i < 100; i++) { /* B places, A's next progress sends the FINs */
+                madrail_progress(p.a);
+                if (sr->puts_left == 0)
+                    break;
+                madrail_progress(p.b);
+            }
+            CHECK(sr->nputs == 2 && sr->puts_left == 0 && rr->fin_bytes == 0,
+                  "%s: setup: both chunks placed, their FINs in flight (%d chunks, %d left, %llu "
+                  "bytes reported)",
+                  ph_names[phase], sr->nputs, sr->puts_left, (unsigned long long)rr->fin_bytes);
+            if (phase == PH_FIN_ARRIVED) {
+                /* B takes both FINs and completes; the credits it owes A
+                 * for them are not returned yet when the rail dies */
+                for (i = 0; i < 10; i++)
+                    madrail_progress(p.b);
+                CHECK(rr == NULL || rr->complete, "%s: setup: the receive completed",
+                      ph_names[phase]);
+            }
+        }
+    }
+    mdr_loop_rail_kill(p.a->rails[1].rail, "test: the rail dies");
+    s1 = pwait_n(&p, &rr, 5000);
+    s2 = pwait_n(&p, &sr, 5000);
+    CHECK(s1 == MADRAIL_OK && verify(rb, N, 21), "%s: the receive completes with exact data (%s)",
+          ph_names[phase], sts(s1));
+    CHECK(s2 == MADRAIL_OK, "%s: the send completes (%s)", ph_names[phase], sts(s2));
+    check_twice(&p, &extra, phase);
+    CHECK(ab->rails[1].down && !ab->rails[0].down && ba->rails[1].down && !ba->rails[0].down,
+          "%s: rail 1 down on both sides, rail 0 up", ph_names[phase]);
+    {
+        mdr_ctx_t *sender = phase == PH_CTS ? p.b : p.a, *receiver = phase == PH_CTS ? p.a : p.b;
+        CHECK(sender->rails[1].stats.resent_msgs >= 1,
+              "%s: the lost message was re-sent (%llu copies)", ph_names[phase],
+              (unsigned long long)sender->rails[1].stats.resent_msgs);
+        if (phase == PH_FIN_ARRIVED)
+            CHECK(receiver->rails[1].stats.resent_dups >= 1 && !ba->rails[0].down,
+                  "%s: B dropped the FIN's copy as a duplicate (%llu), no protocol error",
+                  ph_names[phase], (unsigned long long)receiver->rails[1].stats.resent_dups);
+    }
+    pair_done(&p);
+out:
+    free(sb);
+    free(rb);
+    free(spare);
+}
+
+int main(void)
+{
+    test_small(PH_EAGER);
+    test_rndv(PH_RTS);
+    test_rndv(PH_CTS);
+    test_rndv(PH_FIN);
+    test_rndv(PH_FIN_ARRIVED);
+    test_small(PH_CREDIT);
+    printf("%d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
