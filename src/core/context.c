@@ -94,6 +94,14 @@ static const mdr_cfg_entry_t core_entries[] = {
               "so do the transport's acknowledgements (a busy slow link is alive, a black "
               "hole is not). Only on drivers that report acknowledgements (tcp, loop); 0: "
               "off, driver errors only. Must exceed how long the network may stall."),
+    CFG_ENTRY("MADRAIL_RAIL_REJOIN", MDR_CFG_TIME, "1s", 0, 3600, rail_rejoin,
+              "A rail that went down to a peer (its connection failed or it timed out) is "
+              "dialled again in the background, by the side with the smaller context id, "
+              "and carries traffic again once the peer answers on the new connection. The "
+              "wait between attempts doubles from an eighth of this value up to it: a link "
+              "that returns is back in use within about this long. 0: a rail that went down "
+              "stays down. A rail closed because the peer sent a malformed message is never "
+              "dialled again."),
     CFG_ENTRY("MADRAIL_STATS", MDR_CFG_BOOL, "0", 1, 0, stats,
               "Print per-rail statistics to stderr at finalize, and per peer each rail's "
               "measured throughput and stripe weight."),

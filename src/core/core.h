@@ -171,6 +171,7 @@ typedef struct mdr_core_config {
     unsigned adapt_probe;/* MADRAIL_ADAPT_PROBE: plans between probes of a starved rail */
     double adapt_sample; /* MADRAIL_ADAPT_SAMPLE: busy seconds per throughput sample */
     double rail_timeout; /* MADRAIL_RAIL_TIMEOUT: seconds of silence that take a rail down, 0: off */
+    double rail_rejoin;  /* MADRAIL_RAIL_REJOIN: longest back-off between reconnections, 0: off */
     int stats;           /* MADRAIL_STATS */
     char *log_level;     /* MADRAIL_LOG_LEVEL */
     char *job_key;       /* MADRAIL_JOB_KEY: 32 hex digits or empty */
@@ -210,6 +211,7 @@ typedef struct mdr_rail_slot {
     double weight;
     madrail_rail_stats_t stats;
     uint64_t up_events; /* a peer reconnected on this rail after it failed (madrail_rail_state) */
+    uint64_t rejoin_attempts; /* reconnections we dialled after it went down (rejoin.c) */
     int index;
     mdr_ctx_t *ctx;
 } mdr_rail_slot_t;
@@ -239,6 +241,14 @@ struct mdr_peer_rail {
     unsigned pings_out;/* PINGs sent, PONG not yet received (<= MDR_PING_MAX) */
     unsigned pongs_owed; /* PINGs received, PONG not yet handed to the driver */
     char last_error[300]; /* why it went down (logged once, named when the peer fails) */
+    uint64_t down_ns;  /* when it last went down (mdr_peer_rail_mark_down) */
+    /* rejoin (rejoin.c): ep is our reconnection attempt while probing */
+    int rejoin_armed;  /* counted in ctx->nrejoin: attempts are scheduled */
+    int probing;       /* ep is a reconnection attempt the peer has not answered */
+    int probe_failed;  /* its driver reported it failed: dropped by the next scan */
+    uint64_t probe_ns; /* when the attempt started */
+    uint64_t rejoin_at_ns;   /* next attempt */
+    uint64_t rejoin_wait_ns; /* current back-off */
 };
 
 /* An outbound control message that could not be sent at once (no credit or
@@ -504,6 +514,8 @@ struct madrail_context {
     uint32_t npeer_free, peer_free_cap;
     uint64_t watch_next_ns;        /* watch.c: next liveness scan */
     uint64_t watch_gen;            /* its count */
+    uint32_t nrejoin;              /* rejoin.c: peer-rails with reconnections scheduled */
+    uint64_t rejoin_next_ns;       /* rejoin.c: next scan */
 };
 
 /* Tests make the receive path run out of memory: with ctx->fault_nomem = N
@@ -530,5 +542,6 @@ extern const mdr_cfg_table_t mdr_core_cfg_table;
 #include "core/rfs.h"
 #include "core/am.h"
 #include "core/watch.h"
+#include "core/rejoin.h"
 
 #endif /* MDR_CORE_H */

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "util/clock.h"
 
 /* Inbound messages were freed by the caller. */
 void mdr_peer_destroy(mdr_ctx_t *ctx, mdr_peer_t *peer)
@@ -223,6 +224,7 @@ int mdr_peer_rail_mark_down(mdr_peer_rail_t *pr, int failover)
     if (pr->down)
         return 0;
     pr->down = 1;
+    pr->down_ns = mdr_time_ns();
     if (failover)
         pr->peer->ctx->rails[pr->rail].stats.failovers++;
     return 1;
@@ -284,7 +286,7 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
         /* the peer reconnected after this rail failed: start afresh on the
          * new connection; the old ep is destroyed at finalize (none when
          * the rail timed out: watch.c destroyed it) */
-        if (pr->ep) {
+        if (pr->ep) { /* the failed one, or our own unanswered reconnection attempt */
             mdr_dead_ep_t *d = malloc(sizeof(*d));
             if (!d)
                 return NULL;
@@ -292,20 +294,34 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
             d->ep = pr->ep;
             mdr_list_push_tail(&peer->dead_eps, &d->link);
         }
-        pr->down = 0; /* the only way up: a new connection */
-        pr->pings_out = pr->pongs_owed = 0;
-        pr->rx_ns = pr->life_ns = 0;
-        pr->credits = ctx->cfg.credits;
-        pr->ret_pending = 0;
-        pr->credit_queued = 0;
-        mdr_match_rail_reset(peer, rs->index);
-        pr->untracked_sent = 0;
-        mdr_health_rail_reset(pr);
-        rs->up_events++;
+        mdr_rejoin_forget(pr);
+        pr->ep = ep;
+        mdr_peer_rail_revive(pr);
         mdr_info("rail %s peer %u: reconnected", rs->attr.name, peer->index);
     }
     pr->ep = ep;
     return pr;
+}
+
+/* pr, down, has a new connection (pr->ep) the peer uses: the only way up.
+ * Everything the old connection carried is settled (peer.c, watch.c):
+ * start afresh. */
+void mdr_peer_rail_revive(mdr_peer_rail_t *pr)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+
+    pr->down = 0;
+    pr->pings_out = pr->pongs_owed = 0;
+    pr->rx_ns = pr->life_ns = 0;
+    pr->credits = ctx->cfg.credits;
+    pr->ret_pending = 0;
+    pr->credit_queued = 0;
+    mdr_match_rail_reset(pr->peer, pr->rail);
+    pr->untracked_sent = 0;
+    mdr_health_rail_reset(pr);
+    ctx->rails[pr->rail].up_events++;
+    if (!mdr_list_empty(&pr->peer->txq) || !mdr_list_empty(&pr->peer->sendq))
+        mdr_peer_activate(pr->peer);
 }
 
 void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *reason)
@@ -313,7 +329,13 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
     mdr_peer_rail_t *pr = ep_cookie;
     mdr_ctx_t *ctx = pr->peer->ctx;
 
-    if (pr->down || mdr_peer_rail_failed_unused(pr, reason))
+    if (pr->down) {
+        if (mdr_rejoin_probe_failed(pr))
+            mdr_debug("rail %s peer %u: reconnection attempt failed: %s",
+                      ctx->rails[pr->rail].attr.name, pr->peer->index, reason ? reason : "");
+        return;
+    }
+    if (mdr_peer_rail_failed_unused(pr, reason))
         return;
     if (ctx->finalizing &&
         (status == MADRAIL_ERR_RAIL_DOWN || status == MADRAIL_ERR_RAIL_CONNECT))
@@ -325,6 +347,7 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
     snprintf(pr->last_error, sizeof(pr->last_error), "%s (%s)", reason ? reason : "",
              madrail_status_str(status));
     mdr_peer_rail_mark_down(pr, 1);
+    mdr_rejoin_down(pr);
     mdr_send_rail_lost(pr, status == MADRAIL_ERR_RAIL_CONNECT);
     if (status == MADRAIL_ERR_RAIL_CONNECT && pr->untracked_sent &&
         mdr_peer_reachable(pr->peer)) {
