@@ -189,6 +189,7 @@ static inline size_t mdr_pad8(size_t n) { return (n + 7) & ~(size_t)7; }
  * and PONGs (watch.c). */
 #define MDR_PING_MAX 2
 #define MDR_RESERVED_SLOTS (2 + 2 * MDR_PING_MAX)
+#define MDR_EVENTS_MAX 64 /* rail events kept for madrail_rail_events */
 
 /* Receiver-first offers to one peer that may be unanswered at once (and
  * offers from one peer a sender keeps): bounds both records. */
@@ -515,6 +516,9 @@ struct madrail_context {
     uint64_t watch_next_ns;        /* watch.c: next liveness scan */
     uint64_t watch_gen;            /* its count */
     uint32_t nrejoin;              /* rejoin.c: peer-rails with reconnections scheduled */
+    madrail_rail_event_t events[MDR_EVENTS_MAX]; /* the last rail down/up events (peer.c) */
+    uint64_t nevents;              /* events recorded in all (ring index: % MDR_EVENTS_MAX) */
+    uint64_t n_replanned_bytes;    /* stripe bytes moved off the rail they were planned on */
     uint64_t rejoin_next_ns;       /* rejoin.c: next scan */
 };
 

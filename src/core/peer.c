@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/core.h"
 #include "util/clock.h"
@@ -219,14 +220,37 @@ madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail)
     return MADRAIL_OK;
 }
 
+/* Keep a rail event for madrail_rail_events and MADRAIL_STATS. */
+static void mdr_peer_rail_event(mdr_peer_rail_t *pr, int up, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void mdr_peer_rail_event(mdr_peer_rail_t *pr, int up, const char *fmt, ...)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    madrail_rail_event_t *ev = &ctx->events[ctx->nevents++ % MDR_EVENTS_MAX];
+    struct timespec ts;
+    va_list ap;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ev->time = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    ev->rail = pr->rail;
+    ev->peer = pr->peer->index;
+    ev->up = up;
+    va_start(ap, fmt);
+    vsnprintf(ev->what, sizeof(ev->what), fmt, ap);
+    va_end(ap);
+}
+
 int mdr_peer_rail_mark_down(mdr_peer_rail_t *pr, int failover)
 {
     if (pr->down)
         return 0;
     pr->down = 1;
     pr->down_ns = mdr_time_ns();
-    if (failover)
+    if (failover) {
         pr->peer->ctx->rails[pr->rail].stats.failovers++;
+        if (!pr->peer->ctx->finalizing) /* connections closing at the end are no event */
+            mdr_peer_rail_event(pr, 0, "%s", pr->last_error[0] ? pr->last_error : "closed");
+    }
     return 1;
 }
 
@@ -320,6 +344,8 @@ void mdr_peer_rail_revive(mdr_peer_rail_t *pr)
     pr->untracked_sent = 0;
     mdr_health_rail_reset(pr);
     ctx->rails[pr->rail].up_events++;
+    mdr_peer_rail_event(pr, 1, "after %.3f s down",
+                        pr->down_ns ? (double)(mdr_time_ns() - pr->down_ns) / 1e9 : 0.0);
     if (!mdr_list_empty(&pr->peer->txq) || !mdr_list_empty(&pr->peer->sendq))
         mdr_peer_activate(pr->peer);
 }

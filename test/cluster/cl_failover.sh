@@ -38,7 +38,7 @@ trap 'rm -rf "$WORK"; cl_cluster down >/dev/null 2>&1' EXIT
 # start RAILS SECONDS ok|error: the stream in the background, output in $WORK/out
 start() {
     # shellcheck disable=SC2086
-    cl_cluster exec 0 env MADRAIL_RAILS="$1" timeout -k 5 40 "$MPIEXEC" \
+    cl_cluster exec 0 env MADRAIL_RAILS="$1" ${EXTRA_ENV:-} timeout -k 5 40 "$MPIEXEC" \
         $MDR_CLUSTER_HYDRA_FLAGS -n 2 -ppn 1 "$PROG" "$2" "$3" >"$WORK/out" 2>&1 &
     job=$!
 }
@@ -104,7 +104,9 @@ for how in link-down blackhole; do
 done
 
 # --- 3. rejoin: rail1 link down at 1.5 s, up again at 3.5 s, in a 7 s stream
+EXTRA_ENV=MADRAIL_STATS=1
 start tcp:rail0,tcp:rail1 7 ok
+EXTRA_ENV=
 sleep 1.5
 cl_cluster link-down 1 0 >/dev/null
 sleep 2
@@ -112,7 +114,7 @@ tu=$(now)
 cl_cluster link-up 1 0 >/dev/null
 wait $job
 rc=$?
-grep -E 'rail . (down|up)|error|FAIL|ok -|came back' "$WORK/out"
+grep -E 'rail . (down|up)|error|FAIL|ok -|came back|stats: (event|failover)' "$WORK/out"
 up=$(awk -v f="$tu" '/^rank [01]: rail 1 up at / { t = $7 - f; if (t > m) m = t } END { if (m) printf "%.3f", m }' "$WORK/out")
 echo "rejoin: rail1 up on both nodes ${up:-?} s after the link returned (MADRAIL_RAIL_REJOIN=1s)"
 if grep -q 'rank 0: rail 1 up at' "$WORK/out" && grep -q 'rank 1: rail 1 up at' "$WORK/out"; then
@@ -126,6 +128,9 @@ if [ $rc -eq 0 ] && grep -q 'rank 1: ok - 0 bad bytes' "$WORK/out"; then
     mb=$(awk '/^rank 0: rail 1 put .* after it came back/ { print $6 }' "$WORK/out")
     if awk -v m="${mb:-0}" 'BEGIN { exit !(m > 0) }'; then
         ok "rejoin: the stream completed byte-exact and rail1 carried $mb MB after it came back"
+        grep -q 'madrail stats: event: .* rail 1 tcp:rail1 peer .* up: after' "$WORK/out" &&
+            ok "rejoin: MADRAIL_STATS lists rail1's down and up events" ||
+            bad "rejoin: MADRAIL_STATS does not list rail1's up event"
     else
         cat "$WORK/out"
         bad "rejoin: rail1 carried nothing after it came back"

@@ -137,6 +137,33 @@ static void test_blackhole_returns(const char *rejoin)
               (unsigned long long)p.a->rails[1].up_events,
               (unsigned long long)p.b->rails[1].up_events);
     }
+    if (!off) {
+        madrail_rail_event_t ev[8];
+        uint64_t total = 0;
+        int n = madrail_rail_events(p.a, ev, 8, &total), k, down = -1, up = -1;
+        char *text = NULL;
+        size_t tlen = 0;
+        FILE *f = open_memstream(&text, &tlen);
+        for (k = 0; k < n; k++) {
+            if (ev[k].rail == 1 && !ev[k].up && down < 0)
+                down = k;
+            if (ev[k].rail == 1 && ev[k].up && up < 0)
+                up = k;
+        }
+        CHECK(n == (int)total && down >= 0 && up > down && ev[down].peer == p.a2b &&
+                  strstr(ev[down].what, "no sign of life") && strstr(ev[up].what, "down") &&
+                  ev[up].time >= ev[down].time,
+              "rejoin %s: A's events: rail 1 down (\"%s\") then up (\"%s\"), %d in all", rejoin,
+              down >= 0 ? ev[down].what : "-", up >= 0 ? ev[up].what : "-", n);
+        if (f) {
+            madrail_stats_print(p.a, f);
+            fclose(f);
+        }
+        CHECK(text && strstr(text, "event: ") && strstr(text, "rail 1 loop:rj1 peer") &&
+                  strstr(text, " down: ") && strstr(text, " up: after "),
+              "rejoin %s: MADRAIL_STATS lists the events with their times", rejoin);
+        free(text);
+    }
     put1 = p.a->rails[1].stats.tx_put_bytes;
     CHECK(transfer(&p, 3) && transfer(&p, 4), "rejoin %s: transfers after the link returned",
           rejoin);
