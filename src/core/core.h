@@ -247,6 +247,7 @@ struct mdr_peer_rail {
     int rejoin_armed;  /* counted in ctx->nrejoin: attempts are scheduled */
     int probing;       /* ep is a reconnection attempt the peer has not answered */
     int probe_failed;  /* its driver reported it failed: dropped by the next scan */
+    int close_pending; /* down for a protocol error: its ep is closed by the next progress */
     uint64_t probe_ns; /* when the attempt started */
     uint64_t rejoin_at_ns;   /* next attempt */
     uint64_t rejoin_wait_ns; /* current back-off */
@@ -516,6 +517,7 @@ struct madrail_context {
     uint64_t watch_next_ns;        /* watch.c: next liveness scan */
     uint64_t watch_gen;            /* its count */
     uint32_t nrejoin;              /* rejoin.c: peer-rails with reconnections scheduled */
+    uint32_t nclose_pending;       /* watch.c: peer-rails whose ep waits to be closed */
     madrail_rail_event_t events[MDR_EVENTS_MAX]; /* the last rail down/up events (peer.c) */
     uint64_t nevents;              /* events recorded in all (ring index: % MDR_EVENTS_MAX) */
     uint64_t n_replanned_bytes;    /* stripe bytes moved off the rail they were planned on */

@@ -277,6 +277,7 @@ void mdr_peer_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...)
     if (!pr->down)
         snprintf(pr->last_error, sizeof(pr->last_error), "malformed message: %s", why);
     mdr_peer_rail_mark_down(pr, 1);
+    mdr_watch_close_later(pr); /* so that the peer sees the connection end */
     mdr_send_rail_lost(pr, 0);
     if (!mdr_peer_reachable(pr->peer))
         mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_PROTO);
