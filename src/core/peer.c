@@ -50,6 +50,20 @@ void mdr_peer_destroy(mdr_ctx_t *ctx, mdr_peer_t *peer)
     free(peer);
 }
 
+void mdr_peer_rails_each(mdr_ctx_t *ctx, void (*fn)(mdr_peer_rail_t *pr, void *arg),
+                         void *arg)
+{
+    uint32_t p;
+    int r;
+
+    for (p = 0; p < ctx->npeers; p++) {
+        mdr_peer_t *peer = ctx->peers[p];
+        if (peer)
+            for (r = 0; r < ctx->nrails; r++)
+                fn(&peer->rails[r], arg);
+    }
+}
+
 /* Free the retired peers (from progress, outside any driver upcall). */
 void mdr_peer_reap_retired(mdr_ctx_t *ctx)
 {

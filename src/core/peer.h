@@ -10,6 +10,10 @@
 madrail_status_t mdr_peer_lookup_or_create(mdr_ctx_t *ctx, uint64_t uuid, mdr_peer_t **peer_p);
 /* Free a peer record (its messages were freed by the caller). */
 void mdr_peer_destroy(mdr_ctx_t *ctx, mdr_peer_t *peer);
+/* Call fn on every peer-rail of the peer table (scans from progress: fn
+ * must not add or retire peers). */
+void mdr_peer_rails_each(mdr_ctx_t *ctx, void (*fn)(mdr_peer_rail_t *pr, void *arg),
+                         void *arg);
 /* Free the retired peers (from progress, outside any driver upcall). */
 void mdr_peer_reap_retired(mdr_ctx_t *ctx);
 /* A peer that connected to us before we knew it (anonymous) and lost every

@@ -143,10 +143,31 @@ static void mdr_rejoin_try(mdr_peer_rail_t *pr, uint64_t now)
               (unsigned long long)rs->rejoin_attempts);
 }
 
+static void mdr_rejoin_scan(mdr_peer_rail_t *pr, void *arg)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    uint64_t now = *(const uint64_t *)arg;
+
+    if (!pr->rejoin_armed)
+        return;
+    if (!pr->down || pr->peer->broken) {
+        mdr_rejoin_disarm(pr);
+        return;
+    }
+    if (pr->probing) {
+        if (!pr->probe_failed && now - pr->probe_ns < mdr_rejoin_deadline_ns(ctx))
+            return;
+        mdr_rejoin_drop_probe(pr);
+        mdr_rejoin_arm(pr, now);
+        return;
+    }
+    if (now >= pr->rejoin_at_ns)
+        mdr_rejoin_try(pr, now);
+}
+
 void mdr_rejoin_progress(mdr_ctx_t *ctx)
 {
     uint64_t now;
-    uint32_t p;
 
     if (ctx->nrejoin == 0 || ctx->finalizing)
         return;
@@ -154,30 +175,7 @@ void mdr_rejoin_progress(mdr_ctx_t *ctx)
     if (now < ctx->rejoin_next_ns)
         return;
     ctx->rejoin_next_ns = now + mdr_rejoin_cap_ns(ctx) / 16;
-    for (p = 0; p < ctx->npeers; p++) {
-        mdr_peer_t *peer = ctx->peers[p];
-        int r;
-        if (!peer)
-            continue;
-        for (r = 0; r < ctx->nrails; r++) {
-            mdr_peer_rail_t *pr = &peer->rails[r];
-            if (!pr->rejoin_armed)
-                continue;
-            if (!pr->down || peer->broken) {
-                mdr_rejoin_disarm(pr);
-                continue;
-            }
-            if (pr->probing) {
-                if (!pr->probe_failed && now - pr->probe_ns < mdr_rejoin_deadline_ns(ctx))
-                    continue;
-                mdr_rejoin_drop_probe(pr);
-                mdr_rejoin_arm(pr, now);
-                continue;
-            }
-            if (now >= pr->rejoin_at_ns)
-                mdr_rejoin_try(pr, now);
-        }
-    }
+    mdr_peer_rails_each(ctx, mdr_rejoin_scan, &now);
 }
 
 int mdr_rejoin_probe_failed(mdr_peer_rail_t *pr)

@@ -180,31 +180,27 @@ void mdr_watch_close_later(mdr_peer_rail_t *pr)
  * protocol error): the peer's transport then sees them end, so the peer
  * takes the rail down as well instead of sending on into a connection
  * whose every message we drop. */
+static void mdr_watch_close_one(mdr_peer_rail_t *pr, void *arg)
+{
+    mdr_lost_put_t *lost;
+    size_t nlost;
+
+    (void)arg;
+    if (!pr->close_pending)
+        return;
+    pr->close_pending = 0;
+    if (!pr->down || !pr->ep || pr->probing)
+        return; /* up again on a new connection, or closed already */
+    nlost = mdr_watch_drop_ep(pr, &lost);
+    mdr_debug("rail %s peer %u: connection closed after its protocol error",
+              pr->peer->ctx->rails[pr->rail].attr.name, pr->peer->index);
+    mdr_watch_fail_puts(pr, lost, nlost);
+}
+
 static void mdr_watch_close_pending(mdr_ctx_t *ctx)
 {
-    uint32_t p;
-
     ctx->nclose_pending = 0;
-    for (p = 0; p < ctx->npeers; p++) {
-        mdr_peer_t *peer = ctx->peers[p];
-        int r;
-        if (!peer)
-            continue;
-        for (r = 0; r < ctx->nrails; r++) {
-            mdr_peer_rail_t *pr = &peer->rails[r];
-            mdr_lost_put_t *lost;
-            size_t nlost;
-            if (!pr->close_pending)
-                continue;
-            pr->close_pending = 0;
-            if (!pr->down || !pr->ep || pr->probing)
-                continue; /* up again on a new connection, or closed already */
-            nlost = mdr_watch_drop_ep(pr, &lost);
-            mdr_debug("rail %s peer %u: connection closed after its protocol error",
-                      ctx->rails[r].attr.name, peer->index);
-            mdr_watch_fail_puts(pr, lost, nlost);
-        }
-    }
+    mdr_peer_rails_each(ctx, mdr_watch_close_one, NULL);
 }
 
 /* Something waits on the peer: a request bound to it (marked by the scan),

@@ -43,6 +43,15 @@ start() {
     job=$!
 }
 now() { date +%s.%N; }
+# both_saw 'rail 1 down' MESSAGE: ok when both ranks logged it, else the output and bad
+both_saw() {
+    if grep -q "rank 0: $1 at" "$WORK/out" && grep -q "rank 1: $1 at" "$WORK/out"; then
+        ok "$2"
+    else
+        cat "$WORK/out"
+        bad "$3"
+    fi
+}
 # rate FROM [TO]: mean of the receiver's quarter-second rates in [FROM, TO)
 rate() {
     awk -v a="$1" -v b="${2:-1e12}" '/^rank 1: at / { t = $4 + 0; sub(":", "", $4);
@@ -85,12 +94,8 @@ for how in link-down blackhole; do
     d=$(detect "$tf")
     after=$(rate "$(echo "$tf + ${d:-1} + 1" | bc)")
     echo "$how: detection ${d:-?} s after the fault (MADRAIL_RAIL_TIMEOUT=1s); receiver $before MB/s before, $after MB/s from 1 s after detection (rail0 alone: $single)"
-    if grep -q 'rank 0: rail 1 down at' "$WORK/out" && grep -q 'rank 1: rail 1 down at' "$WORK/out"; then
-        ok "$how of rail1 mid-stream: both processes took rail1 down (detection ${d:-?} s)"
-    else
-        cat "$WORK/out"
-        bad "$how of rail1 mid-stream: rail1 not taken down on both nodes"
-    fi
+    both_saw 'rail 1 down' "$how of rail1 mid-stream: both processes took rail1 down (detection ${d:-?} s)" \
+        "$how of rail1 mid-stream: rail1 not taken down on both nodes"
     grep -q 'bad bytes, length' "$WORK/out" && bad "$how: wrong bytes received"
     if [ $rc -eq 0 ] && grep -q 'rank 1: ok - 0 bad bytes' "$WORK/out"; then
         ok "$how of rail1 mid-stream: the stream completed byte-exact on rail0"
@@ -117,12 +122,8 @@ rc=$?
 grep -E 'rail . (down|up)|error|FAIL|ok -|came back|stats: (event|failover)' "$WORK/out"
 up=$(awk -v f="$tu" '/^rank [01]: rail 1 up at / { t = $7 - f; if (t > m) m = t } END { if (m) printf "%.3f", m }' "$WORK/out")
 echo "rejoin: rail1 up on both nodes ${up:-?} s after the link returned (MADRAIL_RAIL_REJOIN=1s)"
-if grep -q 'rank 0: rail 1 up at' "$WORK/out" && grep -q 'rank 1: rail 1 up at' "$WORK/out"; then
-    ok "rejoin: rail1 came back up on both nodes after its link returned"
-else
-    cat "$WORK/out"
-    bad "rejoin: rail1 not back up on both nodes (exit $rc)"
-fi
+both_saw 'rail 1 up' "rejoin: rail1 came back up on both nodes after its link returned" \
+    "rejoin: rail1 not back up on both nodes (exit $rc)"
 grep -q 'bad bytes, length' "$WORK/out" && bad "rejoin: wrong bytes received"
 if [ $rc -eq 0 ] && grep -q 'rank 1: ok - 0 bad bytes' "$WORK/out"; then
     mb=$(awk '/^rank 0: rail 1 put .* after it came back/ { print $6 }' "$WORK/out")

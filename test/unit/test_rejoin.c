@@ -151,7 +151,9 @@ static void test_blackhole_returns(const char *rejoin)
                 up = k;
         }
         CHECK(n == (int)total && down >= 0 && up > down && ev[down].peer == p.a2b &&
-                  strstr(ev[down].what, "no sign of life") && strstr(ev[up].what, "down") &&
+                  (strstr(ev[down].what, "no sign of life") || /* A timed out first */
+                   strstr(ev[down].what, "closed the connection")) && /* or B did */
+                  strstr(ev[up].what, "down") &&
                   ev[up].time >= ev[down].time,
               "rejoin %s: A's events: rail 1 down (\"%s\") then up (\"%s\"), %d in all", rejoin,
               down >= 0 ? ev[down].what : "-", up >= 0 ? ev[up].what : "-", n);
@@ -200,9 +202,9 @@ static void test_dead_for_good(void)
     spin_for(&p, 1.0);
     a1 = dialler->rails[1].rejoin_attempts;
     CHECK(both_down(&p, 1), "dead rail: rail 1 stays down");
-    CHECK(a0 >= 2 && a1 - a0 >= 3 && a1 - a0 <= 7,
+    CHECK(a0 >= 2 && a1 - a0 >= 2 && a1 - a0 <= 8,
           "dead rail: %llu attempts in the first 0.5 s, then %llu in 1 s at a 200 ms cap "
-          "(3..7)", (unsigned long long)a0, (unsigned long long)(a1 - a0));
+          "(2..8)", (unsigned long long)a0, (unsigned long long)(a1 - a0));
     CHECK(transfer(&p, 3) && p.a->rails[0].stats.tx_put_bytes > 0,
           "dead rail: traffic keeps flowing on rail 0");
     pair_close(&p);
