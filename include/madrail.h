@@ -448,6 +448,24 @@ typedef struct {
 madrail_status_t madrail_rail_state(madrail_context_t ctx, int index,
                                     madrail_rail_state_t *state_p);
 
+/** A rail going down to a peer, or coming back up (MADRAIL_RAIL_REJOIN). */
+typedef struct {
+    double time;         /**< when, seconds since the Epoch (wall clock) */
+    int rail;            /**< rail index */
+    madrail_peer_t peer; /**< the peer it concerns */
+    int up;              /**< 1: came back up; 0: went down */
+    char what[160];      /**< down: why (the driver's error, or the silence the rail
+                              timeout measured); up: how long it had been down */
+} madrail_rail_event_t;
+
+/**
+ * @brief Copy the most recent rail events, oldest first: at most @p max
+ * into @p ev (the context keeps the last 64).  @return how many were
+ * copied; @p total_p (may be NULL) receives how many happened in all.
+ */
+int madrail_rail_events(madrail_context_t ctx, madrail_rail_event_t *ev, int max,
+                        uint64_t *total_p);
+
 /**
  * What rail adaptation measured for one peer on one rail, and the weight
  * it gave the rail (MADRAIL_ADAPT; docs/configuration.md).  Throughput is

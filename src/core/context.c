@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <strings.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -95,6 +96,14 @@ static const mdr_cfg_entry_t core_entries[] = {
               "so do the transport's acknowledgements (a busy slow link is alive, a black "
               "hole is not). Only on drivers that report acknowledgements (tcp, loop); 0: "
               "off, driver errors only. Must exceed how long the network may stall."),
+    CFG_ENTRY("MADRAIL_RAIL_REJOIN", MDR_CFG_TIME, "1s", 0, 3600, rail_rejoin,
+              "A rail that went down to a peer (its connection failed or it timed out) is "
+              "dialled again in the background, by the side with the smaller context id, "
+              "and carries traffic again once the peer answers on the new connection. The "
+              "wait between attempts doubles from an eighth of this value up to it: a link "
+              "that returns is back in use within about this long. 0: a rail that went down "
+              "stays down. A rail closed because the peer sent a malformed message is never "
+              "dialled again."),
     CFG_ENTRY("MADRAIL_STATS", MDR_CFG_BOOL, "0", 1, 0, stats,
               "Print per-rail statistics to stderr at finalize, and per peer each rail's "
               "measured throughput and stripe weight."),
@@ -873,6 +882,53 @@ madrail_status_t madrail_rail_state(madrail_context_t ctx, int index,
     return MADRAIL_OK;
 }
 
+int madrail_rail_events(madrail_context_t ctx, madrail_rail_event_t *ev, int max,
+                        uint64_t *total_p)
+{
+    uint64_t first, i;
+    int n = 0;
+
+    if (total_p)
+        *total_p = ctx ? ctx->nevents : 0;
+    if (!ctx || !ev || max <= 0)
+        return 0;
+    first = ctx->nevents > MDR_EVENTS_MAX ? ctx->nevents - MDR_EVENTS_MAX : 0;
+    if (ctx->nevents - first > (uint64_t)max)
+        first = ctx->nevents - (uint64_t)max;
+    for (i = first; i < ctx->nevents; i++)
+        ev[n++] = ctx->events[i % MDR_EVENTS_MAX];
+    return n;
+}
+
+/* The rail events and what failover moved, for madrail_stats_print. */
+static void mdr_stats_print_events(mdr_ctx_t *ctx, FILE *out, const char *host)
+{
+    uint64_t first = ctx->nevents > MDR_EVENTS_MAX ? ctx->nevents - MDR_EVENTS_MAX : 0, i;
+
+    if (ctx->nevents == 0 && ctx->n_replanned_bytes == 0)
+        return;
+    fprintf(out,
+            "[%s:%d] madrail stats: failover: %llu rail events (down or up), %llu stripe bytes "
+            "moved off the rail they were planned on\n",
+            host, (int)getpid(), (unsigned long long)ctx->nevents,
+            (unsigned long long)ctx->n_replanned_bytes);
+    if (first)
+        fprintf(out, "[%s:%d] madrail stats: event: (%llu earlier events not kept)\n", host,
+                (int)getpid(), (unsigned long long)first);
+    for (i = first; i < ctx->nevents; i++) {
+        const madrail_rail_event_t *ev = &ctx->events[i % MDR_EVENTS_MAX];
+        time_t sec = (time_t)ev->time;
+        struct tm tm;
+        char when[32] = "?";
+        if (gmtime_r(&sec, &tm))
+            strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+        fprintf(out, "[%s:%d] madrail stats: event: %s.%03dZ rail %d %s peer %u %s: %s\n", host,
+                (int)getpid(), when, (int)((ev->time - (double)sec) * 1000.0), ev->rail,
+                ev->rail < ctx->nrails ? ctx->rails[ev->rail].attr.name : "?", ev->peer,
+                ev->up ? "up" : "down", ev->what);
+    }
+}
+
 void madrail_stats_print(madrail_context_t ctx, FILE *out)
 {
     char host[64] = "?";
@@ -921,6 +977,7 @@ void madrail_stats_print(madrail_context_t ctx, FILE *out)
             host, (int)getpid(), (unsigned long long)ctx->n_rts,
             (unsigned long long)ctx->n_rfs_used, (unsigned long long)ctx->n_rfs_offered,
             (unsigned long long)ctx->n_rfs_nacked);
+    mdr_stats_print_events(ctx, out, host);
     {
         char prefix[128];
         snprintf(prefix, sizeof(prefix), "[%s:%d] madrail stats:", host, (int)getpid());

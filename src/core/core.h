@@ -174,6 +174,7 @@ typedef struct mdr_core_config {
     unsigned adapt_probe;/* MADRAIL_ADAPT_PROBE: plans between probes of a starved rail */
     double adapt_sample; /* MADRAIL_ADAPT_SAMPLE: busy seconds per throughput sample */
     double rail_timeout; /* MADRAIL_RAIL_TIMEOUT: seconds of silence that take a rail down, 0: off */
+    double rail_rejoin;  /* MADRAIL_RAIL_REJOIN: longest back-off between reconnections, 0: off */
     int stats;           /* MADRAIL_STATS */
     char *log_level;     /* MADRAIL_LOG_LEVEL */
     char *job_key;       /* MADRAIL_JOB_KEY: 32 hex digits or empty */
@@ -191,6 +192,7 @@ static inline size_t mdr_pad8(size_t n) { return (n + 7) & ~(size_t)7; }
  * and PONGs (watch.c). */
 #define MDR_PING_MAX 2
 #define MDR_RESERVED_SLOTS (2 + 2 * MDR_PING_MAX)
+#define MDR_EVENTS_MAX 64 /* rail events kept for madrail_rail_events */
 
 /* Receiver-first offers to one peer that may be unanswered at once (and
  * offers from one peer a sender keeps): bounds both records. */
@@ -213,6 +215,7 @@ typedef struct mdr_rail_slot {
     double weight;
     madrail_rail_stats_t stats;
     uint64_t up_events; /* a peer reconnected on this rail after it failed (madrail_rail_state) */
+    uint64_t rejoin_attempts; /* reconnections we dialled after it went down (rejoin.c) */
     int index;
     mdr_ctx_t *ctx;
 } mdr_rail_slot_t;
@@ -252,6 +255,15 @@ struct mdr_peer_rail {
     int ring_broken;    /* a copy could not be kept: this rail cannot be recovered */
     int replay_ok;      /* went down and every copy was queued again: what it held unsent
                          * is not lost (request.c) */
+    uint64_t down_ns;  /* when it last went down (mdr_peer_rail_mark_down) */
+    /* rejoin (rejoin.c): ep is our reconnection attempt while probing */
+    int rejoin_armed;  /* counted in ctx->nrejoin: attempts are scheduled */
+    int probing;       /* ep is a reconnection attempt the peer has not answered */
+    int probe_failed;  /* its driver reported it failed: dropped by the next scan */
+    int close_pending; /* down for a protocol error: its ep is closed by the next progress */
+    uint64_t probe_ns; /* when the attempt started */
+    uint64_t rejoin_at_ns;   /* next attempt */
+    uint64_t rejoin_wait_ns; /* current back-off */
 };
 
 /* An outbound control message that could not be sent at once (no credit or
@@ -300,6 +312,9 @@ struct mdr_peer {
     int broken;                            /* given up: a message to it was lost unsent */
     unsigned nreplay;                      /* re-sent copies in txq: other messages wait
                                             * behind them (replay.c) */
+    unsigned resent_out;                   /* re-sent copies sent, not yet acknowledged */
+    uint64_t resent_ns;                    /* when the last one left (replay.c: no rail
+                                            * rejoins while copies may be on their way) */
     mdr_list_t retired_link;               /* ctx->retired once retired (peer.c)    */
     mdr_health_peer_t health;              /* stripe weights, probes (health.c) */
     uint64_t watch_gen;                    /* watch.c: a request waits on it at that scan */
@@ -524,6 +539,12 @@ struct madrail_context {
     uint32_t npeer_free, peer_free_cap;
     uint64_t watch_next_ns;        /* watch.c: next liveness scan */
     uint64_t watch_gen;            /* its count */
+    uint32_t nrejoin;              /* rejoin.c: peer-rails with reconnections scheduled */
+    uint32_t nclose_pending;       /* watch.c: peer-rails whose ep waits to be closed */
+    madrail_rail_event_t events[MDR_EVENTS_MAX]; /* the last rail down/up events (peer.c) */
+    uint64_t nevents;              /* events recorded in all (ring index: % MDR_EVENTS_MAX) */
+    uint64_t n_replanned_bytes;    /* stripe bytes moved off the rail they were planned on */
+    uint64_t rejoin_next_ns;       /* rejoin.c: next scan */
 };
 
 /* Tests make the receive path run out of memory: with ctx->fault_nomem = N
@@ -551,5 +572,6 @@ extern const mdr_cfg_table_t mdr_core_cfg_table;
 #include "core/am.h"
 #include "core/watch.h"
 #include "core/replay.h"
+#include "core/rejoin.h"
 
 #endif /* MDR_CORE_H */

@@ -350,8 +350,8 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
     mdr_hdr_t hdr;
     int reserved;
 
-    if (pr->down)
-        return;
+    if (pr->down && !mdr_rejoin_arrival(pr))
+        return; /* what a closed connection still delivers */
     rs->stats.rx_msgs++;
     rs->stats.rx_bytes += len;
     if (len < sizeof(hdr)) {

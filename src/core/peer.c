@@ -23,8 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/core.h"
+#include "util/clock.h"
 
 /* Inbound messages were freed by the caller. */
 void mdr_peer_destroy(mdr_ctx_t *ctx, mdr_peer_t *peer)
@@ -48,6 +50,20 @@ void mdr_peer_destroy(mdr_ctx_t *ctx, mdr_peer_t *peer)
     }
     mdr_hash_cleanup(&peer->inflight);
     free(peer);
+}
+
+void mdr_peer_rails_each(mdr_ctx_t *ctx, void (*fn)(mdr_peer_rail_t *pr, void *arg),
+                         void *arg)
+{
+    uint32_t p;
+    int r;
+
+    for (p = 0; p < ctx->npeers; p++) {
+        mdr_peer_t *peer = ctx->peers[p];
+        if (peer)
+            for (r = 0; r < ctx->nrails; r++)
+                fn(&peer->rails[r], arg);
+    }
 }
 
 /* Free the retired peers (from progress, outside any driver upcall). */
@@ -222,13 +238,36 @@ madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail)
     return MADRAIL_OK;
 }
 
+/* Keep a rail event for madrail_rail_events and MADRAIL_STATS. */
+static void mdr_peer_rail_event(mdr_peer_rail_t *pr, int up, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void mdr_peer_rail_event(mdr_peer_rail_t *pr, int up, const char *fmt, ...)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    madrail_rail_event_t *ev = &ctx->events[ctx->nevents++ % MDR_EVENTS_MAX];
+    struct timespec ts;
+    va_list ap;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ev->time = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    ev->rail = pr->rail;
+    ev->peer = pr->peer->index;
+    ev->up = up;
+    va_start(ap, fmt);
+    vsnprintf(ev->what, sizeof(ev->what), fmt, ap);
+    va_end(ap);
+}
+
 int mdr_peer_rail_mark_down(mdr_peer_rail_t *pr, int failover)
 {
     if (pr->down)
         return 0;
     pr->down = 1;
+    pr->down_ns = mdr_time_ns();
     if (failover) {
         pr->peer->ctx->rails[pr->rail].stats.failovers++;
+        if (!pr->peer->ctx->finalizing) /* connections closing at the end are no event */
+            mdr_peer_rail_event(pr, 0, "%s", pr->last_error[0] ? pr->last_error : "closed");
         mdr_replay_rail_down(pr); /* what may not have arrived goes on another rail */
         /* the copies that fill a hole in the peer's sequence (ours to it
          * and its to us) need slots the messages after the hole hold */
@@ -261,6 +300,7 @@ void mdr_peer_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...)
     if (!pr->down)
         snprintf(pr->last_error, sizeof(pr->last_error), "malformed message: %s", why);
     mdr_peer_rail_mark_down(pr, 1);
+    mdr_watch_close_later(pr); /* so that the peer sees the connection end */
     mdr_send_rail_lost(pr, 0);
     if (!mdr_peer_reachable(pr->peer))
         mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_PROTO);
@@ -297,11 +337,19 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
         mdr_warn("rail %s peer %u: second connection refused", rs->attr.name, peer->index);
         return NULL;
     }
+    if (pr->down && pr->ep != ep && mdr_replay_settling(peer)) {
+        /* copies that name rails by their connection's counters are still
+         * on their way: a new connection restarts those counts (replay.c);
+         * the peer dials again later */
+        mdr_info("rail %s peer %u: reconnection refused until the re-sent messages are "
+                 "acknowledged", rs->attr.name, peer->index);
+        return NULL;
+    }
     if (pr->down && pr->ep != ep) {
         /* the peer reconnected after this rail failed: start afresh on the
          * new connection; the old ep is destroyed at finalize (none when
          * the rail timed out: watch.c destroyed it) */
-        if (pr->ep) {
+        if (pr->ep) { /* the failed one, or our own unanswered reconnection attempt */
             mdr_dead_ep_t *d = malloc(sizeof(*d));
             if (!d)
                 return NULL;
@@ -309,21 +357,37 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
             d->ep = pr->ep;
             mdr_list_push_tail(&peer->dead_eps, &d->link);
         }
-        pr->down = 0; /* the only way up: a new connection */
-        pr->pings_out = pr->pongs_owed = 0;
-        pr->rx_ns = pr->life_ns = 0;
-        pr->credits = ctx->cfg.credits;
-        pr->ret_pending = 0;
-        pr->credit_queued = 0;
-        mdr_match_rail_reset(peer, rs->index);
-        mdr_replay_reset(pr);
-        pr->untracked_sent = 0;
-        mdr_health_rail_reset(pr);
-        rs->up_events++;
+        mdr_rejoin_forget(pr);
+        pr->ep = ep;
+        mdr_peer_rail_revive(pr);
         mdr_info("rail %s peer %u: reconnected", rs->attr.name, peer->index);
     }
     pr->ep = ep;
     return pr;
+}
+
+/* pr, down, has a new connection (pr->ep) the peer uses: the only way up.
+ * Everything the old connection carried is settled (peer.c, watch.c):
+ * start afresh. */
+void mdr_peer_rail_revive(mdr_peer_rail_t *pr)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+
+    pr->down = 0;
+    pr->pings_out = pr->pongs_owed = 0;
+    pr->rx_ns = pr->life_ns = 0;
+    pr->credits = ctx->cfg.credits;
+    pr->ret_pending = 0;
+    pr->credit_queued = 0;
+    mdr_match_rail_reset(pr->peer, pr->rail);
+    pr->untracked_sent = 0;
+    mdr_replay_reset(pr); /* its counters restart with the connection (replay.c) */
+    mdr_health_rail_reset(pr);
+    ctx->rails[pr->rail].up_events++;
+    mdr_peer_rail_event(pr, 1, "after %.3f s down",
+                        pr->down_ns ? (double)(mdr_time_ns() - pr->down_ns) / 1e9 : 0.0);
+    if (!mdr_list_empty(&pr->peer->txq) || !mdr_list_empty(&pr->peer->sendq))
+        mdr_peer_activate(pr->peer);
 }
 
 void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *reason)
@@ -331,7 +395,13 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
     mdr_peer_rail_t *pr = ep_cookie;
     mdr_ctx_t *ctx = pr->peer->ctx;
 
-    if (pr->down || mdr_peer_rail_failed_unused(pr, reason))
+    if (pr->down) {
+        if (mdr_rejoin_probe_failed(pr))
+            mdr_debug("rail %s peer %u: reconnection attempt failed: %s",
+                      ctx->rails[pr->rail].attr.name, pr->peer->index, reason ? reason : "");
+        return;
+    }
+    if (mdr_peer_rail_failed_unused(pr, reason))
         return;
     if (ctx->finalizing &&
         (status == MADRAIL_ERR_RAIL_DOWN || status == MADRAIL_ERR_RAIL_CONNECT))
@@ -343,6 +413,7 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
     snprintf(pr->last_error, sizeof(pr->last_error), "%s (%s)", reason ? reason : "",
              madrail_status_str(status));
     mdr_peer_rail_mark_down(pr, 1);
+    mdr_rejoin_down(pr);
     mdr_send_rail_lost(pr, status == MADRAIL_ERR_RAIL_CONNECT);
     if (status == MADRAIL_ERR_RAIL_CONNECT && pr->untracked_sent && !pr->replay_ok &&
         mdr_peer_reachable(pr->peer)) {

@@ -10,6 +10,10 @@
 madrail_status_t mdr_peer_lookup_or_create(mdr_ctx_t *ctx, uint64_t uuid, mdr_peer_t **peer_p);
 /* Free a peer record (its messages were freed by the caller). */
 void mdr_peer_destroy(mdr_ctx_t *ctx, mdr_peer_t *peer);
+/* Call fn on every peer-rail of the peer table (scans from progress: fn
+ * must not add or retire peers). */
+void mdr_peer_rails_each(mdr_ctx_t *ctx, void (*fn)(mdr_peer_rail_t *pr, void *arg),
+                         void *arg);
 /* Free the retired peers (from progress, outside any driver upcall). */
 void mdr_peer_reap_retired(mdr_ctx_t *ctx);
 /* A peer that connected to us before we knew it (anonymous) and lost every
@@ -32,9 +36,13 @@ madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail);
 /* pr can carry messages: not down, connected or with an address. */
 int mdr_peer_rail_usable(const mdr_peer_rail_t *pr);
 /* pr goes down (failover: counted in the rail's statistics); returns 0 if
- * it was down already.  The only way up again is a reconnection
- * (mdr_ep_accepted_upcall). */
+ * it was down already.  The only way up again is a new connection
+ * (mdr_ep_accepted_upcall, or rejoin.c's). */
 int mdr_peer_rail_mark_down(mdr_peer_rail_t *pr, int failover);
+/* pr, down, has a new connection in pr->ep that the peer uses (it
+ * reconnected to us, or answered our reconnection, rejoin.c): up again,
+ * with fresh credits, reorder state and health. */
+void mdr_peer_rail_revive(mdr_peer_rail_t *pr);
 /* Some rail can still carry messages to peer. */
 int mdr_peer_reachable(const mdr_peer_t *peer);
 /* Report a malformed message: close the rail to this peer. */

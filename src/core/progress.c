@@ -57,6 +57,7 @@ int madrail_progress(madrail_context_t ctx)
     if (!mdr_list_empty(&ctx->unsent))
         n += mdr_send_check_all(ctx);
     mdr_watch_progress(ctx); /* rails silent past MADRAIL_RAIL_TIMEOUT */
+    mdr_rejoin_progress(ctx); /* rails that went down, dialled again */
     ctx->in_progress = 0;
     return n;
 }

@@ -36,12 +36,21 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "util/clock.h"
 
 struct mdr_replay_copy {
+    int resent;       /* itself a re-sent copy: counted in peer->resent_out */
     uint64_t sreq_id; /* the send it is part of (its completion waits for the copy), 0: none */
     size_t len;
     uint64_t data[]; /* header + body, 8-byte aligned */
 };
+
+static void mdr_replay_copy_free(mdr_peer_rail_t *pr, struct mdr_replay_copy *c)
+{
+    if (c->resent)
+        pr->peer->resent_out--;
+    free(c);
+}
 
 static void mdr_replay_free_ring(mdr_peer_rail_t *pr)
 {
@@ -49,7 +58,7 @@ static void mdr_replay_free_ring(mdr_peer_rail_t *pr)
 
     if (pr->ring) {
         for (i = 0; i < pr->ring_n; i++)
-            free(pr->ring[(pr->ring_head + i) % cap]);
+            mdr_replay_copy_free(pr, pr->ring[(pr->ring_head + i) % cap]);
         free(pr->ring);
     }
     pr->ring = NULL;
@@ -86,6 +95,11 @@ void mdr_replay_keep(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t hdr_len,
     if (!c)
         goto err_broken;
     c->sreq_id = pr->peer->ctx->tx_sreq_id;
+    c->resent = (hdr->flags & MDR_HF_RESENT) != 0;
+    if (c->resent) {
+        pr->peer->resent_out++;
+        pr->peer->resent_ns = mdr_time_ns();
+    }
     c->len = hdr_len + payload_len;
     memcpy(c->data, hdr, hdr_len);
     if (payload_len)
@@ -107,7 +121,7 @@ void mdr_replay_acked(mdr_peer_rail_t *pr, unsigned n)
     unsigned cap = pr->peer->ctx->cfg.credits;
 
     while (n-- > 0 && pr->ring_n > 0) {
-        free(pr->ring[pr->ring_head]);
+        mdr_replay_copy_free(pr, pr->ring[pr->ring_head]);
         pr->ring[pr->ring_head] = NULL;
         pr->ring_head = (pr->ring_head + 1) % cap;
         pr->ring_n--;
@@ -224,6 +238,19 @@ void mdr_replay_rail_down(mdr_peer_rail_t *pr)
     mdr_replay_free_ring(pr);
     pr->replay_ok = !fin_skipped; /* else its sends count what it held unsent as lost */
     mdr_peer_activate(peer);
+}
+
+int mdr_replay_settling(const mdr_peer_t *peer)
+{
+    double wait = peer->ctx->cfg.rail_timeout > 0 ? peer->ctx->cfg.rail_timeout : 1.0;
+
+    if (peer->nreplay)
+        return 1;
+    /* a copy is acknowledged when its credit returns, which can take long
+     * on a quiet carrier; one not acknowledged within a rail timeout of
+     * leaving is taken as arrived (its carrier is alive, or it would have
+     * failed) */
+    return peer->resent_out && mdr_time_ns() - peer->resent_ns < (uint64_t)(wait * 1e9);
 }
 
 int mdr_replay_rx(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr)

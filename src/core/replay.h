@@ -26,6 +26,10 @@ int mdr_replay_move(mdr_peer_t *peer, mdr_txq_item_t *item);
  * passed the header checks: 1 if it must be handled, 0 if it is a
  * duplicate (dropped and counted), -1 if pr was closed (malformed). */
 int mdr_replay_rx(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr);
+/* Re-sent copies to peer may still be on their way (queued, or sent less
+ * than a rail timeout ago and not acknowledged): its rails must not come
+ * back on a new connection yet, whose counters would judge them (rejoin). */
+int mdr_replay_settling(const mdr_peer_t *peer);
 /* Forget pr's copies and counters (a new connection, or the peer failed). */
 void mdr_replay_reset(mdr_peer_rail_t *pr);
 

@@ -218,6 +218,7 @@ static int mdr_replan_put(mdr_req_t *req, mdr_put_op_t *op)
             mdr_warn("peer %u: %llu bytes planned on rail %s go on rail %s", req->peer,
                      (unsigned long long)op->len, ctx->rails[op->rail].attr.name,
                      ctx->rails[d.rail].attr.name);
+            ctx->n_replanned_bytes += op->len;
             op->rail = d.rail;
             op->raddr = d.raddr + op->offset;
             op->rkey = req->cts + off;

@@ -88,21 +88,24 @@ void mdr_watch_rx(mdr_peer_rail_t *pr)
         pr->rx_ns = pr->life_ns = mdr_time_ns();
 }
 
-void mdr_watch_rail_close(mdr_peer_rail_t *pr, const char *reason)
+typedef struct {
+    uint64_t id;
+    int part;
+} mdr_lost_put_t;
+
+/* Destroy pr's ep (from progress only) and hand back the puts in flight
+ * on it, which its driver will never report now: *lost_p (free it), their
+ * count returned.  Puts past a failed allocation stay in flight (logged:
+ * their send waits). */
+static size_t mdr_watch_drop_ep(mdr_peer_rail_t *pr, mdr_lost_put_t **lost_p)
 {
     mdr_peer_t *peer = pr->peer;
     mdr_ctx_t *ctx = peer->ctx;
-    struct {
-        uint64_t id;
-        int part;
-    } *lost = NULL;
-    size_t nlost = 0, cap = 0, k;
+    mdr_lost_put_t *lost = NULL;
+    size_t nlost = 0, cap = 0;
     uint32_t i;
     mdr_ep_t *ep = pr->ep;
 
-    if (pr->down || !ep)
-        return;
-    /* the puts the driver will never report once its ep is gone */
     for (i = 0; i < ctx->reqtab_cap; i++) {
         mdr_req_t *req = ctx->reqtab[i];
         int j;
@@ -114,8 +117,12 @@ void mdr_watch_rail_close(mdr_peer_rail_t *pr, const char *reason)
             if (nlost == cap) {
                 size_t nc = cap ? 2 * cap : 8;
                 void *nl = realloc(lost, nc * sizeof(*lost));
-                if (!nl)
-                    break; /* left in flight: the send waits (logged below) */
+                if (!nl) {
+                    mdr_error("rail %s peer %u: no memory to track a put in flight on a "
+                              "closed connection: its send may wait for good",
+                              ctx->rails[pr->rail].attr.name, peer->index);
+                    break;
+                }
                 lost = nl;
                 cap = nc;
             }
@@ -126,7 +133,17 @@ void mdr_watch_rail_close(mdr_peer_rail_t *pr, const char *reason)
     }
     pr->ep = NULL;
     ctx->rails[pr->rail].ops->ep_destroy(ep);
-    mdr_ep_failed_upcall(pr, MADRAIL_ERR_RAIL_DOWN, reason);
+    *lost_p = lost;
+    return nlost;
+}
+
+/* Fail the puts mdr_watch_drop_ep handed back: the rendezvous puts them
+ * again on another rail, or its send fails. */
+static void mdr_watch_fail_puts(mdr_peer_rail_t *pr, mdr_lost_put_t *lost, size_t nlost)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    size_t k;
+
     for (k = 0; k < nlost; k++) {
         mdr_req_t *req = mdr_req_lookup(ctx, lost[k].id);
         mdr_put_op_t *op;
@@ -137,6 +154,53 @@ void mdr_watch_rail_close(mdr_peer_rail_t *pr, const char *reason)
             op->comp.cb(&op->comp, MADRAIL_ERR_RAIL_DOWN);
     }
     free(lost);
+}
+
+void mdr_watch_rail_close(mdr_peer_rail_t *pr, const char *reason)
+{
+    mdr_lost_put_t *lost;
+    size_t nlost;
+
+    if (pr->down || !pr->ep)
+        return;
+    nlost = mdr_watch_drop_ep(pr, &lost);
+    mdr_ep_failed_upcall(pr, MADRAIL_ERR_RAIL_DOWN, reason);
+    mdr_watch_fail_puts(pr, lost, nlost);
+}
+
+void mdr_watch_close_later(mdr_peer_rail_t *pr)
+{
+    if (pr->close_pending || !pr->ep)
+        return;
+    pr->close_pending = 1;
+    pr->peer->ctx->nclose_pending++;
+}
+
+/* Close the connections of rails taken down inside a driver upcall (a
+ * protocol error): the peer's transport then sees them end, so the peer
+ * takes the rail down as well instead of sending on into a connection
+ * whose every message we drop. */
+static void mdr_watch_close_one(mdr_peer_rail_t *pr, void *arg)
+{
+    mdr_lost_put_t *lost;
+    size_t nlost;
+
+    (void)arg;
+    if (!pr->close_pending)
+        return;
+    pr->close_pending = 0;
+    if (!pr->down || !pr->ep || pr->probing)
+        return; /* up again on a new connection, or closed already */
+    nlost = mdr_watch_drop_ep(pr, &lost);
+    mdr_debug("rail %s peer %u: connection closed after its protocol error",
+              pr->peer->ctx->rails[pr->rail].attr.name, pr->peer->index);
+    mdr_watch_fail_puts(pr, lost, nlost);
+}
+
+static void mdr_watch_close_pending(mdr_ctx_t *ctx)
+{
+    ctx->nclose_pending = 0;
+    mdr_peer_rails_each(ctx, mdr_watch_close_one, NULL);
 }
 
 /* Something waits on the peer: a request bound to it (marked by the scan),
@@ -195,6 +259,8 @@ void mdr_watch_progress(mdr_ctx_t *ctx)
     uint64_t now, gen;
     uint32_t i, p;
 
+    if (ctx->nclose_pending)
+        mdr_watch_close_pending(ctx);
     if (ctx->cfg.rail_timeout <= 0 || ctx->finalizing)
         return;
     now = mdr_time_ns();

@@ -19,5 +19,9 @@ void mdr_watch_progress(mdr_ctx_t *ctx);
  * destroyed, its puts in flight fail with their rail); the timeout uses
  * it.  From progress only. */
 void mdr_watch_rail_close(mdr_peer_rail_t *pr, const char *reason);
+/* pr was taken down inside a driver upcall (a protocol error): close its
+ * connection from the next progress, so that the peer sees it end too
+ * (its puts in flight fail and go again on other rails). */
+void mdr_watch_close_later(mdr_peer_rail_t *pr);
 
 #endif /* MDR_WATCH_H */

@@ -1052,6 +1052,36 @@ static int fz_core_seeds(const char *dir)
             snprintf(name, sizeof(name), "genuine-setup%u", setup);
             rc |= sd_write(dir, name, &sd);
         }
+        /* liveness (watch.c): PINGs on both rails, one carrying a credit
+         * return, more PINGs than the PONGs owed allow, a PONG nobody asked
+         * for, and a PING that claims a body; traffic in between */
+        {
+            mdr_hdr_t h;
+            uint8_t big[sizeof(h) + 8];
+            int k;
+            memset(&sd, 0, sizeof(sd));
+            sd_u8(&sd, setup);
+            sd_hdr(&h, MDR_MSG_PING, 0, sizeof(h));
+            sd_inject(&sd, 0, &h, sizeof(h), NULL, 0);
+            sd_inject(&sd, 2, &h, sizeof(h), NULL, 0);
+            sd_progress(&sd, 7);
+            h.credits = 1;
+            sd_inject(&sd, 0, &h, sizeof(h), NULL, 0);
+            h.credits = 0;
+            for (k = 0; k < 4; k++)
+                sd_inject(&sd, 1, &h, sizeof(h), NULL, 0);
+            sd_op2(&sd, FZ_OP_PEER_SEND, 0x00 | (5 << 2), 1);
+            sd_progress(&sd, 7 | (1 << 3));
+            sd_hdr(&h, MDR_MSG_PONG, 0, sizeof(h));
+            sd_inject(&sd, 2, &h, sizeof(h), NULL, 0);
+            sd_hdr(&h, MDR_MSG_PING, 0, sizeof(big));
+            memset(big, 0, sizeof(big));
+            memcpy(big, &h, sizeof(h));
+            sd_inject(&sd, 3, big, sizeof(big), NULL, 0);
+            sd_progress(&sd, 7 | (3 << 3));
+            snprintf(name, sizeof(name), "ping-pong-setup%u", setup);
+            rc |= sd_write(dir, name, &sd);
+        }
     }
     /* malformed headers */
     {

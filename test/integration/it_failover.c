@@ -37,17 +37,37 @@ static double wall(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static uint64_t ups[8], put_at_up[8];
+
 static void watch_rails(it_env_t *e, uint64_t *seen)
 {
     int r, n = madrail_rail_count(e->ctx);
     for (r = 0; r < n && r < 8; r++) {
         madrail_rail_stats_t s;
+        madrail_rail_state_t rs;
         if (madrail_rail_stats(e->ctx, r, &s) == MADRAIL_OK && s.failovers > seen[r]) {
             if (seen[r] == 0)
                 printf("rank %d: rail %d down at %.3f (timeouts %llu)\n", e->rank, r, wall(),
                        (unsigned long long)s.timeouts);
             seen[r] = s.failovers;
         }
+        if (madrail_rail_state(e->ctx, r, &rs) == MADRAIL_OK && rs.up_events > ups[r]) {
+            printf("rank %d: rail %d up at %.3f\n", e->rank, r, wall());
+            ups[r] = rs.up_events;
+            put_at_up[r] = s.tx_put_bytes;
+        }
+    }
+}
+
+/* what each rail that came back put since (the sender's) */
+static void report_rejoined(it_env_t *e)
+{
+    int r, n = madrail_rail_count(e->ctx);
+    for (r = 0; r < n && r < 8; r++) {
+        madrail_rail_stats_t s;
+        if (ups[r] && madrail_rail_stats(e->ctx, r, &s) == MADRAIL_OK)
+            printf("rank %d: rail %d put %.1f MB after it came back\n", e->rank, r,
+                   (double)(s.tx_put_bytes - put_at_up[r]) / 1e6);
     }
 }
 
@@ -162,6 +182,7 @@ int main(int argc, char **argv)
         fflush(stdout);
         _exit(expect_error && !stalled ? 0 : 1); /* no finalize barrier */
     }
+    report_rejoined(&e);
     it_check(&e, !expect_error, "the stream completed: %llu messages of 1 MiB%s",
              (unsigned long long)i, e.rank == 1 ? ", every byte checked" : "");
     if (e.rank == 1)

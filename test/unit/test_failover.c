@@ -330,11 +330,90 @@ out:
     free(rb);
 }
 
+/* B finds a malformed message on rail 1 from A and closes that rail: A
+ * must see the connection end (its rail 1 down too), or it keeps striping
+ * onto a rail whose every message B drops and its next transfer waits for
+ * good.  The next striped transfer completes on rail 0, exact. */
+static void test_proto_close(void)
+{
+    enum { N = 256 * 1024 };
+    const char *ov[] = {"MADRAIL_RAILS=loop:pc0,loop:pc1", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_RNDV_RECV_FIRST=0", "MADRAIL_RAIL_WEIGHTS=1,1",
+                        "MADRAIL_RAIL_TIMEOUT=0", "MADRAIL_RAIL_REJOIN=0", NULL};
+    pair_t p;
+    uint8_t *sb = malloc(N), *rb = calloc(1, N);
+    uint64_t bad[2] = {0, 0};
+    madrail_request_t sr, rr;
+    madrail_status_t s1 = MADRAIL_ERR_IO, s2 = MADRAIL_ERR_IO;
+    mdr_peer_t *ab, *ba;
+    mdr_hdr_t h;
+    int k;
+
+    if (!sb || !rb || pair_open(&p, ov) != 0) {
+        CHECK(0, "proto close: open");
+        goto out;
+    }
+    ab = mdr_peer_get(p.a, p.a2b);
+    ba = mdr_peer_get(p.b, p.b2a);
+    fill(sb, N, 5);
+    CHECK(madrail_irecv(p.b, p.b2a, rb, N, 1, 0, &rr) == MADRAIL_OK &&
+              madrail_isend(p.a, p.a2b, sb, N, 1, 0, &sr) == MADRAIL_OK &&
+              pwait(&p, &rr, 10) == MADRAIL_OK && pwait(&p, &sr, 10) == MADRAIL_OK &&
+              ba->rails[1].ep != NULL,
+          "proto close: a first transfer connects both rails");
+    /* what a broken A would send on rail 1: a header of an unknown type */
+    memset(&h, 0, sizeof(h));
+    h.type = 0xee;
+    h.len = sizeof(h);
+    memcpy(bad, &h, sizeof(h));
+    mdr_ctrl_recv_upcall(&ba->rails[1], bad, sizeof(h));
+    CHECK(ba->rails[1].down, "proto close: B takes rail 1 down");
+    for (k = 0; k < 100; k++)
+        spin(&p);
+    CHECK(ab->rails[1].down && strstr(ab->rails[1].last_error, "closed"),
+          "proto close: A sees the connection end and takes rail 1 down too (%s)",
+          ab->rails[1].down ? ab->rails[1].last_error : "A's rail 1 is still up");
+    memset(rb, 0, N);
+    fill(sb, N, 6);
+    if (madrail_irecv(p.b, p.b2a, rb, N, 2, 0, &rr) == MADRAIL_OK &&
+        madrail_isend(p.a, p.a2b, sb, N, 2, 0, &sr) == MADRAIL_OK) {
+        s1 = pwait(&p, &rr, 3);
+        s2 = pwait(&p, &sr, 3);
+    }
+    CHECK(s1 == MADRAIL_OK && s2 == MADRAIL_OK && verify(rb, N, 6),
+          "proto close: the next transfer completes exact on rail 0 (%s, %s)", sts(s1), sts(s2));
+    /* small messages, many at once (more than one rail's credits): none
+     * may go where B drops them */
+    {
+        enum { M = 64 };
+        static char smsg[M][200], rmsg[M][200];
+        madrail_request_t srq[M], rrq[M];
+        int done = 0;
+        for (k = 0; k < M; k++) {
+            memset(smsg[k], 'a' + k % 26, sizeof(smsg[k]));
+            if (madrail_irecv(p.b, p.b2a, rmsg[k], sizeof(rmsg[k]), 100 + (uint64_t)k, 0,
+                              &rrq[k]) != MADRAIL_OK ||
+                madrail_isend(p.a, p.a2b, smsg[k], sizeof(smsg[k]), 100 + (uint64_t)k, 0,
+                              &srq[k]) != MADRAIL_OK)
+                break;
+        }
+        for (k = 0; k < M; k++)
+            done += pwait(&p, &rrq[k], 1) == MADRAIL_OK && pwait(&p, &srq[k], 1) == MADRAIL_OK &&
+                    memcmp(smsg[k], rmsg[k], sizeof(smsg[k])) == 0;
+        CHECK(done == M, "proto close: %d small messages sent at once all arrive (%d)", M, done);
+    }
+    pair_close(&p);
+out:
+    free(sb);
+    free(rb);
+}
+
 int main(void)
 {
     test_blackhole_put();
     test_idle_then_blackhole();
     test_busy_not_dead();
+    test_proto_close();
     {
         int ph;
         for (ph = 0; ph < LR_NPHASES; ph++) {

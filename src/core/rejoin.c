@@ -1,0 +1,219 @@
+/*
+ * Rejoin: a rail that went down to a peer (its connection failed, or the
+ * rail timeout found it silent) is tried again in the background and
+ * carries traffic again once it answers, with a new connection, fresh
+ * credits and new registrations (issue 12 item 4).
+ *
+ * Only one side dials, the one whose context uuid is the smaller: two
+ * reconnections crossing each other would each replace the other's
+ * connection at the accepting side and leave neither.  The other side
+ * takes the new connection as it takes any reconnection (the accepted
+ * upcall in peer.c brings the rail up on it at once).
+ *
+ * The dialling side does not trust a new connection before the peer spoke
+ * on it: the rail stays down (the planner does not use it) while a PING,
+ * which needs no credit, waits for its PONG or for anything else the peer
+ * sends.  The first message that arrives brings the rail up before it is
+ * handled, so nothing the peer sent on it is lost.  A connection that
+ * fails, or stays silent for a probe deadline, is destroyed (only the
+ * PING ever went on it) and the next attempt comes after a back-off that
+ * doubles from an eighth of MADRAIL_RAIL_REJOIN up to MADRAIL_RAIL_REJOIN
+ * itself, so a link that returns is back in use within about that long,
+ * and a link that stays down costs one connection attempt per
+ * MADRAIL_RAIL_REJOIN per peer.
+ *
+ * A rail closed for a protocol error (the peer sent garbage) is not
+ * rejoined: a new connection would not cure the peer.
+ */
+#include "mdr_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "util/clock.h"
+
+static uint64_t mdr_rejoin_cap_ns(const mdr_ctx_t *ctx)
+{
+    return (uint64_t)(ctx->cfg.rail_rejoin * 1e9);
+}
+
+/* How long a new connection may stay silent: twice the back-off cap, and
+ * at least a second (a connection handshake on a loaded machine). */
+static uint64_t mdr_rejoin_deadline_ns(const mdr_ctx_t *ctx)
+{
+    uint64_t d = 2 * mdr_rejoin_cap_ns(ctx);
+    return d < 1000000000ull ? 1000000000ull : d;
+}
+
+static void mdr_rejoin_arm(mdr_peer_rail_t *pr, uint64_t now)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    uint64_t cap = mdr_rejoin_cap_ns(ctx);
+
+    if (pr->rejoin_wait_ns == 0)
+        pr->rejoin_wait_ns = cap / 8 ? cap / 8 : 1;
+    else if (pr->rejoin_wait_ns < cap)
+        pr->rejoin_wait_ns = 2 * pr->rejoin_wait_ns < cap ? 2 * pr->rejoin_wait_ns : cap;
+    pr->rejoin_at_ns = now + pr->rejoin_wait_ns;
+}
+
+void mdr_rejoin_down(mdr_peer_rail_t *pr)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+
+    if (ctx->cfg.rail_rejoin <= 0 || ctx->finalizing || pr->rejoin_armed ||
+        ctx->uuid >= pr->peer->uuid || !pr->have_addr)
+        return;
+    pr->rejoin_armed = 1;
+    pr->rejoin_wait_ns = 0;
+    mdr_rejoin_arm(pr, mdr_time_ns());
+    ctx->nrejoin++;
+}
+
+static void mdr_rejoin_disarm(mdr_peer_rail_t *pr)
+{
+    if (!pr->rejoin_armed)
+        return;
+    pr->rejoin_armed = 0;
+    pr->peer->ctx->nrejoin--;
+}
+
+/* Drop the probe connection (from progress only: never inside an upcall). */
+static void mdr_rejoin_drop_probe(mdr_peer_rail_t *pr)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+
+    if (pr->probing && pr->ep)
+        ctx->rails[pr->rail].ops->ep_destroy(pr->ep);
+    pr->ep = NULL;
+    pr->probing = 0;
+    pr->probe_failed = 0;
+}
+
+static void mdr_rejoin_try(mdr_peer_rail_t *pr, uint64_t now)
+{
+    mdr_peer_t *peer = pr->peer;
+    mdr_ctx_t *ctx = peer->ctx;
+    mdr_rail_slot_t *rs = &ctx->rails[pr->rail];
+    mdr_hdr_t hdr;
+    struct iovec iov;
+    madrail_status_t st;
+
+    if (pr->ep) {
+        /* the failed connection: its driver may still owe completions of
+         * puts on it, so it is kept until finalize, as a replaced one is */
+        mdr_dead_ep_t *d = malloc(sizeof(*d));
+        if (!d) {
+            mdr_rejoin_arm(pr, now);
+            return;
+        }
+        d->rail = pr->rail;
+        d->ep = pr->ep;
+        mdr_list_push_tail(&peer->dead_eps, &d->link);
+        pr->ep = NULL;
+    }
+    rs->rejoin_attempts++;
+    st = rs->ops->ep_create(rs->rail, peer->uuid, pr->addr, pr->addr_len, pr, &pr->ep);
+    if (st != MADRAIL_OK) {
+        pr->ep = NULL;
+        mdr_debug("rail %s peer %u: reconnection attempt failed at once: %s", rs->attr.name,
+                  peer->index, madrail_status_str(st));
+        mdr_rejoin_arm(pr, now);
+        return;
+    }
+    pr->probing = 1;
+    pr->probe_failed = 0;
+    pr->probe_ns = now;
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = MDR_MSG_PING;
+    hdr.len = sizeof(hdr);
+    iov.iov_base = &hdr;
+    iov.iov_len = sizeof(hdr);
+    st = rs->ops->ctrl_send(pr->ep, &iov, 1);
+    if (st != MADRAIL_OK) {
+        mdr_rejoin_drop_probe(pr);
+        mdr_rejoin_arm(pr, now);
+        return;
+    }
+    rs->stats.tx_msgs++;
+    rs->stats.tx_bytes += sizeof(hdr);
+    rs->stats.pings++;
+    mdr_debug("rail %s peer %u: reconnecting (attempt %llu)", rs->attr.name, peer->index,
+              (unsigned long long)rs->rejoin_attempts);
+}
+
+static void mdr_rejoin_scan(mdr_peer_rail_t *pr, void *arg)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    uint64_t now = *(const uint64_t *)arg;
+
+    if (!pr->rejoin_armed)
+        return;
+    if (!pr->down || pr->peer->broken) {
+        mdr_rejoin_disarm(pr);
+        return;
+    }
+    if (pr->probing) {
+        if (!pr->probe_failed && now - pr->probe_ns < mdr_rejoin_deadline_ns(ctx))
+            return;
+        mdr_rejoin_drop_probe(pr);
+        mdr_rejoin_arm(pr, now);
+        return;
+    }
+    if (now < pr->rejoin_at_ns)
+        return;
+    if (mdr_replay_settling(pr->peer)) {
+        /* copies naming rails by their connection's counters are still on
+         * their way: a new connection restarts those counts (replay.c) */
+        mdr_rejoin_arm(pr, now);
+        return;
+    }
+    mdr_rejoin_try(pr, now);
+}
+
+void mdr_rejoin_progress(mdr_ctx_t *ctx)
+{
+    uint64_t now;
+
+    if (ctx->nrejoin == 0 || ctx->finalizing)
+        return;
+    now = mdr_time_ns();
+    if (now < ctx->rejoin_next_ns)
+        return;
+    ctx->rejoin_next_ns = now + mdr_rejoin_cap_ns(ctx) / 16;
+    mdr_peer_rails_each(ctx, mdr_rejoin_scan, &now);
+}
+
+int mdr_rejoin_probe_failed(mdr_peer_rail_t *pr)
+{
+    if (!pr->probing)
+        return 0;
+    pr->probe_failed = 1; /* destroyed by the next scan, outside this upcall */
+    return 1;
+}
+
+int mdr_rejoin_arrival(mdr_peer_rail_t *pr)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    mdr_rail_slot_t *rs = &ctx->rails[pr->rail];
+    double down_s;
+
+    if (!pr->probing || pr->probe_failed || !pr->ep)
+        return 0;
+    down_s = pr->down_ns ? (double)(mdr_time_ns() - pr->down_ns) / 1e9 : 0;
+    pr->probing = 0;
+    mdr_rejoin_disarm(pr);
+    mdr_peer_rail_revive(pr);
+    pr->pings_out = 1; /* the probe's PING: its PONG is on its way */
+    mdr_info("rail %s peer %u: back up after %.2f s down (attempt %llu answered)",
+             rs->attr.name, pr->peer->index, down_s, (unsigned long long)rs->rejoin_attempts);
+    return 1;
+}
+
+void mdr_rejoin_forget(mdr_peer_rail_t *pr)
+{
+    pr->probing = 0;
+    pr->probe_failed = 0;
+    mdr_rejoin_disarm(pr);
+}

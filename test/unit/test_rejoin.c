@@ -1,0 +1,221 @@
+/*
+ * Rejoin on the loop driver (issue 12 item 4): a rail that went down to a
+ * peer (here a black hole found by the rail timeout) is dialled again in
+ * the background by the side with the smaller context id and carries
+ * stripes again once the link delivers; with MADRAIL_RAIL_REJOIN=0 it
+ * stays down; a rail that never comes back costs attempts at the back-off
+ * rate, no more.  Two contexts of this process, progressed from this
+ * thread, timeouts of 100 ms.  Asserted: rail states, up events, attempts,
+ * put bytes per rail and exact data; times are printed only.
+ */
+#include "mdr_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "pair.h"
+#include "util/clock.h"
+
+enum { N = 256 * 1024 };
+
+static void spin(pair_t *p)
+{
+    madrail_progress(p->a);
+    madrail_progress(p->b);
+}
+
+static void spin_for(pair_t *p, double s)
+{
+    uint64_t end = mdr_time_ns() + (uint64_t)(s * 1e9);
+    while (mdr_time_ns() < end)
+        spin(p);
+}
+
+/* One N-byte message from a to b, tag t, content seeded by t: 1 if both
+ * ends complete within 10 s and every byte is right. */
+static int transfer(pair_t *p, uint64_t t)
+{
+    uint8_t *sb = malloc(N), *rb = calloc(1, N);
+    madrail_request_t sr = NULL, rr = NULL;
+    uint64_t end = mdr_time_ns() + 10000000000ull;
+    int fs = 0, fr = 0, ok = 0;
+    size_t i;
+
+    if (!sb || !rb)
+        goto out;
+    for (i = 0; i < N; i++)
+        sb[i] = (uint8_t)(i * 7 + t);
+    if (madrail_irecv(p->b, p->b2a, rb, N, t, 0, &rr) != MADRAIL_OK ||
+        madrail_isend(p->a, p->a2b, sb, N, t, 0, &sr) != MADRAIL_OK)
+        goto out;
+    while ((!fs || !fr) && mdr_time_ns() < end) {
+        spin(p);
+        if (!fs && madrail_test(&sr, &fs, NULL) != MADRAIL_OK)
+            goto out;
+        if (!fr && madrail_test(&rr, &fr, NULL) != MADRAIL_OK)
+            goto out;
+    }
+    ok = fs && fr;
+    for (i = 0; ok && i < N; i++)
+        ok = rb[i] == (uint8_t)(i * 7 + t);
+out:
+    free(sb);
+    free(rb);
+    return ok;
+}
+
+static int both_down(pair_t *p, int r)
+{
+    return mdr_peer_get(p->a, p->a2b)->rails[r].down && mdr_peer_get(p->b, p->b2a)->rails[r].down;
+}
+
+static int both_up(pair_t *p, int r)
+{
+    return !mdr_peer_get(p->a, p->a2b)->rails[r].down &&
+           !mdr_peer_get(p->b, p->b2a)->rails[r].down;
+}
+
+static void pair_close(pair_t *p)
+{
+    spin_for(p, 0.01);
+    CHECK(p->a->state_errors + p->b->state_errors == 0, "no state machine refused a transition");
+    madrail_context_finalize(p->a);
+    madrail_context_finalize(p->b);
+}
+
+/* rail 1 black-holed, timed out on both sides, then delivers again */
+static void test_blackhole_returns(const char *rejoin)
+{
+    char rj[64];
+    const char *ov[] = {"MADRAIL_RAILS=loop:rj0,loop:rj1", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_RNDV_RECV_FIRST=0", "MADRAIL_RAIL_WEIGHTS=1,1",
+                        "MADRAIL_RAIL_TIMEOUT=100ms", rj, NULL};
+    int off = strcmp(rejoin, "0") == 0;
+    pair_t p;
+    mdr_ctx_t *dialler;
+    uint64_t put1, t0, attempts;
+
+    snprintf(rj, sizeof(rj), "MADRAIL_RAIL_REJOIN=%s", rejoin);
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "rejoin %s: open", rejoin);
+        return;
+    }
+    dialler = p.a->uuid < p.b->uuid ? p.a : p.b;
+    CHECK(transfer(&p, 1) && p.a->rails[1].stats.tx_put_bytes > 0,
+          "rejoin %s: first transfer striped on both rails", rejoin);
+    mdr_loop_rail_blackhole(p.a->rails[1].rail, 1);
+    CHECK(transfer(&p, 2), "rejoin %s: transfer during the black hole completes", rejoin);
+    spin_for(&p, 0.4);
+    CHECK(both_down(&p, 1), "rejoin %s: rail 1 down on both sides", rejoin);
+    attempts = dialler->rails[1].rejoin_attempts;
+    if (off)
+        CHECK(attempts == 0, "rejoin off: no attempt while it is down (%llu)",
+              (unsigned long long)attempts);
+    else
+        CHECK(attempts >= 1 && both_down(&p, 1),
+              "rejoin %s: the %s side dialled (%llu attempts) and the rail stays down while "
+              "the black hole lasts", rejoin, dialler == p.a ? "sending" : "receiving",
+              (unsigned long long)attempts);
+    CHECK((dialler == p.a ? p.b : p.a)->rails[1].rejoin_attempts == 0,
+          "rejoin %s: the other side never dials", rejoin);
+
+    mdr_loop_rail_blackhole(p.a->rails[1].rail, 0);
+    t0 = mdr_time_ns();
+    while (!both_up(&p, 1) && mdr_time_ns() - t0 < 3000000000ull)
+        spin(&p);
+    if (off) {
+        spin_for(&p, 0.3);
+        CHECK(both_down(&p, 1) && p.a->rails[1].up_events + p.b->rails[1].up_events == 0,
+              "rejoin off: rail 1 stays down once the link delivers again");
+    } else {
+        printf("  link back to rail up on both sides: %.0f ms (MADRAIL_RAIL_REJOIN %s)\n",
+               (double)(mdr_time_ns() - t0) / 1e6, rejoin);
+        CHECK(both_up(&p, 1) && p.a->rails[1].up_events == 1 && p.b->rails[1].up_events == 1,
+              "rejoin %s: rail 1 back up on both sides, one up event each (%llu, %llu)", rejoin,
+              (unsigned long long)p.a->rails[1].up_events,
+              (unsigned long long)p.b->rails[1].up_events);
+    }
+    if (!off) {
+        madrail_rail_event_t ev[8];
+        uint64_t total = 0;
+        int n = madrail_rail_events(p.a, ev, 8, &total), k, down = -1, up = -1;
+        char *text = NULL;
+        size_t tlen = 0;
+        FILE *f = open_memstream(&text, &tlen);
+        for (k = 0; k < n; k++) {
+            if (ev[k].rail == 1 && !ev[k].up && down < 0)
+                down = k;
+            if (ev[k].rail == 1 && ev[k].up && up < 0)
+                up = k;
+        }
+        CHECK(n == (int)total && down >= 0 && up > down && ev[down].peer == p.a2b &&
+                  (strstr(ev[down].what, "no sign of life") || /* A timed out first */
+                   strstr(ev[down].what, "closed the connection")) && /* or B did */
+                  strstr(ev[up].what, "down") &&
+                  ev[up].time >= ev[down].time,
+              "rejoin %s: A's events: rail 1 down (\"%s\") then up (\"%s\"), %d in all", rejoin,
+              down >= 0 ? ev[down].what : "-", up >= 0 ? ev[up].what : "-", n);
+        if (f) {
+            madrail_stats_print(p.a, f);
+            fclose(f);
+        }
+        CHECK(text && strstr(text, "event: ") && strstr(text, "rail 1 loop:rj1 peer") &&
+                  strstr(text, " down: ") && strstr(text, " up: after "),
+              "rejoin %s: MADRAIL_STATS lists the events with their times", rejoin);
+        free(text);
+    }
+    put1 = p.a->rails[1].stats.tx_put_bytes;
+    CHECK(transfer(&p, 3) && transfer(&p, 4), "rejoin %s: transfers after the link returned",
+          rejoin);
+    if (off)
+        CHECK(p.a->rails[1].stats.tx_put_bytes == put1,
+              "rejoin off: rail 1 carries nothing more");
+    else
+        CHECK(p.a->rails[1].stats.tx_put_bytes > put1,
+              "rejoin %s: rail 1 carries stripes again (%llu more bytes)", rejoin,
+              (unsigned long long)(p.a->rails[1].stats.tx_put_bytes - put1));
+    pair_close(&p);
+}
+
+/* a rail that is dead for good: attempts at the back-off rate only */
+static void test_dead_for_good(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:rk0,loop:rk1", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_RNDV_RECV_FIRST=0", "MADRAIL_RAIL_WEIGHTS=1,1",
+                        "MADRAIL_RAIL_TIMEOUT=100ms", "MADRAIL_RAIL_REJOIN=200ms", NULL};
+    pair_t p;
+    mdr_ctx_t *dialler;
+    uint64_t a0, a1;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "dead rail: open");
+        return;
+    }
+    dialler = p.a->uuid < p.b->uuid ? p.a : p.b;
+    CHECK(transfer(&p, 1), "dead rail: first transfer");
+    mdr_loop_rail_kill(dialler->rails[1].rail, "test: the rail dies for good");
+    CHECK(transfer(&p, 2), "dead rail: transfer after the rail died");
+    spin_for(&p, 0.5); /* the back-off reaches its cap */
+    a0 = dialler->rails[1].rejoin_attempts;
+    spin_for(&p, 1.0);
+    a1 = dialler->rails[1].rejoin_attempts;
+    CHECK(both_down(&p, 1), "dead rail: rail 1 stays down");
+    CHECK(a0 >= 2 && a1 - a0 >= 2 && a1 - a0 <= 8,
+          "dead rail: %llu attempts in the first 0.5 s, then %llu in 1 s at a 200 ms cap "
+          "(2..8)", (unsigned long long)a0, (unsigned long long)(a1 - a0));
+    CHECK(transfer(&p, 3) && p.a->rails[0].stats.tx_put_bytes > 0,
+          "dead rail: traffic keeps flowing on rail 0");
+    pair_close(&p);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    test_blackhole_returns("200ms");
+    test_blackhole_returns("0");
+    test_dead_for_good();
+    printf("%d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
