@@ -49,7 +49,7 @@ static void mdr_replay_copy_free(mdr_peer_rail_t *pr, struct mdr_replay_copy *c)
 {
     if (c->resent)
         pr->peer->resent_out--;
-    free(c);
+    mdr_pool_put(&pr->peer->ctx->pool, c, sizeof(*c) + c->len);
 }
 
 static void mdr_replay_free_ring(mdr_peer_rail_t *pr)
@@ -91,7 +91,8 @@ void mdr_replay_keep(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t hdr_len,
     }
     if (pr->ring_n == cap) /* more out than credits: a bug, or a test that forged credits */
         goto err_broken;
-    c = malloc(sizeof(*c) + hdr_len + payload_len);
+    c = mdr_pool_get(&pr->peer->ctx->pool, sizeof(*c) + hdr_len + payload_len); /* no malloc
+                                                                               * once warm */
     if (!c)
         goto err_broken;
     c->sreq_id = pr->peer->ctx->tx_sreq_id;
@@ -272,6 +273,7 @@ int mdr_replay_rx(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr)
         snprintf(op->last_error, sizeof(op->last_error),
                  "the peer gave it up (it re-sent its messages on another rail)");
         mdr_peer_rail_mark_down(op, 1);
+        mdr_rejoin_down(op); /* dialled again later, as after a driver error */
         mdr_send_rail_lost(op, 0);
     }
     /* (up with no connection: nothing came on it, so every copy is new,
