@@ -1,6 +1,7 @@
 /*
  * Recovery of control messages lost with a rail (issue 12 item 3,
- * src/core/replay.c), on the loop driver with two rails.  Each case puts
+ * src/core/replay.c), on the loop driver with two rails (the eager and
+ * credit cases also with three: the copies go on rail 0, rail 2 idle).  Each case puts
  * one kind of control message (an EAGER fragment, an RTS, a CTS, a FIN, a
  * credit return) in flight on rail 1, that is handed to the driver but not
  * yet delivered, and kills rail 1: the loop driver drops what is in flight
@@ -73,6 +74,26 @@ static unsigned rail0_off(mdr_peer_t *peer)
     return c;
 }
 
+/* The same for every rail but rail 1 (three-rail cases); saved[] keeps
+ * their credits for rails_on. */
+static void rails_off(mdr_peer_t *peer, unsigned *saved)
+{
+    int r;
+    for (r = 0; r < peer->ctx->nrails; r++) {
+        saved[r] = peer->rails[r].credits;
+        if (r != 1)
+            peer->rails[r].credits = 0;
+    }
+}
+
+static void rails_on(mdr_peer_t *peer, const unsigned *saved)
+{
+    int r;
+    for (r = 0; r < peer->ctx->nrails; r++)
+        if (r != 1)
+            peer->rails[r].credits = saved[r];
+}
+
 static void pair_done(pair_t *p)
 {
     int i;
@@ -102,26 +123,28 @@ static void check_twice(pair_t *p, madrail_request_t *extra, int phase)
         madrail_cancel(p->b, *extra);
 }
 
-static void test_small(int phase)
+static void test_small(int phase, int nrails)
 {
     enum { NM = 4, LEN = 20000 }; /* 3 fragments of a 8k slot each */
-    const char *ov[] = {phase == PH_EAGER ? "MADRAIL_RAILS=loop:re0,loop:re1"
-                                          : "MADRAIL_RAILS=loop:rc0,loop:rc1",
-                        "MADRAIL_LOG_LEVEL=error", "MADRAIL_ADAPT=0", "MADRAIL_CREDITS=4",
+    char rails[80];
+    const char *ov[] = {rails, "MADRAIL_LOG_LEVEL=error", "MADRAIL_ADAPT=0", "MADRAIL_CREDITS=4",
                         NULL};
     static uint8_t sb[NM][LEN], rb[NM][LEN], spare[LEN];
     madrail_request_t sr[NM], rr[NM], extra;
     madrail_status_t s[NM], r[NM];
     mdr_peer_t *ab, *ba;
-    unsigned saved, credit_msgs;
+    unsigned saved[MDR_MAX_RAILS], credit_msgs;
     int i, nok = 0;
     size_t len = phase == PH_EAGER ? LEN : 100; /* credit case: one slot each */
     pair_t p;
 
+    snprintf(rails, sizeof(rails), "MADRAIL_RAILS=loop:rs%d%d0,loop:rs%d%d1%s", phase, nrails,
+             phase, nrails, nrails == 3 ? ",loop:rs3" : "");
     if (pair_open(&p, ov) != 0) {
         CHECK(0, "%s: open", ph_names[phase]);
         return;
     }
+    printf("-- %s, %d rails\n", ph_names[phase], nrails);
     ab = mdr_peer_get(p.a, p.a2b);
     ba = mdr_peer_get(p.b, p.b2a);
     for (i = 0; i < NM; i++) {
@@ -142,10 +165,10 @@ static void test_small(int phase)
         pwait_n(&p, &b1[0], 1000);
         for (i = 0; i < 100; i++)
             spin(&p);
-        saved = rail0_off(ab);
+        rails_off(ab, saved);
         madrail_isend(p.a, p.a2b, &x[0], 1, 9, 0, &a1[0]);
         madrail_isend(p.a, p.a2b, &x[1], 1, 9, 0, &a1[1]);
-        ab->rails[0].credits = saved;
+        rails_on(ab, saved);
         pwait_n(&p, &a1[0], 1000);
         pwait_n(&p, &a1[1], 1000);
         pwait_n(&p, &b1[1], 1000);
@@ -157,7 +180,7 @@ static void test_small(int phase)
           "%s: setup: rail 1 connected, all its credits back (%u)", ph_names[phase],
           ab->rails[1].credits);
     credit_msgs = ba->rails[1].credit_msgs;
-    saved = rail0_off(ab);
+    rails_off(ab, saved);
     if (phase == PH_EAGER) {
         /* the first message's 3 fragments take rail 1 (credits 4) and stay
          * in flight: B does not progress */
@@ -177,7 +200,7 @@ static void test_small(int phase)
         s[3] = madrail_isend(p.a, p.a2b, sb[3], len, 53, 0, &sr[3]);
         CHECK(ab->rails[1].credits == 0, "%s: setup: message 3 on rail 1", ph_names[phase]);
     }
-    ab->rails[0].credits = saved;
+    rails_on(ab, saved);
     mdr_loop_rail_kill(p.a->rails[1].rail, "test: the rail dies");
     if (phase == PH_EAGER)
         for (i = 1; i < NM; i++) /* later messages, on rail 0 */
@@ -334,12 +357,14 @@ out:
 
 int main(void)
 {
-    test_small(PH_EAGER);
+    test_small(PH_EAGER, 2);
+    test_small(PH_EAGER, 3);
     test_rndv(PH_RTS);
     test_rndv(PH_CTS);
     test_rndv(PH_FIN);
     test_rndv(PH_FIN_ARRIVED);
-    test_small(PH_CREDIT);
+    test_small(PH_CREDIT, 2);
+    test_small(PH_CREDIT, 3);
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }
