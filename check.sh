@@ -355,9 +355,9 @@ elif [ "$BUILD_OK" = yes ]; then
         collect_line "MPICH suite" "$SRC/_build/mpich-suite.out"
         # The cluster tests that run our MPICH skipped in step 2 on a fresh
         # clone (MPICH did not exist yet): run them now that it does.
-        say "    the cluster tests that need our MPICH, now that it is built: cl_mpi, cl_slurm, cl_anysrc ($(elapsed))"
+        say "    the cluster tests that need our MPICH, now that it is built: cl_mpi, cl_slurm, cl_anysrc, cl_mpi_failover ($(elapsed))"
         run_check "$SRC/_build" "_build (cluster MPI tests)" \
-            TESTS="test/cluster/cl_mpi.sh test/cluster/cl_slurm.sh test/cluster/cl_anysrc.sh"
+            TESTS="test/cluster/cl_mpi.sh test/cluster/cl_slurm.sh test/cluster/cl_anysrc.sh test/cluster/cl_mpi_failover.sh"
     else
         say "8-9/$NSTEPS MPI tests: skipped, MPICH did not build"
     fi

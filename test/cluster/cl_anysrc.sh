@@ -32,9 +32,11 @@ if ! "$MPICH_DIR/bin/mpicc" -std=gnu11 -O2 -g -Wall -Wextra -Werror -o "$PROG" \
 fi
 
 LOG=$WORK/cl_anysrc.job.log
+# this checkout's libmadrail first (cl_mpi_libdir), else the copy next to libmpi
+LIBDIR=$(cl_mpi_libdir)
 MDR_MPICH_DIR=$MPICH_DIR bash "$CL_DIR/run_job.sh" --prefix mdrtn- --nodes 2 --rails 2 --rate 1gbit \
     --mpi ours --ppn 2 --timeout 60 --log "$LOG" --env MADRAIL_STATS=1 --env MPIT_TIMEOUT=50 \
-    ${MDR_LIBDIR:+--env LD_LIBRARY_PATH=$MDR_LIBDIR} -- "$PROG" >/dev/null 2>&1
+    ${LIBDIR:+--env LD_LIBRARY_PATH=$LIBDIR} -- "$PROG" >/dev/null 2>&1
 rc=$?
 cat "$LOG"
 [ $rc -eq 77 ] && cl_skip "$(sed -n 's/^SKIP: //p' "$LOG" | head -n 1)"

@@ -51,6 +51,19 @@ cl_up() {
     eval "$(cl_cluster env)" || { echo "FAIL: $cl_name: cluster.sh env"; exit 1; }
 }
 
+# Where an MPI test's processes find libmadrail: MDR_LIBDIR when given,
+# else this checkout's installed copy (<srcdir>/_install/lib, which
+# ./check.sh and ./quickstart.sh install from _build), else nothing (the
+# copy inside our MPICH's prefix, as old as the MPICH build: its cache key
+# covers the netmod, not the core).  Prints the directory or nothing.
+cl_mpi_libdir() {
+    if [ -n "${MDR_LIBDIR:-}" ]; then
+        echo "$MDR_LIBDIR"
+    elif ls "$CL_SRCDIR"/_install/lib/libmadrail.so.* >/dev/null 2>&1; then
+        echo "$CL_SRCDIR/_install/lib"
+    fi
+}
+
 # The skip checks that need no cluster, so a test can skip before building
 # anything.
 cl_need_root() {
