@@ -211,6 +211,8 @@ typedef struct {
     size_t length;           /**< receives: bytes delivered; sends: bytes sent */
     size_t sent_length;      /**< receives: length the sender sent (> length if truncated) */
     int cancelled;           /**< 1 if the request was cancelled */
+    uint64_t msg_id;         /**< sends: names the message to its peer, for
+                                  madrail_cancel_sent() once the request is gone */
 } madrail_info_t;
 
 /** Completion callback, called from progress (or madrail_request_set_callback). */
@@ -268,11 +270,30 @@ madrail_status_t madrail_imrecv(madrail_context_t ctx, madrail_message_t msg, vo
                                 size_t len, madrail_request_t *req_p);
 
 /**
- * @brief Try to cancel a request.  Receives not yet matched are cancelled;
- * sends are never cancelled (they complete normally).  Completion is still
- * reported by test/wait, with info.cancelled set if it took effect.
+ * @brief Try to cancel a request.  Completion is still reported by
+ * test/wait (or the callback), with info.cancelled set and status
+ * ::MADRAIL_ERR_CANCELED if it took effect, else as if no cancel was asked.
+ *
+ * A receive not yet matched is cancelled (at once, or once the sender
+ * answers when it had made a receiver-first offer).  A send is cancelled
+ * when its receiver has not matched it: the receiver is asked to drop the
+ * message from its unexpected messages and the send completes with the
+ * answer (a send asked to cancel does not complete before it).  A send
+ * whose receiver matched it (or that went into a receiver-first offer,
+ * which is a match) completes normally.
  */
 madrail_status_t madrail_cancel(madrail_context_t ctx, madrail_request_t req);
+
+/**
+ * @brief Cancel a send that already completed (its data left, e.g. a small
+ * message): ask @p peer to drop the message named by the send's
+ * info.msg_id if no receive has taken it yet.  *req_p completes like a
+ * cancelled send (info.cancelled = 1, ::MADRAIL_ERR_CANCELED) when the
+ * message was dropped, with ::MADRAIL_OK when it was not (matched, probed,
+ * or not arrived whole yet).  Ask at most once per message.
+ */
+madrail_status_t madrail_cancel_sent(madrail_context_t ctx, madrail_peer_t peer,
+                                     uint64_t msg_id, madrail_request_t *req_p);
 
 /**
  * @brief Test a request.  On completion *flag_p is 1, the request is freed

@@ -566,6 +566,8 @@ madrail_status_t madrail_context_init(const madrail_context_params_t *params,
         st = mdr_rfs_init(ctx);
     if (st == MADRAIL_OK)
         st = mdr_watch_init(ctx);
+    if (st == MADRAIL_OK)
+        st = mdr_cancel_init(ctx);
     if (st != MADRAIL_OK)
         goto err_cfg;
     ctx->upcalls.ctrl_recv = mdr_ctrl_recv_upcall;

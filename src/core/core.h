@@ -46,6 +46,8 @@ enum {
     MDR_MSG_RFS_REVOKE = 10,/* receiver wants its RFS back (cancel) */
     MDR_MSG_PING = 11,      /* liveness probe of a rail (reserved slot, watch.c) */
     MDR_MSG_PONG = 12,      /* its answer (reserved slot) */
+    MDR_MSG_CANCEL = 13,    /* sender asks the receiver to drop an unmatched message (cancel.c) */
+    MDR_MSG_CANCEL_ANS = 14,/* the receiver's answer: dropped or not */
     MDR_MSG_MAX
 };
 
@@ -135,6 +137,20 @@ typedef struct mdr_id_hdr { /* ACK, RFS_NACK, RFS_REVOKE */
     mdr_hdr_t h;
     uint64_t id;
 } mdr_id_hdr_t;
+
+/* CANCEL: drop message seq if no receive has taken it; answer id. */
+typedef struct mdr_cancel_hdr {
+    mdr_hdr_t h;
+    uint64_t seq; /* the message's sequence number (this sender -> that receiver) */
+    uint64_t id;  /* the sender's request that waits for the answer */
+} mdr_cancel_hdr_t;
+
+/* CANCEL_ANS: the answer to CANCEL. */
+typedef struct mdr_cancel_ans_hdr {
+    mdr_hdr_t h;
+    uint64_t id;        /* the id the CANCEL named */
+    uint64_t cancelled; /* 1: dropped unmatched, the send is cancelled; 0: it goes on */
+} mdr_cancel_ans_hdr_t;
 
 /* ---------------- dispatch ---------------- */
 
@@ -371,6 +387,14 @@ enum mdr_ack_state {
     MDR_ACK_GOT       /* ACK received before the last fragment left */
 };
 
+/* req->cancel: a send's cancel (cancel.c). */
+enum mdr_cancel_state {
+    MDR_CANCEL_NONE = 0, /* not asked (or given up: the message matched first) */
+    MDR_CANCEL_WANTED,   /* asked by the user; the CANCEL waits until the message is all out */
+    MDR_CANCEL_SENT,     /* CANCEL out: the send completes only with its answer */
+    MDR_CANCEL_ANSWERED  /* answered: cancelled (complete) or not (goes on normally) */
+};
+
 /* mdr_put_op_t.state: one chunk of a rendezvous. */
 enum mdr_put_state {
     MDR_PUT_IDLE = 0, /* planned, not issued (or moved to another rail) */
@@ -440,6 +464,11 @@ struct madrail_request {
     mdr_list_t unsent_link;
     uint64_t rts_ns;      /* send: when the RTS left (health.c: RTS -> CTS round trip) */
     int rts_rail;         /* send: the rail it left on */
+    uint8_t seq_last;     /* send: 1 + rail of its last sequenced message handed to a driver
+                           * (0: none); a CANCEL goes behind it on that rail */
+    enum mdr_cancel_state cancel; /* send: mdr_cancel_set (cancel.c) */
+    int cancel_held;      /* send: over with success, held until the CANCEL's answer; also
+                           * set on a request made by madrail_cancel_sent (nothing else) */
 
     /* receive progress */
     int matched;
@@ -482,6 +511,8 @@ typedef struct mdr_inmsg {
     uint16_t held[MDR_MAX_RAILS]; /* per rail: fragments whose credit is withheld */
     mdr_req_t *rreq;      /* matched receive */
     uint64_t xfer_len;    /* RFS_DATA */
+    int cancel_asked;     /* its sender's CANCEL waits for it to arrive whole (cancel.c) */
+    uint64_t cancel_id;   /*   and names this request of the sender */
 } mdr_inmsg_t;
 
 struct madrail_message { /* improbe handle == inmsg */
@@ -573,5 +604,6 @@ extern const mdr_cfg_table_t mdr_core_cfg_table;
 #include "core/watch.h"
 #include "core/replay.h"
 #include "core/rejoin.h"
+#include "core/cancel.h"
 
 #endif /* MDR_CORE_H */

@@ -493,6 +493,9 @@ void mdr_ctrl_unhold(mdr_peer_rail_t *pr, unsigned n, int released)
  *   RFS_REVOKE  from a peer with more offers to us than revokes (an offer
  *             already spent or declined may still be revoked: the cancel
  *             crossed the answer)
+ *   CANCEL    seq within the reorder window; answered once (cancel.c)
+ *   CANCEL_ANS  a send of ours to that peer with a CANCEL out, unanswered;
+ *             cancelled 0 or 1, and 1 only if no CTS or ACK came (cancel.c)
  */
 madrail_status_t mdr_ctrl_register(mdr_ctx_t *ctx, int type, const mdr_ctrl_handler_t *h)
 {

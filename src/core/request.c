@@ -141,6 +141,12 @@ void mdr_req_complete(mdr_req_t *req, madrail_status_t status)
 {
     if (req->complete)
         return;
+    if (req->type == MDR_REQ_SEND && status == MADRAIL_OK && req->cancel == MDR_CANCEL_SENT) {
+        /* a CANCEL is out: its answer completes the send (cancel.c) */
+        req->cancel_held = 1;
+        mdr_unsent_del(req);
+        return;
+    }
     req->complete = 1;
     req->info.status = status;
     mdr_unsent_del(req);
@@ -154,6 +160,7 @@ void mdr_req_complete(mdr_req_t *req, madrail_status_t status)
     mdr_rndv_reg_release(req);
     if (req->type == MDR_REQ_SEND) {
         req->ctx->active_sends--;
+        req->info.msg_id = mdr_cancel_msg_id(req);
         if (status == MADRAIL_OK || status == MADRAIL_ERR_TRUNCATE)
             req->info.length = req->len;
     }
@@ -175,6 +182,7 @@ void mdr_send_track(mdr_req_t *req, int rail, int sequenced)
         if (sequenced) {
             req->seq_unsent |= bit;
             req->seq_rails |= bit;
+            req->seq_last = (uint8_t)(rail + 1);
         }
     }
     if (!req->on_unsent && !req->complete) {
@@ -321,12 +329,14 @@ static int mdr_send_settle(mdr_req_t *req)
 
 void mdr_send_done(mdr_req_t *req)
 {
+    mdr_cancel_kick(req); /* a cancel asked while fragments were going out */
     req->proto_done = 1;
     mdr_send_settle(req);
 }
 
 void mdr_send_watch(mdr_req_t *req)
 {
+    mdr_cancel_kick(req);
     mdr_send_settle(req); /* completes nothing: the protocol is not over */
 }
 
@@ -361,6 +371,7 @@ void mdr_send_txq_sent(mdr_ctx_t *ctx, uint64_t sreq_id, int rail, int sequenced
         return;
     req->unsent_txq--;
     mdr_send_track(req, rail, sequenced);
+    mdr_cancel_kick(req); /* a cancel asked while its RTS waited in the txq */
 }
 
 void mdr_send_txq_lost(mdr_ctx_t *ctx, uint64_t sreq_id, int rail, int part)

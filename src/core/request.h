@@ -53,6 +53,7 @@ static inline void mdr_send_note(mdr_req_t *req, int rail)
     req->unsent_rails |= bit;
     req->seq_unsent |= bit;
     req->seq_rails |= bit;
+    req->seq_last = (uint8_t)(rail + 1);
 }
 /* Watch req's unsent data from progress while its protocol goes on. */
 void mdr_send_watch(mdr_req_t *req);

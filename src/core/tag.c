@@ -229,6 +229,7 @@ static void mdr_bind(mdr_ctx_t *ctx, mdr_inmsg_t *m, mdr_req_t *req)
 
     if (!mdr_list_empty(&req->link))
         mdr_list_del(&req->link);
+    mdr_cancel_inmsg_taken(m); /* a CANCEL waiting for it: too late */
     mdr_recv_set_info(req, peer, m->tag, m->total);
     mdr_rfs_on_match(req, peer, m);
     m->rreq = req;
@@ -290,7 +291,7 @@ static void mdr_in_order(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, mdr_inmsg_t *m)
     }
     if (req)
         mdr_bind(ctx, m, req);
-    else
+    else if (!mdr_cancel_inmsg_whole(ctx, m, 0)) /* dropped if its sender cancelled it */
         mdr_list_push_tail(&ctx->unexpected, &m->link);
 }
 
@@ -323,6 +324,8 @@ static enum mdr_store mdr_eager_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t o
     m->recvd += plen;
     if (m->rreq && m->recvd == m->total)
         mdr_eager_done(m->rreq, m);
+    else if (m->in_order && !m->rreq && !m->probed && m->recvd == m->total)
+        mdr_cancel_inmsg_whole(ctx, m, 1); /* unexpected, now whole: cancelled? */
     return MDR_STORE_OK;
 }
 
@@ -671,6 +674,7 @@ madrail_status_t mdr_tagged_improbe(mdr_ctx_t *ctx, madrail_peer_t src, uint64_t
     }
     mdr_list_del(&m->link);
     m->probed = 1;
+    mdr_cancel_inmsg_taken(m);
     mdr_probe_info(m, info_p);
     *msg_p = (madrail_message_t)m;
     return MADRAIL_OK;
@@ -709,8 +713,12 @@ madrail_status_t madrail_cancel(madrail_context_t ctx, madrail_request_t req)
 {
     if (!ctx || !req)
         return MADRAIL_ERR_INVALID;
-    if (req->type != MDR_REQ_RECV || req->matched || req->complete)
-        return MADRAIL_OK; /* too late or a send: completes normally */
+    if (req->type == MDR_REQ_SEND) { /* asks the receiver (cancel.c) */
+        mdr_cancel_send(req);
+        return MADRAIL_OK;
+    }
+    if (req->matched || req->complete)
+        return MADRAIL_OK; /* too late: completes normally */
     if (req->rfs_state == MDR_RFS_OUT) { /* completes when the sender answers */
         mdr_rfs_revoke(req);
         return MADRAIL_OK;

@@ -1036,6 +1036,116 @@ static int fz_core_seeds(const char *dir)
             snprintf(name, sizeof(name), "credit-setup%u", setup);
             rc |= sd_write(dir, name, &sd);
         }
+        /* CANCEL of B's messages from A: the wildcard receive takes the
+         * first EAGER, the second waits unexpected; CANCEL of each (the
+         * matched one answered 0, the unexpected one dropped), again, and
+         * one far ahead of anything A can have sent */
+        {
+            mdr_eager_hdr_t e;
+            uint8_t msg[sizeof(e) + 64];
+            mdr_cancel_hdr_t c;
+            const uint8_t pe[] = {1, SEL(FZ_SEL_SEQ, 8)};
+            const uint8_t pc_last[] = {1, SEL(FZ_SEL_SEQ, 7)};
+            const uint8_t pc_first[] = {1, SEL(FZ_SEL_SEQ, 6)};
+            const uint8_t pc_far[] = {1, SEL(FZ_SEL_SEQ, 63)};
+            memset(msg, 0x44, sizeof(msg));
+            memset(&sd, 0, sizeof(sd));
+            sd_u8(&sd, setup);
+            sd_hdr(&e.h, MDR_MSG_EAGER, 0, sizeof(msg));
+            e.seq = 0;
+            e.tag = 5;
+            e.total = 64;
+            e.offset = 0;
+            e.id = 0x100000007ull;
+            memcpy(msg, &e, sizeof(e));
+            sd_inject(&sd, 0, msg, sizeof(msg), pe, 1);
+            sd_inject(&sd, 0, msg, sizeof(msg), pe, 1);
+            sd_hdr(&c.h, MDR_MSG_CANCEL, 0, sizeof(c));
+            c.seq = 0;
+            c.id = 0x100000009ull;
+            sd_inject(&sd, 0, &c, sizeof(c), pc_first, 1);
+            sd_inject(&sd, 0, &c, sizeof(c), pc_last, 1);
+            sd_inject(&sd, 0, &c, sizeof(c), pc_last, 1);
+            sd_inject(&sd, 0, &c, sizeof(c), pc_far, 1);
+            sd_progress(&sd, 7 | (3 << 3));
+            snprintf(name, sizeof(name), "cancel-unexpected-setup%u", setup);
+            rc |= sd_write(dir, name, &sd);
+        }
+        /* CANCEL of a medium message still arriving (decided when it is whole) */
+        {
+            mdr_eager_hdr_t e;
+            uint8_t msg[sizeof(e) + 512];
+            mdr_cancel_hdr_t c;
+            const uint8_t pe[] = {1, SEL(FZ_SEL_SEQ, 8)};
+            const uint8_t pe_next[] = {1, SEL(FZ_SEL_SEQ, 7)};
+            memset(msg, 0x55, sizeof(msg));
+            memset(&sd, 0, sizeof(sd));
+            sd_u8(&sd, (uint8_t)(setup | 1));
+            sd_hdr(&e.h, MDR_MSG_EAGER, 0, 24 + sizeof(e)); /* a small one for the wildcard */
+            e.seq = 0;
+            e.tag = 6;
+            e.total = 24;
+            e.offset = 0;
+            e.id = 0x100000007ull;
+            memcpy(msg, &e, sizeof(e));
+            sd_inject(&sd, 0, msg, 24 + sizeof(e), pe, 1);
+            sd_hdr(&e.h, MDR_MSG_EAGER, 0, sizeof(msg));
+            e.total = 1024;
+            memcpy(msg, &e, sizeof(e));
+            sd_inject(&sd, 0, msg, sizeof(msg), pe, 1);
+            sd_hdr(&c.h, MDR_MSG_CANCEL, 0, sizeof(c));
+            c.seq = 0;
+            c.id = 0x10000000bull;
+            sd_inject(&sd, 2, &c, sizeof(c), pe_next, 1);
+            e.offset = 512;
+            memcpy(msg, &e, sizeof(e));
+            sd_inject(&sd, 2, msg, sizeof(msg), pe_next, 1);
+            sd_progress(&sd, 7 | (3 << 3));
+            snprintf(name, sizeof(name), "cancel-arriving-setup%u", setup);
+            rc |= sd_write(dir, name, &sd);
+        }
+        /* CANCEL_ANS for B's synchronous send (index 3), before and after B
+         * asked for its cancel, with a good and a bad answer, from A and C */
+        {
+            mdr_cancel_ans_hdr_t a;
+            const uint8_t pt[] = {1, SEL(FZ_SEL_REQ, 3)};
+            uint64_t answers[3] = {1, 0, 7};
+            int k;
+            for (k = 0; k < 3; k++) {
+                memset(&sd, 0, sizeof(sd));
+                sd_u8(&sd, setup);
+                sd_hdr(&a.h, MDR_MSG_CANCEL_ANS, 0, sizeof(a));
+                a.id = 0;
+                a.cancelled = answers[k];
+                sd_inject(&sd, 0, &a, sizeof(a), pt, 1);
+                sd_u8(&sd, FZ_OP_CANCEL);
+                sd_u8(&sd, 3);
+                sd_inject(&sd, 0, &a, sizeof(a), pt, 1);
+                sd_inject(&sd, 1, &a, sizeof(a), pt, 1);
+                sd_progress(&sd, 7 | (3 << 3));
+                snprintf(name, sizeof(name), "cancel-ans-%d-setup%u", k, setup);
+                rc |= sd_write(dir, name, &sd);
+            }
+        }
+        /* genuine cancels of sends: A's rendezvous send to B that B has not
+         * matched (the wildcard took a small one first), B's own sends */
+        {
+            int k;
+            memset(&sd, 0, sizeof(sd));
+            sd_u8(&sd, setup);
+            sd_op2(&sd, FZ_OP_PEER_SEND, 0x00 | (1 << 2), 4);
+            sd_op2(&sd, FZ_OP_PEER_SEND, 0x00 | (7 << 2), 5);
+            sd_op2(&sd, FZ_OP_PEER_SEND, 0x00 | (2 << 2) | 0x40, 5);
+            sd_progress(&sd, 7 | (3 << 3));
+            for (k = 0; k < 10; k++) {
+                sd_u8(&sd, FZ_OP_CANCEL);
+                sd_u8(&sd, (uint8_t)k);
+                sd_progress(&sd, 7);
+            }
+            sd_progress(&sd, 7 | (7 << 3));
+            snprintf(name, sizeof(name), "cancel-genuine-setup%u", setup);
+            rc |= sd_write(dir, name, &sd);
+        }
         /* genuine traffic only: every application operation, no injection */
         {
             memset(&sd, 0, sizeof(sd));

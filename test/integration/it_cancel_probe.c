@@ -9,8 +9,11 @@
  *     and rendezvous).
  *  3. cancel of an unmatched receive completes with info.cancelled = 1 and
  *     does not swallow a later message with that tag.
- *  4. cancel of a send has no effect: the send completes normally and the
- *     receiver gets the data.
+ *  4. cancel of a send the receiver has not matched takes effect: a
+ *     rendezvous send in flight (madrail_cancel) and an eager send that
+ *     already completed (madrail_cancel_sent with its info.msg_id) complete
+ *     cancelled and their messages never arrive; a send the receiver
+ *     matched is not cancelled and its data arrived.
  *  5. MADRAIL_SEND_SYNC does not complete before the receiver posts (the
  *     receiver sleeps 300 ms first): an ordering fact, not a speed gate.
  *
@@ -28,6 +31,7 @@
 #define T_ANYCANCEL 0x31
 #define T_F 0x40
 #define T_G 0x41
+#define T_F2 0x42
 #define T_GO 0x50
 #define T_SYNC_SMALL 0x51
 #define T_SYNC_LARGE 0x52
@@ -137,26 +141,42 @@ static void sender(it_env_t *e)
     IT_CALL(e, madrail_send(e->ctx, peer, sbuf[5], 64, T_CANCEL, 0));
     step_sync(e, peer, 30);
 
-    /* 4: cancel of sends has no effect */
+    /* 4: cancel of sends the receiver has not matched (it is in step_sync,
+     * progressing): an eager one that completed, a rendezvous one in flight */
     it_fill(sbuf[6], SZ_F, seed_of(T_F, SZ_F));
     it_fill(sbuf[7], SZ_G, seed_of(T_G, SZ_G));
     IT_CALL(e, madrail_isend(e->ctx, peer, sbuf[6], SZ_F, T_F, 0, &r[0]));
+    memset(&info, 0, sizeof(info));
+    IT_CALL(e, madrail_wait(&r[0], &info));
     IT_CALL(e, madrail_isend(e->ctx, peer, sbuf[7], SZ_G, T_G, 0, &r[1]));
-    st = madrail_cancel(e->ctx, r[0]);
-    it_check(e, st == MADRAIL_OK, "cancel of an eager send returns %s", madrail_status_str(st));
     st = madrail_cancel(e->ctx, r[1]);
     it_check(e, st == MADRAIL_OK, "cancel of a rendezvous send returns %s",
+             madrail_status_str(st));
+    st = madrail_cancel_sent(e->ctx, peer, info.msg_id, &r[0]);
+    it_check(e, st == MADRAIL_OK, "cancel_sent of a completed eager send returns %s",
              madrail_status_str(st));
     for (i = 0; i < 2; i++) {
         memset(&info, 0, sizeof(info));
         st = madrail_wait(&r[i], &info);
-        it_check(e, st == MADRAIL_OK && info.cancelled == 0 &&
-                        info.length == (i == 0 ? (size_t)SZ_F : (size_t)SZ_G),
-                 "cancelled %s send completes normally (%s, cancelled=%d, length %zu)",
+        it_check(e, st == MADRAIL_ERR_CANCELED && info.cancelled == 1 && info.length == 0,
+                 "unmatched %s send is cancelled (%s, cancelled=%d, length %zu)",
                  i == 0 ? "eager" : "rendezvous", madrail_status_str(st), info.cancelled,
                  info.length);
     }
     step_sync(e, peer, 4);
+    /* 4b: a send the receiver matched (before step 41) is not cancelled */
+    it_fill(sbuf[6], SZ_F, seed_of(T_F2, SZ_F));
+    IT_CALL(e, madrail_isend(e->ctx, peer, sbuf[6], SZ_F, T_F2, 0, &r[0]));
+    memset(&info, 0, sizeof(info));
+    IT_CALL(e, madrail_wait(&r[0], &info));
+    step_sync(e, peer, 41);
+    IT_CALL(e, madrail_cancel_sent(e->ctx, peer, info.msg_id, &r[0]));
+    memset(&info, 0, sizeof(info));
+    st = madrail_wait(&r[0], &info);
+    it_check(e, st == MADRAIL_OK && info.cancelled == 0,
+             "cancel_sent of an eager send the receiver got: not cancelled (%s, cancelled=%d)",
+             madrail_status_str(st), info.cancelled);
+    step_sync(e, peer, 42); /* the receiver progressed (answered) in this one */
 
     /* 5: synchronous sends wait for the (sleeping) receiver */
     {
@@ -274,14 +294,22 @@ static void receiver(it_env_t *e)
                &info, T_CANCEL, 64);
     step_sync(e, peer, 30);
 
-    /* 4: data of the cancelled sends arrives */
-    IT_CALL(e, madrail_recv(e->ctx, peer, rbuf[0], BUFSZ, T_F, MADRAIL_TAG_EXACT, &info));
-    check_data(e, "eager send cancelled by the sender still arrives", rbuf[0], &info, T_F,
-               SZ_F);
-    IT_CALL(e, madrail_recv(e->ctx, peer, rbuf[0], BUFSZ, T_G, MADRAIL_TAG_EXACT, &info));
-    check_data(e, "rendezvous send cancelled by the sender still arrives", rbuf[0], &info, T_G,
-               SZ_G);
+    /* 4: the cancelled sends never arrive; the next one does */
     step_sync(e, peer, 4);
+    {
+        static const int tags[] = {T_F, T_G};
+        for (i = 0; i < 2; i++) {
+            int flag = 1;
+            IT_CALL(e, madrail_iprobe(e->ctx, peer, (uint64_t)tags[i], MADRAIL_TAG_EXACT, &flag,
+                                      NULL));
+            it_check(e, flag == 0, "the cancelled %s send's message never arrives (flag %d)",
+                     i == 0 ? "eager" : "rendezvous", flag);
+        }
+    }
+    IT_CALL(e, madrail_recv(e->ctx, peer, rbuf[0], BUFSZ, T_F2, MADRAIL_TAG_EXACT, &info));
+    check_data(e, "eager send matched before its cancel arrives", rbuf[0], &info, T_F2, SZ_F);
+    step_sync(e, peer, 41);
+    step_sync(e, peer, 42);
 
     /* 5: sleep 300 ms, then post */
     {

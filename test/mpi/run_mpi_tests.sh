@@ -30,7 +30,9 @@ Builds test/mpi/mpi_*.c with \$MPICC and runs each under
   MPIR_CVAR_NOLOCAL=1           every rank "remote": no shared memory,
                                 all traffic through the netmod
   LD_LIBRARY_PATH=$REPO/_install/lib:<mpich lib>:...
-and MADRAIL_STATS=1: the per-rail statistics libmadrail prints at finalize
+and MPIT_NETMOD=madrail (a test may then demand what only the netmod does:
+mpi_cancel demands that sends no receive matched are cancelled), and
+MADRAIL_STATS=1: the per-rail statistics libmadrail prints at finalize
 must show at least 1 MiB sent through madrail (else the traffic bypassed the
 netmod), for mpi_stripe the sender's must show each rail carrying
 30%..70% of the put bytes, and for mpi_datatype with small pipeline chunks
@@ -320,7 +322,7 @@ for t in "${TESTS[@]}"; do
     log=$BUILDDIR/logs/$name-np$np$suffix.log
     # Statistics for every test in madrail mode: the traffic check below.
     extra_env=()
-    [ "$MODE" = madrail ] && extra_env=(MADRAIL_STATS=1)
+    [ "$MODE" = madrail ] && extra_env=(MADRAIL_STATS=1 MPIT_NETMOD=madrail)
     t0=$(date +%s.%N)
     env MADRAIL_RAILS="$RAILS" MPIR_CVAR_NOLOCAL=1 LD_LIBRARY_PATH="$LDPATH" \
         MPIT_TIMEOUT=$((TIMEOUT - 15)) ${extra_env[@]+"${extra_env[@]}"} \
@@ -516,7 +518,7 @@ for lt in "${LANG_TESTS[@]}"; do
     fi
     log=$BUILDDIR/logs/$name-$built.log
     extra_env=()
-    [ "$MODE" = madrail ] && extra_env=(MADRAIL_STATS=1)
+    [ "$MODE" = madrail ] && extra_env=(MADRAIL_STATS=1 MPIT_NETMOD=madrail)
     t0=$(date +%s.%N)
     env MADRAIL_RAILS="$RAILS" MPIR_CVAR_NOLOCAL=1 LD_LIBRARY_PATH="$LDPATH" \
         ${extra_env[@]+"${extra_env[@]}"} \

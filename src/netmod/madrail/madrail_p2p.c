@@ -93,6 +93,8 @@ static void p2p_req_init(MPIR_Request * req)
     r->user_count = 0;
     r->user_datatype = MPI_DATATYPE_NULL;
     r->flags = 0;
+    r->sent_peer = 0;
+    r->sent_msg = 0;
 }
 
 /* ------------------------------------------------------------ sending */
@@ -110,6 +112,10 @@ static void send_done(madrail_request_t mreq, const madrail_info_t * info, void 
         MPIR_STATUS_SET_CANCEL_BIT(sreq->status, TRUE);
     } else if (info->status != MADRAIL_OK) {
         sreq->status.MPI_ERROR = p2p_xfer_error(info->status);
+    } else {
+        /* MPI_Cancel may still come (a small send completes at once) */
+        r->sent_msg = info->msg_id;
+        r->flags |= MPIDI_MADRAIL_P2P_SENT;
     }
     MPIDIU_request_complete(sreq);
 }
@@ -168,6 +174,7 @@ int MPIDI_MADRAIL_p2p_isend(const void *buf, MPI_Aint count, MPI_Datatype dataty
     if (st != MADRAIL_OK)
         P2P_CALL_ERR(mpi_errno, "madrail_isend", st);
     MPIDI_MADRAIL_REQ(sreq).mreq = mreq;
+    MPIDI_MADRAIL_REQ(sreq).sent_peer = peer;
     MPIDI_MADRAIL_global.inflight++;
     /* may complete the request at once (the data left): then the user gets
      * it completed */
@@ -188,12 +195,45 @@ int MPIDI_MADRAIL_p2p_isend(const void *buf, MPI_Aint count, MPI_Datatype dataty
     goto fn_exit;
 }
 
+/* The receiver answered the cancel of a send that had completed. */
+static void cancel_sent_done(madrail_request_t mreq, const madrail_info_t * info, void *arg)
+{
+    MPIR_Request *sreq = arg;
+
+    MPIDI_MADRAIL_global.inflight--;
+    if (info->cancelled)
+        MPIR_STATUS_SET_CANCEL_BIT(sreq->status, TRUE);
+    MPIDIU_request_complete(sreq);
+}
+
 int MPIDI_MADRAIL_p2p_cancel_send(MPIR_Request * sreq)
 {
-    /* libmadrail answers a send cancel with the send's normal completion
-     * (info.cancelled tells whether it took effect) */
-    if (!MPIR_Request_is_complete(sreq) && MPIDI_MADRAIL_REQ(sreq).mreq)
-        madrail_cancel(MPIDI_MADRAIL_global.ctx, MPIDI_MADRAIL_REQ(sreq).mreq);
+    MPIDI_MADRAIL_request_t *r = &MPIDI_MADRAIL_REQ(sreq);
+    madrail_request_t creq;
+    int was_incomplete;
+
+    /* In flight: libmadrail asks the receiver, and the send completes with
+     * its answer (send_done; info.cancelled tells whether it took effect). */
+    if (r->mreq) {
+        madrail_cancel(MPIDI_MADRAIL_global.ctx, r->mreq);
+        return MPI_SUCCESS;
+    }
+    /* Completed (its bytes left), not cancelled yet: ask the receiver to
+     * drop the message if no receive took it.  The request is made
+     * incomplete again until the answer (with a reference for the
+     * completion), so MPI_Wait/MPI_Test_cancelled see the outcome.  Asked
+     * once: a second MPI_Cancel finds the flag cleared. */
+    if (!(r->flags & MPIDI_MADRAIL_P2P_SENT))
+        return MPI_SUCCESS;
+    r->flags &= ~MPIDI_MADRAIL_P2P_SENT;
+    if (madrail_cancel_sent(MPIDI_MADRAIL_global.ctx, r->sent_peer, r->sent_msg, &creq) !=
+        MADRAIL_OK)
+        return MPI_SUCCESS;     /* peer gone: the send stays complete, not cancelled */
+    MPIR_cc_incr(sreq->cc_ptr, &was_incomplete);
+    (void) was_incomplete;
+    MPIR_Request_add_ref(sreq);
+    MPIDI_MADRAIL_global.inflight++;
+    madrail_request_set_callback(creq, cancel_sent_done, sreq);
     return MPI_SUCCESS;
 }
 

@@ -58,6 +58,8 @@ typedef struct {
     MPI_Aint user_count;
     MPI_Datatype user_datatype;
     unsigned flags;             /* MPIDI_MADRAIL_P2P_* */
+    uint32_t sent_peer;         /* send: its destination peer, and once it completed */
+    uint64_t sent_msg;          /*   the message's id, for MPI_Cancel (P2P_SENT) */
 } MPIDI_MADRAIL_request_t;
 
 typedef struct {

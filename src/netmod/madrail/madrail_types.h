@@ -135,6 +135,7 @@ typedef struct MPIDI_MADRAIL_pipe {
 /* MPIDI_MADRAIL_request_t.flags */
 #define MPIDI_MADRAIL_P2P_INLINE_DONE 0x1u      /* finished inside the call that posted it */
 #define MPIDI_MADRAIL_P2P_UNPACK      0x2u      /* receive: unpack pack_buf into user_buf */
+#define MPIDI_MADRAIL_P2P_SENT        0x4u      /* send: completed, sent_msg names it (cancel) */
 
 /* The address-vector value of this process's own rank: libmadrail has no
  * self peer, the netmod delivers those messages itself. */
