@@ -64,6 +64,32 @@ cl_mpi_libdir() {
     fi
 }
 
+# cl_every_rail_fails OUT: 1.5 s after the job $job started (writing to
+# OUT), black-hole rails 0 and 1, wait for the job, lift the holes; then
+# check that it exited 0 with both processes printing "ok - the stream
+# ended with ..." (programs that expect the error, it_failover and
+# mpi_failover), and print how long after the fault the last one did.
+cl_every_rail_fails() {
+    sleep 1.5
+    cl_tf=$(date +%s.%N)
+    cl_cluster blackhole 0 >/dev/null
+    cl_cluster blackhole 1 >/dev/null
+    wait $job
+    cl_rc=$?
+    cl_cluster unblackhole 0 >/dev/null
+    cl_cluster unblackhole 1 >/dev/null
+    grep -E 'rail . down|error at|FAIL|ok -|stalled' "$1"
+    cl_n=$(grep -c 'ok - the stream ended with' "$1")
+    cl_te=$(awk '/^rank [01]: error at / { if ($5 + 0 > m) m = $5 + 0 } END { printf "%.3f", m }' "$1")
+    echo "every rail black-holed: the last process's error came $(echo "$cl_te - $cl_tf" | bc) s after the fault"
+    if [ $cl_rc -eq 0 ] && [ "$cl_n" -eq 2 ]; then
+        ok "every rail black-holed: both processes end with an error, no hang"
+    else
+        cat "$1"
+        bad "every rail black-holed (exit $cl_rc, $cl_n of 2 processes saw the error)"
+    fi
+}
+
 # The skip checks that need no cluster, so a test can skip before building
 # anything.
 cl_need_root() {

@@ -146,18 +146,5 @@ fi
 
 # --- 4. every rail fails
 start tcp:rail0,tcp:rail1 8 error
-sleep 1.5
-tf=$(now)
-cl_cluster blackhole 0 >/dev/null
-cl_cluster blackhole 1 >/dev/null
-wait $job
-rc=$?
-cl_cluster unblackhole 0 >/dev/null
-cl_cluster unblackhole 1 >/dev/null
-grep -E 'rail . down|error|FAIL|ok -' "$WORK/out"
-n=$(grep -c 'ok - the stream ended with an error' "$WORK/out")
-te=$(awk '/^rank [01]: error at / { if ($5 + 0 > m) m = $5 + 0 } END { printf "%.3f", m }' "$WORK/out")
-echo "all rails black-holed: last process's error $(echo "$te - $tf" | bc) s after the fault"
-[ $rc -eq 0 ] && [ "$n" -eq 2 ] && ok "every rail black-holed: both processes end with an error" ||
-    { cat "$WORK/out"; bad "every rail black-holed (exit $rc, $n of 2 processes saw the error)"; }
+cl_every_rail_fails "$WORK/out"
 cl_finish

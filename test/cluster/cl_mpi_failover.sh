@@ -78,18 +78,5 @@ fi
 
 # --- 2. every rail black-holed
 start 10 error
-sleep 1.5
-tf=$(date +%s.%N)
-cl_cluster blackhole 0 >/dev/null
-cl_cluster blackhole 1 >/dev/null
-wait $job
-rc=$?
-cl_cluster unblackhole 0 >/dev/null
-cl_cluster unblackhole 1 >/dev/null
-grep -E 'error at|FAIL|ok -|stalled' "$OUT"
-n=$(grep -c 'ok - the stream ended with an MPI error' "$OUT")
-te=$(awk '/^rank [01]: error at / { if ($5 + 0 > m) m = $5 + 0 } END { printf "%.3f", m }' "$OUT")
-echo "every rail black-holed: the last rank's MPI error came $(echo "$te - $tf" | bc) s after the fault"
-[ $rc -eq 0 ] && [ "$n" -eq 2 ] && ok "every rail black-holed: both ranks get an MPI error, no hang" ||
-    { cat "$OUT"; bad "every rail black-holed (exit $rc, $n of 2 ranks saw an MPI error)"; }
+cl_every_rail_fails "$OUT"
 cl_finish

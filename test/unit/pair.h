@@ -64,6 +64,24 @@ static inline int pair_open_bent(pair_t *p, const char *const *ov,
     return 0;
 }
 
+/* The test pattern of a buffer: byte i of message seed; pair_verify says
+ * whether b holds it. */
+static inline void pair_fill(uint8_t *b, size_t n, unsigned seed)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        b[i] = (uint8_t)(i * 131u + seed * 7u + (i >> 8));
+}
+
+static inline int pair_verify(const uint8_t *b, size_t n, unsigned seed)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (b[i] != (uint8_t)(i * 131u + seed * 7u + (i >> 8)))
+            return 0;
+    return 1;
+}
+
 static inline int pair_open(pair_t *p, const char *const *ov)
 {
     return pair_open_bent(p, ov, NULL, NULL);

@@ -50,22 +50,6 @@ static madrail_status_t pwait(pair_t *p, madrail_request_t *req, madrail_info_t 
     return MADRAIL_ERR_IO;
 }
 
-static void fill(uint8_t *b, size_t n, unsigned seed)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        b[i] = (uint8_t)(i * 131u + seed * 7u + (i >> 8));
-}
-
-static int verify(const uint8_t *b, size_t n, unsigned seed)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        if (b[i] != (uint8_t)(i * 131u + seed * 7u + (i >> 8)))
-            return 0;
-    return 1;
-}
-
 static void test_sizes(const char *rails)
 {
     const char *ov[] = {rails, "MADRAIL_SLOT_SIZE=1k", "MADRAIL_RNDV_THRESH=16k", NULL};
@@ -98,7 +82,7 @@ static void test_sizes(const char *rails)
             madrail_request_t sr, rr;
             madrail_info_t info;
             int post_first = i % 2;
-            fill(sb, n, (unsigned)i);
+            pair_fill(sb, n, (unsigned)i);
             if (post_first)
                 madrail_irecv(r, from, rb, n, 100 + (uint64_t)i, 0, &rr);
             CHECK(madrail_isend(s, to, sb, n, 100 + (uint64_t)i, 0, &sr) == MADRAIL_OK,
@@ -109,7 +93,7 @@ static void test_sizes(const char *rails)
             CHECK(pwait(&p, &sr, NULL) == MADRAIL_OK, "%s send %zu", rails, n);
             CHECK(info.length == n && info.sent_length == n && info.source == from,
                   "%s info %zu: len %zu src %u", rails, n, info.length, info.source);
-            CHECK(verify(rb, n, (unsigned)i), "%s data %zu (dir %d post_first %d)", rails, n,
+            CHECK(pair_verify(rb, n, (unsigned)i), "%s data %zu (dir %d post_first %d)", rails, n,
                   dir, post_first);
             free(sb);
             free(rb);
@@ -228,12 +212,12 @@ static void test_stripe(const char *weights, double lo, double hi)
         CHECK(0, "open");
         return;
     }
-    fill(sb, n, 9);
+    pair_fill(sb, n, 9);
     madrail_irecv(p.b, MADRAIL_ANY_PEER, rb, n, 1, 0, &rr);
     madrail_isend(p.a, p.a2b, sb, n, 1, 0, &sr);
     CHECK(pwait(&p, &rr, NULL) == MADRAIL_OK, "striped recv");
     CHECK(pwait(&p, &sr, NULL) == MADRAIL_OK, "striped send");
-    CHECK(verify(rb, n, 9), "striped data");
+    CHECK(pair_verify(rb, n, 9), "striped data");
     madrail_rail_stats(p.a, 0, &s0);
     madrail_rail_stats(p.a, 1, &s1);
     f = (double)s0.tx_put_bytes / (double)(s0.tx_put_bytes + s1.tx_put_bytes);
@@ -272,10 +256,10 @@ static void test_rfs(void)
     for (i = 0; i < 50; i++)
         spin(&p);
     CHECK(!mdr_list_empty(&mdr_peer_get(p.a, p.a2b)->rfs_stored), "sender stored the offer");
-    fill(sb, n, 3);
+    pair_fill(sb, n, 3);
     madrail_isend(p.a, p.a2b, sb, n, 7, 0, &sr);
     CHECK(mdr_list_empty(&mdr_peer_get(p.a, p.a2b)->rfs_stored), "send spent the offer");
-    CHECK(pwait(&p, &rr, &info) == MADRAIL_OK && verify(rb, n, 3) && info.length == n,
+    CHECK(pwait(&p, &rr, &info) == MADRAIL_OK && pair_verify(rb, n, 3) && info.length == n,
           "receiver-first transfer byte-exact");
     CHECK(pwait(&p, &sr, NULL) == MADRAIL_OK, "receiver-first send completes");
 
@@ -285,7 +269,7 @@ static void test_rfs(void)
     for (i = 0; i < 50; i++)
         spin(&p);
     madrail_isend(p.a, p.a2b, sb, 100, 8, 0, &sr);
-    CHECK(pwait(&p, &rr, &info) == MADRAIL_OK && info.length == 100 && verify(rb, 100, 3),
+    CHECK(pwait(&p, &rr, &info) == MADRAIL_OK && info.length == 100 && pair_verify(rb, 100, 3),
           "offer spent by an eager message");
     pwait(&p, &sr, NULL);
 
@@ -293,7 +277,7 @@ static void test_rfs(void)
     memset(rb, 0, n);
     madrail_isend(p.a, p.a2b, sb, n, 9, 0, &sr); /* RTS in flight */
     madrail_irecv(p.b, p.b2a, rb, n, 9, 0, &rr);
-    CHECK(pwait(&p, &rr, &info) == MADRAIL_OK && verify(rb, n, 3), "stale offer: data ok");
+    CHECK(pwait(&p, &rr, &info) == MADRAIL_OK && pair_verify(rb, n, 3), "stale offer: data ok");
     pwait(&p, &sr, NULL);
     for (i = 0; i < 100; i++)
         spin(&p);
@@ -493,7 +477,7 @@ static void test_reg_release(const char *rails, int cache)
     for (i = 0; i < NBUF; i++) {
         madrail_request_t sr, rr;
         sb[i] = malloc(n);
-        fill(sb[i], n, 40 + (unsigned)i);
+        pair_fill(sb[i], n, 40 + (unsigned)i);
         memset(rb, 0, n);
         if (i % 2) { /* receiver first: the send spends the offer */
             madrail_irecv(p.b, p.b2a, rb, n, 500 + (uint64_t)i, 0, &rr);
@@ -504,7 +488,7 @@ static void test_reg_release(const char *rails, int cache)
             madrail_isend(p.a, p.a2b, sb[i], n, 500 + (uint64_t)i, 0, &sr);
             madrail_irecv(p.b, MADRAIL_ANY_PEER, rb, n, 500 + (uint64_t)i, 0, &rr);
         }
-        ok &= pwait(&p, &rr, NULL) == MADRAIL_OK && verify(rb, n, 40 + (unsigned)i);
+        ok &= pwait(&p, &rr, NULL) == MADRAIL_OK && pair_verify(rb, n, 40 + (unsigned)i);
         ok &= pwait(&p, &sr, NULL) == MADRAIL_OK;
     }
     CHECK(ok, "%s rcache=%d: %d rendezvous from distinct buffers byte-exact", rails, cache, NBUF);
@@ -545,7 +529,7 @@ static void test_reg_release_fail(void)
     uint8_t *sb = malloc(n), *rb = malloc(n);
     int j, k, failed_after_reg = 0, ok = 1;
 
-    fill(sb, n, 77);
+    pair_fill(sb, n, 77);
     for (k = 1; k <= 12; k++) {
         char rails[80];
         const char *ov[] = {rails, "MADRAIL_RNDV_THRESH=16k", "MADRAIL_LOG_LEVEL=error", NULL};
@@ -608,7 +592,7 @@ static void test_reg_release_peer_fail(void)
     pair_t p;
     int i, j, inflight = 0, queued = 0;
 
-    fill(sb, n, 5);
+    pair_fill(sb, n, 5);
     if (pair_open(&p, ov) != 0) {
         CHECK(0, "open");
         free(sb);
@@ -833,7 +817,7 @@ static void test_recv_nomem(int nth, size_t len, const char *what)
         free(sb);
         return;
     }
-    fill(sb, len, 5);
+    pair_fill(sb, len, 5);
     /* a receive that waits for A's second message (tag 2) */
     CHECK(madrail_irecv(p.b, p.b2a, rb, sizeof(rb), 2, 0, &later) == MADRAIL_OK, "irecv");
     p.b->fault_nomem = (unsigned)nth;
@@ -887,7 +871,7 @@ static void test_rndv_rail_dies(int phase)
         CHECK(0, "open");
         goto out;
     }
-    fill(sb, N, 11);
+    pair_fill(sb, N, 11);
     memset(rb, 0, N);
     ab = mdr_peer_get(p.a, p.a2b);
     CHECK(madrail_irecv(p.b, p.b2a, rb, N, 7, 0, &rr) == MADRAIL_OK &&
@@ -916,7 +900,7 @@ static void test_rndv_rail_dies(int phase)
               "%s: both sides get an error in bounded time (receive %s, send %s)",
               names[phase], madrail_status_str(s1), madrail_status_str(s2));
     } else {
-        CHECK(s1 == MADRAIL_OK && verify(rb, N, 11),
+        CHECK(s1 == MADRAIL_OK && pair_verify(rb, N, 11),
               "%s: the receive completes with exact data (%s)", names[phase],
               s1 == MADRAIL_ERR_IO ? "not complete" : madrail_status_str(s1));
         CHECK(s2 == MADRAIL_OK, "%s: the send completes (%s)", names[phase],
@@ -952,18 +936,18 @@ static void test_reg_fail_replanned(void)
         CHECK(0, "open");
         goto out;
     }
-    fill(sb, N, 13);
+    pair_fill(sb, N, 13);
     memset(rb, 0, N);
     p.a->fault_reg = 2u;
     madrail_irecv(p.b, p.b2a, rb, N, 8, 0, &rr);
     madrail_isend(p.a, p.a2b, sb, N, 8, 0, &sr);
     s1 = pwait_n(&p, &rr, NULL, 5000);
     s2 = pwait_n(&p, &sr, NULL, 5000);
-    CHECK(s1 == MADRAIL_OK && verify(rb, N, 13) && s2 == MADRAIL_OK,
+    CHECK(s1 == MADRAIL_OK && pair_verify(rb, N, 13) && s2 == MADRAIL_OK,
           "registration refused on rail 1: receive %s, send %s, data %s",
           s1 == MADRAIL_ERR_IO ? "not complete" : madrail_status_str(s1),
           s2 == MADRAIL_ERR_IO ? "not complete" : madrail_status_str(s2),
-          verify(rb, N, 13) ? "exact" : "wrong");
+          pair_verify(rb, N, 13) ? "exact" : "wrong");
     CHECK(p.a->rails[0].stats.tx_put_bytes == N && p.a->rails[1].stats.tx_put_bytes == 0,
           "all %d bytes put on rail 0 (%llu, %llu)", N,
           (unsigned long long)p.a->rails[0].stats.tx_put_bytes,

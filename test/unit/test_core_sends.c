@@ -123,22 +123,6 @@ static madrail_status_t pwait(pair_t *p, madrail_request_t *req, int both, madra
     return MADRAIL_INPROGRESS;
 }
 
-static void fill(uint8_t *b, size_t n, unsigned seed)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        b[i] = (uint8_t)(i * 131u + seed * 7u + (i >> 8));
-}
-
-static int verify(const uint8_t *b, size_t n, unsigned seed)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        if (b[i] != (uint8_t)(i * 131u + seed * 7u + (i >> 8)))
-            return 0;
-    return 1;
-}
-
 /* On a connected rail a send completes through the sender's own progress:
  * the receiver need not run (MPI's eager sends rely on that). */
 static void test_completes_without_receiver(void)
@@ -188,7 +172,7 @@ static void test_connect_timeout(void)
         check(0, "open a tcp:lo pair");
         return;
     }
-    fill(buf, sizeof(buf), 1);
+    pair_fill(buf, sizeof(buf), 1);
     madrail_irecv(p.a, p.a2b, rb, sizeof(rb), 9, 0, &rr); /* to fail with the peer */
     st = madrail_isend(p.a, p.a2b, buf, sizeof(buf), 3, 0, &sr);
     check(st == MADRAIL_OK, "isend accepted (%s)", madrail_status_str(st));
@@ -225,7 +209,7 @@ static void test_refused_rail(void)
         return;
     }
     for (i = 0; i < N; i++) {
-        fill(sb[i], sizeof(sb[i]), (unsigned)i);
+        pair_fill(sb[i], sizeof(sb[i]), (unsigned)i);
         madrail_irecv(p.b, p.b2a, rb[i], sizeof(rb[i]), 100 + (uint64_t)i, 0, &rr[i]);
         rst[i] = MADRAIL_INPROGRESS;
     }
@@ -261,7 +245,7 @@ static void test_refused_rail(void)
     for (i = 0; i < N; i++) {
         if (sst[i] == MADRAIL_OK) {
             nok++;
-            if (rst[i] != MADRAIL_OK || !verify(rb[i], sizeof(rb[i]), (unsigned)i))
+            if (rst[i] != MADRAIL_OK || !pair_verify(rb[i], sizeof(rb[i]), (unsigned)i))
                 lost_ok++;
         } else {
             bad++;
@@ -302,14 +286,14 @@ static void test_refused_rail(void)
         madrail_rail_state_t rs1;
         int nok2 = 0;
         for (i = 0; i < 16; i++) {
-            fill(bsb[i], sizeof(bsb[i]), 500u + (unsigned)i);
+            pair_fill(bsb[i], sizeof(bsb[i]), 500u + (unsigned)i);
             madrail_irecv(p.a, p.a2b, brb[i], sizeof(brb[i]), 5000 + (uint64_t)i, 0, &br[i]);
             madrail_isend(p.b, p.b2a, bsb[i], sizeof(bsb[i]), 5000 + (uint64_t)i, 0, &bs[i]);
         }
         for (i = 0; i < 16; i++)
             nok2 += pwait(&p, &bs[i], 1, NULL) == MADRAIL_OK &&
                     pwait(&p, &br[i], 1, NULL) == MADRAIL_OK &&
-                    verify(brb[i], sizeof(brb[i]), 500u + (unsigned)i);
+                    pair_verify(brb[i], sizeof(brb[i]), 500u + (unsigned)i);
         check(nok2 == 16, "16 messages from b to a, round robin over b's rails (%d arrived)", nok2);
         madrail_rail_state(p.a, 1, &rs1);
         check(rs1.up_events == 1 && rs1.peers_down == 0 && rs1.down_events == 1,
@@ -357,7 +341,7 @@ static void test_sequence_hole(void)
         return;
     }
     for (i = 0; i < 4; i++) {
-        fill(buf[i], sizeof(buf[i]), (unsigned)i);
+        pair_fill(buf[i], sizeof(buf[i]), (unsigned)i);
         st[i] = madrail_isend(p.a, p.a2b, buf[i], sizeof(buf[i]), 20 + (uint64_t)i, 0, &sr[i]);
     }
     peer = mdr_peer_get(p.a, p.a2b);
@@ -384,7 +368,7 @@ static void test_sequence_hole(void)
         if (!flag)
             rst[i] = MADRAIL_INPROGRESS;
         nrecv += flag && rst[i] == MADRAIL_OK &&
-                 verify(rbuf[i], sizeof(rbuf[i]), (unsigned)(i < 4 ? i : 0));
+                 pair_verify(rbuf[i], sizeof(rbuf[i]), (unsigned)(i < 4 ? i : 0));
     }
     check(nrecv == 4 && rst[4] == MADRAIL_INPROGRESS,
           "b received each of the 4 messages once with its data (%d; a second copy of the first: "
@@ -480,7 +464,7 @@ static void test_put_replanned(void)
         free(rb);
         return;
     }
-    fill(sb, n, 5);
+    pair_fill(sb, n, 5);
     madrail_irecv(p.b, p.b2a, rb, n, 11, 0, &rr);
     madrail_isend(p.a, p.a2b, sb, n, 11, 0, &sr);
     st = pwait(&p, &sr, 1, NULL);
@@ -488,7 +472,7 @@ static void test_put_replanned(void)
     madrail_rail_stats(p.a, 0, &s0);
     madrail_rail_stats(p.a, 1, &s1);
     check(st == MADRAIL_OK, "1 MiB send with rail 1 unconnectable: %s", madrail_status_str(st));
-    check(rs == MADRAIL_OK && verify(rb, n, 5), "the receive completes with every byte (%s)",
+    check(rs == MADRAIL_OK && pair_verify(rb, n, 5), "the receive completes with every byte (%s)",
           madrail_status_str(rs));
     check(s0.tx_put_bytes == n && s1.tx_put_bytes == 0,
           "all %zu bytes put on rail 0 (rail 0 %llu, rail 1 %llu)", n,

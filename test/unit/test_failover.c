@@ -62,22 +62,6 @@ static void spin_for(pair_t *p, double s)
         spin(p);
 }
 
-static void fill(uint8_t *b, size_t n, unsigned seed)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        b[i] = (uint8_t)(i * 131u + seed * 7u + (i >> 8));
-}
-
-static int verify(const uint8_t *b, size_t n, unsigned seed)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        if (b[i] != (uint8_t)(i * 131u + seed * 7u + (i >> 8)))
-            return 0;
-    return 1;
-}
-
 static const char *sts(madrail_status_t s)
 {
     return s == MADRAIL_ERR_IO ? "did not complete" : madrail_status_str(s);
@@ -105,7 +89,7 @@ static void test_blackhole_put(void)
         CHECK(0, "blackhole put: open");
         goto out;
     }
-    fill(sb, N, 3);
+    pair_fill(sb, N, 3);
     ab = mdr_peer_get(p.a, p.a2b);
     CHECK(madrail_irecv(p.b, p.b2a, rb, N, 5, 0, &rr) == MADRAIL_OK &&
               madrail_isend(p.a, p.a2b, sb, N, 5, 0, &sr) == MADRAIL_OK,
@@ -123,7 +107,7 @@ static void test_blackhole_put(void)
     s2 = pwait(&p, &sr, 10);
     printf("  black hole to both completions: %.0f ms (timeout 100 ms)\n",
            (double)(mdr_time_ns() - t0) / 1e6);
-    CHECK(s1 == MADRAIL_OK && verify(rb, N, 3), "blackhole put: receive exact (%s)", sts(s1));
+    CHECK(s1 == MADRAIL_OK && pair_verify(rb, N, 3), "blackhole put: receive exact (%s)", sts(s1));
     CHECK(s2 == MADRAIL_OK, "blackhole put: send complete (%s)", sts(s2));
     CHECK(ab->rails[1].down && !ab->rails[0].down, "blackhole put: A's rail 1 down, rail 0 up");
     CHECK(p.a->rails[1].stats.timeouts == 1, "blackhole put: one timeout counted on rail 1 (%llu)",
@@ -208,7 +192,7 @@ static void test_busy_not_dead(void)
         CHECK(0, "busy: open");
         goto out;
     }
-    fill(sb, N, 9);
+    pair_fill(sb, N, 9);
     t0 = mdr_time_ns();
     CHECK(madrail_irecv(p.b, p.b2a, rb, N, 4, 0, &rr) == MADRAIL_OK &&
               madrail_isend(p.a, p.a2b, sb, N, 4, 0, &sr) == MADRAIL_OK,
@@ -217,7 +201,7 @@ static void test_busy_not_dead(void)
     s2 = pwait(&p, &sr, 20);
     printf("  4 MiB at 8 MB/s took %.0f ms (timeout 100 ms)\n",
            (double)(mdr_time_ns() - t0) / 1e6);
-    CHECK(s1 == MADRAIL_OK && s2 == MADRAIL_OK && verify(rb, N, 9),
+    CHECK(s1 == MADRAIL_OK && s2 == MADRAIL_OK && pair_verify(rb, N, 9),
           "busy: the transfer completes exact (%s, %s)", sts(s1), sts(s2));
     CHECK(p.a->rails[0].stats.timeouts == 0 && p.b->rails[0].stats.timeouts == 0,
           "busy: no timeout on either side");
@@ -271,7 +255,7 @@ static void test_last_rail(int phase, int blackhole)
         CHECK(0, "last rail: open");
         goto out;
     }
-    fill(sb, N, 1);
+    pair_fill(sb, N, 1);
     ab = mdr_peer_get(p.a, p.a2b);
     /* connect first, so that the phase is set up on a live rail */
     CHECK(madrail_irecv(p.b, p.b2a, rb, N, 1, 0, &rr) == MADRAIL_OK &&
@@ -355,7 +339,7 @@ static void test_proto_close(void)
     }
     ab = mdr_peer_get(p.a, p.a2b);
     ba = mdr_peer_get(p.b, p.b2a);
-    fill(sb, N, 5);
+    pair_fill(sb, N, 5);
     CHECK(madrail_irecv(p.b, p.b2a, rb, N, 1, 0, &rr) == MADRAIL_OK &&
               madrail_isend(p.a, p.a2b, sb, N, 1, 0, &sr) == MADRAIL_OK &&
               pwait(&p, &rr, 10) == MADRAIL_OK && pwait(&p, &sr, 10) == MADRAIL_OK &&
@@ -374,13 +358,13 @@ static void test_proto_close(void)
           "proto close: A sees the connection end and takes rail 1 down too (%s)",
           ab->rails[1].down ? ab->rails[1].last_error : "A's rail 1 is still up");
     memset(rb, 0, N);
-    fill(sb, N, 6);
+    pair_fill(sb, N, 6);
     if (madrail_irecv(p.b, p.b2a, rb, N, 2, 0, &rr) == MADRAIL_OK &&
         madrail_isend(p.a, p.a2b, sb, N, 2, 0, &sr) == MADRAIL_OK) {
         s1 = pwait(&p, &rr, 3);
         s2 = pwait(&p, &sr, 3);
     }
-    CHECK(s1 == MADRAIL_OK && s2 == MADRAIL_OK && verify(rb, N, 6),
+    CHECK(s1 == MADRAIL_OK && s2 == MADRAIL_OK && pair_verify(rb, N, 6),
           "proto close: the next transfer completes exact on rail 0 (%s, %s)", sts(s1), sts(s2));
     /* small messages, many at once (more than one rail's credits): none
      * may go where B drops them */

@@ -146,22 +146,6 @@ static madrail_status_t pwait(trio_t *t, madrail_request_t *req, madrail_info_t 
     return MADRAIL_ERR_IO;
 }
 
-static void fill(uint8_t *b, size_t n, unsigned seed)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        b[i] = (uint8_t)(i * 131u + seed * 7u + (i >> 8));
-}
-
-static int verify(const uint8_t *b, size_t n, unsigned seed)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        if (b[i] != (uint8_t)(i * 131u + seed * 7u + (i >> 8)))
-            return 0;
-    return 1;
-}
-
 static int all_bytes(const uint8_t *b, size_t n, uint8_t v)
 {
     size_t i;
@@ -187,10 +171,10 @@ static int exchange(trio_t *t, int s, int d, size_t n, uint64_t tag)
     madrail_info_t info;
     int ok;
 
-    fill(sb, n, (unsigned)tag);
+    pair_fill(sb, n, (unsigned)tag);
     madrail_irecv(t->c[d], t->p[d][s], rb, n, tag, 0, &rr);
     ok = madrail_isend(t->c[s], t->p[s][d], sb, n, tag, 0, &sr) == MADRAIL_OK;
-    ok = ok && pwait(t, &rr, &info) == MADRAIL_OK && info.length == n && verify(rb, n, (unsigned)tag);
+    ok = ok && pwait(t, &rr, &info) == MADRAIL_OK && info.length == n && pair_verify(rb, n, (unsigned)tag);
     ok = ok && pwait(t, &sr, NULL) == MADRAIL_OK;
     free(sb);
     free(rb);
@@ -230,7 +214,7 @@ static void test_fin_third_peer(void)
         CHECK(0, "open");
         return;
     }
-    fill(sb, LEN, 1);
+    pair_fill(sb, LEN, 1);
     memset(rb, 0x5a, LEN);
     madrail_irecv(t.c[B], MADRAIL_ANY_PEER, rb, LEN, 1, 0, &rr);
     madrail_isend(t.c[A], t.p[A][B], sb, LEN, 1, 0, &sr);
@@ -254,7 +238,7 @@ static void test_fin_third_peer(void)
     CHECK(rails_down(&t, B, A) == 0, "B's rails to A stay up");
 
     peer_closed_rail(&t, C, B, 0);
-    CHECK(pwait(&t, &rr, &info) == MADRAIL_OK && info.length == LEN && verify(rb, LEN, 1),
+    CHECK(pwait(&t, &rr, &info) == MADRAIL_OK && info.length == LEN && pair_verify(rb, LEN, 1),
           "the receive then completes with A's bytes");
     CHECK(pwait(&t, &sr, NULL) == MADRAIL_OK, "A's send completes");
     CHECK(others_complete(&t, 1000), "other traffic completes (all pairs, both ways)");
@@ -284,7 +268,7 @@ static void test_fin_eager_in_progress(void)
         CHECK(0, "open");
         return;
     }
-    fill(sb, LEN, 2);
+    pair_fill(sb, LEN, 2);
     memset(rb, 0x5a, LEN);
     madrail_irecv(t.c[B], t.p[B][A], rb, LEN, 2, 0, &rr);
     madrail_isend(t.c[A], t.p[A][B], sb, LEN, 2, 0, &sr);
@@ -313,7 +297,7 @@ static void test_fin_eager_in_progress(void)
     }
     CHECK(!flag, "the application is not told the receive is done");
     spin(&t, ALL, 100); /* the fragments on rail 1 arrive */
-    CHECK(rb && pwait(&t, &rr, &info) == MADRAIL_OK && info.length == LEN && verify(rb, LEN, 2),
+    CHECK(rb && pwait(&t, &rr, &info) == MADRAIL_OK && info.length == LEN && pair_verify(rb, LEN, 2),
           "the receive completes byte-exact once its last fragments came on rail 1");
     CHECK(pwait(&t, &sr, NULL) == MADRAIL_OK, "A's send completes");
     CHECK(others_complete(&t, 1100), "other traffic completes");
@@ -343,7 +327,7 @@ static void test_fin_state_size(void)
         CHECK(0, "open");
         return;
     }
-    fill(sb, LEN, 3);
+    pair_fill(sb, LEN, 3);
     memset(rb, 0x5a, LEN);
     memset(small, 0x5a, sizeof(small));
     memset(&f, 0, sizeof(f));
@@ -382,10 +366,10 @@ static void test_fin_state_size(void)
     CHECK(rails_down(&t, B, A) == 0xeu, "... and rail 1 closed (mask %x)", rails_down(&t, B, A));
     peer_closed_rail(&t, A, B, 1);
 
-    CHECK(pwait(&t, &rr, &info) == MADRAIL_OK && info.length == LEN && verify(rb, LEN, 3),
+    CHECK(pwait(&t, &rr, &info) == MADRAIL_OK && info.length == LEN && pair_verify(rb, LEN, 3),
           "the rendezvous completes on rail 0");
     CHECK(pwait(&t, &sr, NULL) == MADRAIL_OK, "its send completes");
-    fill(small, sizeof(small), 4);
+    pair_fill(small, sizeof(small), 4);
     madrail_isend(t.c[A], t.p[A][B], small, sizeof(small), 33, 0, &sr2);
     CHECK(pwait(&t, &rr2, &info) == MADRAIL_OK && info.length == sizeof(small),
           "the receive that got a FIN completes with its own message");
@@ -414,7 +398,7 @@ static void test_fin_rfs_third_peer(void)
         CHECK(0, "open");
         return;
     }
-    fill(sb, LEN, 5);
+    pair_fill(sb, LEN, 5);
     memset(rb, 0x5a, LEN);
     madrail_irecv(t.c[B], t.p[B][A], rb, LEN, 5, 0, &rr);
     r = rr;
@@ -431,7 +415,7 @@ static void test_fin_rfs_third_peer(void)
     peer_closed_rail(&t, C, B, 1);
     spin(&t, ALL, 20);
     madrail_isend(t.c[A], t.p[A][B], sb, LEN, 5, 0, &sr);
-    CHECK(pwait(&t, &rr, &info) == MADRAIL_OK && info.length == LEN && verify(rb, LEN, 5),
+    CHECK(pwait(&t, &rr, &info) == MADRAIL_OK && info.length == LEN && pair_verify(rb, LEN, 5),
           "the receiver-first transfer completes byte-exact");
     CHECK(pwait(&t, &sr, NULL) == MADRAIL_OK, "A's send completes");
     CHECK(others_complete(&t, 1300), "other traffic completes");
@@ -457,8 +441,8 @@ static void test_ack(void)
         CHECK(0, "open");
         return;
     }
-    fill(sb, sizeof(sb), 6);
-    fill(big, sizeof(big), 7);
+    pair_fill(sb, sizeof(sb), 6);
+    pair_fill(big, sizeof(big), 7);
     madrail_isend(t.c[A], t.p[A][B], sb, sizeof(sb), 6, MADRAIL_SEND_SYNC, &sr);
     s = sr;
     spin(&t, ALL, 20);
@@ -497,13 +481,13 @@ static void test_ack(void)
 
     memset(rb, 0, sizeof(rb));
     madrail_irecv(t.c[B], t.p[B][A], rb, sizeof(rb), 6, 0, &rr);
-    CHECK(pwait(&t, &rr, NULL) == MADRAIL_OK && verify(rb, sizeof(rb), 6), "B receives");
+    CHECK(pwait(&t, &rr, NULL) == MADRAIL_OK && pair_verify(rb, sizeof(rb), 6), "B receives");
     CHECK(pwait(&t, &sr, NULL) == MADRAIL_OK, "then A's synchronous send completes");
     {
         static uint8_t rbig[40000];
         madrail_request_t rr2;
         madrail_irecv(t.c[B], t.p[B][A], rbig, sizeof(rbig), 7, 0, &rr2);
-        CHECK(pwait(&t, &rr2, NULL) == MADRAIL_OK && verify(rbig, sizeof(rbig), 7) &&
+        CHECK(pwait(&t, &rr2, NULL) == MADRAIL_OK && pair_verify(rbig, sizeof(rbig), 7) &&
                   pwait(&t, &sr2, NULL) == MADRAIL_OK,
               "the rendezvous send completes byte-exact");
     }
@@ -527,11 +511,11 @@ static void test_ack_before_last_fragment(void)
         CHECK(0, "open");
         return;
     }
-    fill(sb, LEN, 8);
+    pair_fill(sb, LEN, 8);
     memset(rb, 0, LEN);
     madrail_irecv(t.c[B], t.p[B][A], rb, LEN, 8, 0, &rr);
     madrail_isend(t.c[A], t.p[A][B], sb, LEN, 8, MADRAIL_SEND_SYNC, &sr);
-    ok = pwait(&t, &rr, NULL) == MADRAIL_OK && verify(rb, LEN, 8);
+    ok = pwait(&t, &rr, NULL) == MADRAIL_OK && pair_verify(rb, LEN, 8);
     CHECK(ok && pwait(&t, &sr, NULL) == MADRAIL_OK, "send and receive complete byte-exact");
     CHECK(rails_down(&t, A, B) == 0 && rails_down(&t, B, A) == 0, "no rail closed");
     trio_close(&t);
@@ -577,7 +561,7 @@ static void test_cts(void)
         CHECK(0, "open");
         return;
     }
-    fill(sb, LEN, 9);
+    pair_fill(sb, LEN, 9);
     memset(rb, 0, LEN);
     madrail_isend(t.c[A], t.p[A][B], sb, LEN, 9, 0, &sr);
     s = sr;
@@ -616,7 +600,7 @@ static void test_cts(void)
     peer_closed_rail(&t, B, A, 3);
 
     /* wrong state: a CTS for a synchronous eager send waiting for its ACK */
-    fill(small, sizeof(small), 10);
+    pair_fill(small, sizeof(small), 10);
     madrail_isend(t.c[A], t.p[A][B], small, sizeof(small), 10, MADRAIL_SEND_SYNC, &ss);
     s2 = ss;
     n = make_cts(msg, s2->id, sizeof(small), 1, 0);
@@ -628,11 +612,11 @@ static void test_cts(void)
     peer_closed_rail(&t, B, A, 4);
 
     madrail_irecv(t.c[B], t.p[B][A], rb, LEN, 9, 0, &rr);
-    CHECK(pwait(&t, &rr, NULL) == MADRAIL_OK && verify(rb, LEN, 9), "the rendezvous completes");
+    CHECK(pwait(&t, &rr, NULL) == MADRAIL_OK && pair_verify(rb, LEN, 9), "the rendezvous completes");
     CHECK(pwait(&t, &sr, NULL) == MADRAIL_OK, "A's send completes");
     madrail_irecv(t.c[B], t.p[B][A], rb, sizeof(small), 10, 0, &srr);
     CHECK(pwait(&t, &srr, NULL) == MADRAIL_OK && pwait(&t, &ss, NULL) == MADRAIL_OK &&
-              verify(rb, sizeof(small), 10),
+              pair_verify(rb, sizeof(small), 10),
           "the synchronous send completes");
     CHECK(others_complete(&t, 1500), "other traffic completes");
     trio_close(&t);
@@ -658,7 +642,7 @@ static void test_nack(void)
         CHECK(0, "open");
         return;
     }
-    fill(sb, LEN, 11);
+    pair_fill(sb, LEN, 11);
     memset(rb, 0x5a, LEN);
     madrail_irecv(t.c[B], t.p[B][A], rb, LEN, 11, 0, &rr);
     r = rr;
@@ -700,15 +684,15 @@ static void test_nack(void)
     CHECK(rails_down(&t, B, A) == 6u, "... and rail 2 closed (mask %x)", rails_down(&t, B, A));
     peer_closed_rail(&t, A, B, 2);
     madrail_isend(t.c[A], t.p[A][B], sb, LEN, 11, 0, &sr);
-    CHECK(pwait(&t, &rr, NULL) == MADRAIL_OK && verify(rb, LEN, 11),
+    CHECK(pwait(&t, &rr, NULL) == MADRAIL_OK && pair_verify(rb, LEN, 11),
           "A spends the offer: the receiver-first transfer completes byte-exact");
     CHECK(pwait(&t, &sr, NULL) == MADRAIL_OK, "A's send completes");
     {
         madrail_request_t s2;
         uint8_t v[64];
-        fill(v, sizeof(v), 13);
+        pair_fill(v, sizeof(v), 13);
         madrail_isend(t.c[C], t.p[C][B], v, sizeof(v), 12, 0, &s2);
-        CHECK(pwait(&t, &rr2, NULL) == MADRAIL_OK && verify(small, sizeof(small), 13),
+        CHECK(pwait(&t, &rr2, NULL) == MADRAIL_OK && pair_verify(small, sizeof(small), 13),
               "the any-source receive completes with C's message");
         pwait(&t, &s2, NULL);
     }
@@ -760,7 +744,7 @@ static void test_revoke(void)
           rails_down(&t, A, B));
     peer_closed_rail(&t, B, A, 2);
 
-    fill(sb, LEN, 14);
+    pair_fill(sb, LEN, 14);
     memset(rb, 0x5a, LEN);
     madrail_irecv(t.c[B], t.p[B][A], rb, LEN, 14, 0, &rr);
     r = rr;
@@ -786,7 +770,7 @@ static void test_revoke(void)
 
     madrail_isend(t.c[A], t.p[A][B], sb, LEN, 14, 0, &sr);
     CHECK(mdr_list_empty(&ab->rfs_stored), "A's send spent the offer");
-    CHECK(pwait(&t, &rr, NULL) == MADRAIL_OK && verify(rb, LEN, 14),
+    CHECK(pwait(&t, &rr, NULL) == MADRAIL_OK && pair_verify(rb, LEN, 14),
           "the receiver-first transfer completes byte-exact");
     CHECK(pwait(&t, &sr, NULL) == MADRAIL_OK, "A's send completes");
     CHECK(others_complete(&t, 1700), "other traffic completes");
@@ -979,7 +963,7 @@ static void test_flags(void)
     ba = peer_of(&t, B, A);
     am_calls = 0;
     madrail_am_set_handler(t.c[B], am_count, NULL);
-    fill(sb, LEN, 16);
+    pair_fill(sb, LEN, 16);
     memset(rb, 0x5a, LEN);
     madrail_irecv(t.c[B], t.p[B][A], rb, LEN, 16, 0, &rr);
     r = rr;
@@ -1029,7 +1013,7 @@ static void test_flags(void)
         peer_closed_rail(&t, A, B, rail);
     }
     madrail_isend(t.c[A], t.p[A][B], sb, LEN, 16, 0, &sr);
-    CHECK(pwait(&t, &rr, NULL) == MADRAIL_OK && verify(rb, LEN, 16),
+    CHECK(pwait(&t, &rr, NULL) == MADRAIL_OK && pair_verify(rb, LEN, 16),
           "the receive then takes A's real message, byte-exact");
     CHECK(pwait(&t, &sr, NULL) == MADRAIL_OK, "A's send completes");
     madrail_am_set_handler(t.c[B], NULL, NULL);

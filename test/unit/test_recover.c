@@ -49,22 +49,6 @@ static const char *sts(madrail_status_t s)
     return s == MADRAIL_ERR_IO ? "did not complete" : madrail_status_str(s);
 }
 
-static void fill(uint8_t *b, size_t n, unsigned seed)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        b[i] = (uint8_t)(i * 131u + seed * 7u + (i >> 8));
-}
-
-static int verify(const uint8_t *b, size_t n, unsigned seed)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        if (b[i] != (uint8_t)(i * 131u + seed * 7u + (i >> 8)))
-            return 0;
-    return 1;
-}
-
 /* Take rail 0's credits from side's peer record (the next messages take
  * rail 1); restore them with the returned value. */
 static unsigned rail0_off(mdr_peer_t *peer)
@@ -148,7 +132,7 @@ static void test_small(int phase, int nrails)
     ab = mdr_peer_get(p.a, p.a2b);
     ba = mdr_peer_get(p.b, p.b2a);
     for (i = 0; i < NM; i++) {
-        fill(sb[i], len, (unsigned)i + 1);
+        pair_fill(sb[i], len, (unsigned)i + 1);
         madrail_irecv(p.b, p.b2a, rb[i], len, 50 + (uint64_t)i, 0, &rr[i]);
     }
     madrail_irecv(p.b, p.b2a, spare, len, 50, 0, &extra);
@@ -209,7 +193,7 @@ static void test_small(int phase, int nrails)
         r[i] = pwait_n(&p, &rr[i], 5000);
         if (s[i] == MADRAIL_OK)
             s[i] = pwait_n(&p, &sr[i], 5000);
-        nok += r[i] == MADRAIL_OK && s[i] == MADRAIL_OK && verify(rb[i], len, (unsigned)i + 1);
+        nok += r[i] == MADRAIL_OK && s[i] == MADRAIL_OK && pair_verify(rb[i], len, (unsigned)i + 1);
     }
     CHECK(nok == NM, "%s: %d of %d messages sent and received with exact data (first: send %s, "
                      "receive %s)",
@@ -254,7 +238,7 @@ static void test_rndv(int phase)
     }
     ab = mdr_peer_get(p.a, p.a2b);
     ba = mdr_peer_get(p.b, p.b2a);
-    fill(sb, N, 21);
+    pair_fill(sb, N, 21);
     {
         /* connect both rails first: a rendezvous on each way */
         uint8_t x = 1, y;
@@ -332,7 +316,7 @@ static void test_rndv(int phase)
     mdr_loop_rail_kill(p.a->rails[1].rail, "test: the rail dies");
     s1 = pwait_n(&p, &rr, 5000);
     s2 = pwait_n(&p, &sr, 5000);
-    CHECK(s1 == MADRAIL_OK && verify(rb, N, 21), "%s: the receive completes with exact data (%s)",
+    CHECK(s1 == MADRAIL_OK && pair_verify(rb, N, 21), "%s: the receive completes with exact data (%s)",
           ph_names[phase], sts(s1));
     CHECK(s2 == MADRAIL_OK, "%s: the send completes (%s)", ph_names[phase], sts(s2));
     check_twice(&p, &extra, phase);
