@@ -1,7 +1,8 @@
 /*
  * Recovery of control messages lost with a rail (issue 12 item 3,
  * src/core/replay.c), on the loop driver with two rails (the eager and
- * credit cases also with three: the copies go on rail 0, rail 2 idle).  Each case puts
+ * credit cases also with three: the copies go on rail 0, rail 2 idle; and a receiver-first
+ * offer lost in flight).  Each case puts
  * one kind of control message (an EAGER fragment, an RTS, a CTS, a FIN, a
  * credit return) in flight on rail 1, that is handed to the driver but not
  * yet delivered, and kills rail 1: the loop driver drops what is in flight
@@ -88,10 +89,11 @@ static void pair_done(pair_t *p)
     madrail_context_finalize(p->b);
 }
 
-enum { PH_EAGER, PH_RTS, PH_CTS, PH_FIN, PH_FIN_ARRIVED, PH_CREDIT, PH_MAX };
+enum { PH_EAGER, PH_RTS, PH_CTS, PH_FIN, PH_FIN_ARRIVED, PH_CREDIT, PH_RFS, PH_MAX };
 static const char *const ph_names[] = {"eager fragments", "RTS", "CTS", "FIN",
                                        "FIN arrived, its credit return lost",
-                                       "credit return lost with a message"};
+                                       "credit return lost with a message",
+                                       "receiver-first offer"};
 
 /* The receiver also posts a second receive for the first tag: a message
  * taken twice would complete it. */
@@ -222,7 +224,8 @@ static void test_rndv(int phase)
     enum { N = 256 * 1024 };
     char rails[64];
     const char *ov[] = {rails, "MADRAIL_LOG_LEVEL=error", "MADRAIL_ADAPT=0",
-                        "MADRAIL_RNDV_RECV_FIRST=0", "MADRAIL_RAIL_WEIGHTS=1,1", NULL};
+                        phase == PH_RFS ? "MADRAIL_RNDV_RECV_FIRST=1" : "MADRAIL_RNDV_RECV_FIRST=0",
+                        "MADRAIL_RAIL_WEIGHTS=1,1", NULL};
     uint8_t *sb = malloc(N), *rb = calloc(1, N), *spare = malloc(N);
     madrail_request_t sr, rr, extra = NULL;
     madrail_status_t s1, s2;
@@ -270,9 +273,26 @@ static void test_rndv(int phase)
     }
     CHECK(ab->rails[1].ep && ba->rails[1].ep, "%s: setup: rail 1 connected both ways",
           ph_names[phase]);
-    madrail_irecv(p.b, p.b2a, rb, N, 7, 0, &rr);
-    madrail_irecv(p.b, p.b2a, spare, N, 7, 0, &extra);
-    if (phase == PH_RTS) {
+    if (phase == PH_RFS) {
+        /* B's receive offers its buffer on rail 1; the rail dies with the
+         * offer in flight; A sends afterwards */
+        saved = rail0_off(ba);
+        madrail_irecv(p.b, p.b2a, rb, N, 7, 0, &rr);
+        ba->rails[0].credits = saved;
+        CHECK(rr->rfs_state == MDR_RFS_OUT && rr->rfs_rail == 1,
+              "%s: setup: B's offer left on rail 1", ph_names[phase]);
+        madrail_irecv(p.b, p.b2a, spare, N, 7, 0, &extra);
+        mdr_loop_rail_kill(p.a->rails[1].rail, "test: the rail dies");
+        for (i = 0; i < 100; i++)
+            spin(&p);
+        madrail_isend(p.a, p.a2b, sb, N, 7, 0, &sr);
+    } else {
+        madrail_irecv(p.b, p.b2a, rb, N, 7, 0, &rr);
+        madrail_irecv(p.b, p.b2a, spare, N, 7, 0, &extra);
+    }
+    if (phase == PH_RFS) {
+        /* the rail is dead already */
+    } else if (phase == PH_RTS) {
         saved = rail0_off(ab);
         madrail_isend(p.a, p.a2b, sb, N, 7, 0, &sr);
         ab->rails[0].credits = saved;
@@ -313,17 +333,31 @@ static void test_rndv(int phase)
             }
         }
     }
-    mdr_loop_rail_kill(p.a->rails[1].rail, "test: the rail dies");
+    if (phase != PH_RFS)
+        mdr_loop_rail_kill(p.a->rails[1].rail, "test: the rail dies");
     s1 = pwait_n(&p, &rr, 5000);
     s2 = pwait_n(&p, &sr, 5000);
     CHECK(s1 == MADRAIL_OK && pair_verify(rb, N, 21), "%s: the receive completes with exact data (%s)",
           ph_names[phase], sts(s1));
     CHECK(s2 == MADRAIL_OK, "%s: the send completes (%s)", ph_names[phase], sts(s2));
     check_twice(&p, &extra, phase);
+    if (phase == PH_RFS) {
+        /* the lost offer was answered (used or declined): B may offer again */
+        madrail_request_t r2;
+        unsigned waiting = ba->nrfs_wait;
+        CHECK(ba->rfs_out == NULL && waiting == 0 &&
+                  madrail_irecv(p.b, p.b2a, rb, N, 8, 0, &r2) == MADRAIL_OK &&
+                  r2->rfs_state == MDR_RFS_OUT,
+              "%s: no offer left unanswered (%u waiting), B's next receive offers again",
+              ph_names[phase], waiting);
+        madrail_cancel(p.b, r2);
+        pwait_n(&p, &r2, 1000);
+    }
     CHECK(ab->rails[1].down && !ab->rails[0].down && ba->rails[1].down && !ba->rails[0].down,
           "%s: rail 1 down on both sides, rail 0 up", ph_names[phase]);
     {
-        mdr_ctx_t *sender = phase == PH_CTS ? p.b : p.a, *receiver = phase == PH_CTS ? p.a : p.b;
+        mdr_ctx_t *sender = phase == PH_CTS || phase == PH_RFS ? p.b : p.a,
+                  *receiver = phase == PH_CTS || phase == PH_RFS ? p.a : p.b;
         CHECK(sender->rails[1].stats.resent_msgs >= 1,
               "%s: the lost message was re-sent (%llu copies)", ph_names[phase],
               (unsigned long long)sender->rails[1].stats.resent_msgs);
@@ -349,6 +383,7 @@ int main(void)
     test_rndv(PH_FIN_ARRIVED);
     test_small(PH_CREDIT, 2);
     test_small(PH_CREDIT, 3);
+    test_rndv(PH_RFS);
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }
