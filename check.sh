@@ -43,8 +43,8 @@ Run as root on Debian 12 (root is needed only if a package is missing).
        (mpi_pvars), and a C++ and a Fortran program built with our
        mpicxx/mpifort and with Debian's, all run on our MPICH
   9/9  MPICH's own test suite (test/mpi of the same source) over the same
-       rails: the fixed quick subset of pt2pt, coll, comm, part and init
-       (README.md lists what it leaves out and why), or all of those
+       rails: the fixed quick subset of pt2pt, coll, comm, part, init and
+       rma (README.md lists what it leaves out and why), or all of those
        directories with --full; then the namespace-cluster tests that run
        our MPICH (cl_mpi, cl_slurm, cl_anysrc), which skip in step 2 on a
        fresh clone
