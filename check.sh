@@ -50,8 +50,9 @@ Run as root on Debian 12 (root is needed only if a package is missing).
        fresh clone
 
 Options:
-  --full           step 9 runs the five MPICH test-suite directories complete
-                   (about an hour more on 2 cores)
+  --full           step 9 runs the six MPICH test-suite directories complete
+                   (about two hours more on 2 cores: rma alone ran over 75
+                   minutes with other jobs sharing them)
   --no-mpi         skip steps 7 to 9 (libmadrail alone: a few minutes)
   --no-asan        skip the sanitizer tree (steps 3 and 4)
   --no-fuzz        skip step 5
