@@ -408,11 +408,11 @@ rma/get_accumulate_short 4               # 131 s with madrail
 rma/get_accumulate_short_derived 4       # 71 s with madrail
 rma/rma_contig 2 arg=-iter=10000 # 10000 iterations of every RMA operation: 213 s with madrail (the -iter=10 entry stays)
 rma/large_acc_flush_local 3 # 500 x 40 accumulates of 1-8 MB (about 20 GB): 317 s with madrail, near its 360 s limit
-rma/put_flush_get 3  # 10000 rounds of barrier, put, flush, get: put_flush_get ran over 140 s at load 6-8 (atomic_rmw_cas, the same pattern, timed out)
-rma/acc_flush_get 3  # 10000 rounds of barrier, acc, flush, get: put_flush_get ran over 140 s at load 6-8 (atomic_rmw_cas, the same pattern, timed out)
-rma/gacc_flush_get 3 # 10000 rounds of barrier, gacc, flush, get: put_flush_get ran over 140 s at load 6-8 (atomic_rmw_cas, the same pattern, timed out)
-rma/fop_flush_get 3  # 10000 rounds of barrier, fop, flush, get: put_flush_get ran over 140 s at load 6-8 (atomic_rmw_cas, the same pattern, timed out)
-rma/cas_flush_get 3  # 10000 rounds of barrier, cas, flush, get: put_flush_get ran over 140 s at load 6-8 (atomic_rmw_cas, the same pattern, timed out)
+rma/put_flush_get 3  # 10000 rounds of barrier, put, flush, get: put_flush_get took 260 s at load 6-8 (atomic_rmw_cas, the same pattern, timed out)
+rma/acc_flush_get 3  # 10000 rounds of barrier, acc, flush, get: put_flush_get took 260 s at load 6-8 (atomic_rmw_cas, the same pattern, timed out)
+rma/gacc_flush_get 3 # 10000 rounds of barrier, gacc, flush, get: put_flush_get took 260 s at load 6-8 (atomic_rmw_cas, the same pattern, timed out)
+rma/fop_flush_get 3  # 10000 rounds of barrier, fop, flush, get: put_flush_get took 260 s at load 6-8 (atomic_rmw_cas, the same pattern, timed out)
+rma/cas_flush_get 3  # 10000 rounds of barrier, cas, flush, get: put_flush_get took 260 s at load 6-8 (atomic_rmw_cas, the same pattern, timed out)
 rma/derived_acc_flush_local 3 # 500 derived-datatype accumulates of 4 MB: 29 s with madrail (test/mpi/mpi_acc_large guards its fix in step 8)
 EOF_QUICK
 )
