@@ -413,6 +413,8 @@ rma/acc_flush_get 3  # 10000 rounds of barrier, acc, flush, get: put_flush_get t
 rma/gacc_flush_get 3 # 10000 rounds of barrier, gacc, flush, get: put_flush_get took 260 s at load 6-8 (atomic_rmw_cas, the same pattern, timed out)
 rma/fop_flush_get 3  # 10000 rounds of barrier, fop, flush, get: put_flush_get took 260 s at load 6-8 (atomic_rmw_cas, the same pattern, timed out)
 rma/cas_flush_get 3  # 10000 rounds of barrier, cas, flush, get: put_flush_get took 260 s at load 6-8 (atomic_rmw_cas, the same pattern, timed out)
+rma/get_flushlocal 4     # 43 s with madrail (quick run, load 6-9)
+rma/get_flushlocal_shm 4 # 42 s with madrail (quick run, load 6-9)
 rma/derived_acc_flush_local 3 # 500 derived-datatype accumulates of 4 MB: 29 s with madrail (test/mpi/mpi_acc_large guards its fix in step 8)
 EOF_QUICK
 )
