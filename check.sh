@@ -43,15 +43,16 @@ Run as root on Debian 12 (root is needed only if a package is missing).
        (mpi_pvars), and a C++ and a Fortran program built with our
        mpicxx/mpifort and with Debian's, all run on our MPICH
   9/9  MPICH's own test suite (test/mpi of the same source) over the same
-       rails: the fixed quick subset of pt2pt, coll, comm, part and init
-       (README.md lists what it leaves out and why), or all of those
+       rails: the fixed quick subset of pt2pt, coll, comm, part, init and
+       rma (README.md lists what it leaves out and why), or all of those
        directories with --full; then the namespace-cluster tests that run
        our MPICH (cl_mpi, cl_slurm, cl_anysrc), which skip in step 2 on a
        fresh clone
 
 Options:
-  --full           step 9 runs the five MPICH test-suite directories complete
-                   (about an hour more on 2 cores)
+  --full           step 9 runs the six MPICH test-suite directories complete
+                   (about two hours more on 2 cores: rma alone ran over 75
+                   minutes with other jobs sharing them)
   --no-mpi         skip steps 7 to 9 (libmadrail alone: a few minutes)
   --no-asan        skip the sanitizer tree (steps 3 and 4)
   --no-fuzz        skip step 5
