@@ -19,7 +19,7 @@
 #  - Results come from the TAP file runtests writes; the table and the last
 #    line ("N passed, N failed") are computed here.
 #
-# See test/mpich-suite/README.md and docs/testing.md.
+# See test/mpich-suite/README.md.
 set -uo pipefail
 
 SELF_DIR=$(cd "$(dirname "$0")" && pwd)
