@@ -51,6 +51,31 @@ cl_up() {
     eval "$(cl_cluster env)" || { echo "FAIL: $cl_name: cluster.sh env"; exit 1; }
 }
 
+# Our MPICH (ch4:madrail) for an MPI test: sets MPICH_DIR ($MDR_MPICH_DIR,
+# default <srcdir>/_install/mpich), or SKIP when it is not built or is
+# another device.
+cl_need_our_mpich() {
+    MPICH_DIR=${MDR_MPICH_DIR:-$CL_SRCDIR/_install/mpich}
+    [ -x "$MPICH_DIR/bin/mpiexec" ] && [ -x "$MPICH_DIR/bin/mpicc" ] ||
+        cl_skip "our MPICH is not built ($MPICH_DIR/bin/mpiexec missing: ./quickstart.sh builds it, or set MDR_MPICH_DIR)"
+    cl_dev=$("$MPICH_DIR/bin/mpichversion" 2>/dev/null | sed -n 's/^MPICH Device:[[:space:]]*//p')
+    case $cl_dev in
+        *madrail*) ;;
+        *) cl_skip "$MPICH_DIR is $cl_dev, not ch4:madrail" ;;
+    esac
+}
+
+# cl_mpicc OUT SRC: build SRC with our MPICH's mpicc (-Werror), the log in
+# OUT.build.log; FAIL (exit 1) with the log when it does not build.
+cl_mpicc() {
+    if ! "$MPICH_DIR/bin/mpicc" -std=gnu11 -O2 -g -Wall -Wextra -Werror -o "$1" "$2" \
+            >"$1.build.log" 2>&1; then
+        cat "$1.build.log"
+        echo "FAIL: $cl_name: $2 does not build with $MPICH_DIR/bin/mpicc"
+        exit 1
+    fi
+}
+
 # Where an MPI test's processes find libmadrail: MDR_LIBDIR when given,
 # else this checkout's installed copy (<srcdir>/_install/lib, which
 # ./check.sh and ./quickstart.sh install from _build), else nothing (the

@@ -15,24 +15,12 @@
 # <srcdir>/_install/mpich, made by ./quickstart.sh): SKIP otherwise.
 . "$(dirname "$0")/cl_common.sh"
 cl_need_root
-MPICH_DIR=${MDR_MPICH_DIR:-$CL_SRCDIR/_install/mpich}
-[ -x "$MPICH_DIR/bin/mpiexec" ] && [ -x "$MPICH_DIR/bin/mpicc" ] ||
-    cl_skip "our MPICH is not built ($MPICH_DIR/bin/mpiexec missing: ./quickstart.sh builds it, or set MDR_MPICH_DIR)"
-dev=$("$MPICH_DIR/bin/mpichversion" 2>/dev/null | sed -n 's/^MPICH Device:[[:space:]]*//p')
-case $dev in
-    *madrail*) ;;
-    *) cl_skip "$MPICH_DIR is $dev, not ch4:madrail" ;;
-esac
+cl_need_our_mpich
 
 WORK=$CL_BUILDDIR/test/cluster/cl-work
 mkdir -p "$WORK" || { echo "FAIL: $cl_name: cannot create $WORK"; exit 1; }
 PROG=$WORK/mpi_cluster.madrail
-if ! "$MPICH_DIR/bin/mpicc" -std=gnu11 -O2 -g -Wall -Wextra -Werror -o "$PROG" \
-        "$CL_DIR/mpi_cluster.c" >"$WORK/mpi_cluster.madrail.build.log" 2>&1; then
-    cat "$WORK/mpi_cluster.madrail.build.log"
-    echo "FAIL: $cl_name: mpi_cluster.c does not build with $MPICH_DIR/bin/mpicc"
-    exit 1
-fi
+cl_mpicc "$PROG" "$CL_DIR/mpi_cluster.c"
 
 LOG=$WORK/cl_mpi.job.log
 # this checkout's libmadrail first (cl_mpi_libdir), else the copy next to libmpi

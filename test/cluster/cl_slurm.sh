@@ -26,14 +26,7 @@
 #   onerail   the jobs run on tcp:rail0 alone: the rail check must fail.
 . "$(dirname "$0")/cl_common.sh"
 cl_need_root
-MPICH_DIR=${MDR_MPICH_DIR:-$CL_SRCDIR/_install/mpich}
-[ -x "$MPICH_DIR/bin/mpiexec" ] && [ -x "$MPICH_DIR/bin/mpicc" ] ||
-    cl_skip "our MPICH is not built ($MPICH_DIR/bin/mpiexec missing: ./quickstart.sh builds it, or set MDR_MPICH_DIR)"
-dev=$("$MPICH_DIR/bin/mpichversion" 2>/dev/null | sed -n 's/^MPICH Device:[[:space:]]*//p')
-case $dev in
-    *madrail*) ;;
-    *) cl_skip "$MPICH_DIR is $dev, not ch4:madrail" ;;
-esac
+cl_need_our_mpich
 MUTATE=${MDR_SLURM_MUTATE:-}
 
 WORK=$CL_BUILDDIR/test/cluster/cl-work/slurm
@@ -48,12 +41,7 @@ if [ "$MUTATE" = checksum ]; then
     SRC=$WORK/mpi_cluster_mutated.c
 fi
 PROG=$WORK/mpi_cluster
-if ! "$MPICH_DIR/bin/mpicc" -std=gnu11 -O2 -g -Wall -Wextra -Werror -o "$PROG" "$SRC" \
-        >"$WORK/build.log" 2>&1; then
-    cat "$WORK/build.log"
-    echo "FAIL: $cl_name: mpi_cluster.c does not build with $MPICH_DIR/bin/mpicc"
-    exit 1
-fi
+cl_mpicc "$PROG" "$SRC"
 
 cl_slurm() { bash "$CL_DIR/slurm.sh" --prefix "$CL_PREFIX" "$@" 8>&-; }
 cl_up mdrtu- --nodes 2 --rails 2 --rate 1gbit
