@@ -2,7 +2,7 @@
  * Recovery of control messages lost with a rail (issue 12 item 3,
  * src/core/replay.c), on the loop driver with two rails (the eager and
  * credit cases also with three: the copies go on rail 0, rail 2 idle; and a receiver-first
- * offer lost in flight).  Each case puts
+ * offer lost in flight, and a CANCEL lost with its rail).  Each case puts
  * one kind of control message (an EAGER fragment, an RTS, a CTS, a FIN, a
  * credit return) in flight on rail 1, that is handed to the driver but not
  * yet delivered, and kills rail 1: the loop driver drops what is in flight
@@ -373,6 +373,82 @@ out:
     free(spare);
 }
 
+/* A CANCEL lost in flight with its rail: the cancel of a send that
+ * already completed (madrail_cancel_sent) goes on the rail of the
+ * message, rail 1, which dies before B reads it.  Re-sent on rail 0, it
+ * still drops the unexpected message at B: the cancel completes
+ * cancelled and a receive B posts afterwards for that tag stays empty. */
+static void test_cancel_lost(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:cx0,loop:cx1", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_ADAPT=0", NULL};
+    uint8_t msg[100], x = 1, y, got[100];
+    madrail_request_t s, c, r, a1, b1;
+    madrail_info_t si, ci;
+    madrail_status_t st = MADRAIL_OK;
+    mdr_peer_t *ab;
+    unsigned saved;
+    uint64_t tx1;
+    int i, flag = 0;
+    pair_t p;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "cancel lost: open");
+        return;
+    }
+    printf("-- CANCEL lost with its rail\n");
+    ab = mdr_peer_get(p.a, p.a2b);
+    /* connect rail 1: a first message with rail 0's credits taken */
+    madrail_irecv(p.b, p.b2a, &y, 1, 9, 0, &b1);
+    saved = rail0_off(ab);
+    madrail_isend(p.a, p.a2b, &x, 1, 9, 0, &a1);
+    for (i = 0; i < 5; i++)
+        madrail_progress(p.a);
+    ab->rails[0].credits = saved;
+    pwait_n(&p, &a1, 1000);
+    pwait_n(&p, &b1, 1000);
+    for (i = 0; i < 100; i++)
+        spin(&p);
+    /* the message goes on rail 1 and waits unexpected at B */
+    pair_fill(msg, sizeof(msg), 61);
+    saved = rail0_off(ab);
+    madrail_isend(p.a, p.a2b, msg, sizeof(msg), 60, 0, &s);
+    for (i = 0; i < 1000 && !flag; i++) {
+        spin(&p);
+        st = madrail_test(&s, &flag, &si);
+    }
+    for (i = 0; i < 100; i++)
+        spin(&p);
+    CHECK(flag && st == MADRAIL_OK && ab->rails[1].ep, "cancel lost: setup: the message left on "
+          "rail 1 and waits at B");
+    /* the cancel: handed to rail 1, then the rail dies before B reads it */
+    tx1 = p.a->rails[1].stats.tx_msgs;
+    CHECK(madrail_cancel_sent(p.a, p.a2b, si.msg_id, &c) == MADRAIL_OK, "cancel lost: cancel_sent");
+    for (i = 0; i < 5; i++)
+        madrail_progress(p.a);
+    ab->rails[0].credits = saved;
+    CHECK(p.a->rails[1].stats.tx_msgs > tx1, "cancel lost: setup: the CANCEL left on rail 1");
+    mdr_loop_rail_kill(p.a->rails[1].rail, "test: the rail dies");
+    for (i = 0, flag = 0; i < 5000 && !flag; i++) {
+        spin(&p);
+        st = madrail_test(&c, &flag, &ci);
+    }
+    CHECK(flag && ci.cancelled == 1 && st == MADRAIL_ERR_CANCELED,
+          "cancel lost: the cancel completes and took effect (%s, cancelled %d)",
+          flag ? madrail_status_str(st) : "did not complete", flag ? ci.cancelled : 0);
+    CHECK(p.a->rails[1].stats.resent_msgs >= 1, "cancel lost: the CANCEL was re-sent (%llu)",
+          (unsigned long long)p.a->rails[1].stats.resent_msgs);
+    madrail_irecv(p.b, p.b2a, got, sizeof(got), 60, 0, &r);
+    for (i = 0; i < 2000; i++)
+        spin(&p);
+    flag = 0;
+    madrail_test(&r, &flag, NULL);
+    CHECK(!flag, "cancel lost: the cancelled message never arrives at B");
+    if (!flag)
+        madrail_cancel(p.b, r);
+    pair_done(&p);
+}
+
 int main(void)
 {
     test_small(PH_EAGER, 2);
@@ -384,6 +460,7 @@ int main(void)
     test_small(PH_CREDIT, 2);
     test_small(PH_CREDIT, 3);
     test_rndv(PH_RFS);
+    test_cancel_lost();
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }
