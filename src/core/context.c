@@ -89,6 +89,13 @@ static const mdr_cfg_entry_t core_entries[] = {
               "0: never."),
     CFG_ENTRY("MADRAIL_ADAPT_SAMPLE", MDR_CFG_TIME, "5ms", 0, 10, adapt_sample,
               "Busy time (puts in flight) gathered into one throughput sample."),
+    CFG_ENTRY("MADRAIL_PUT_AHEAD", MDR_CFG_TIME, "50ms", 0, 10, put_ahead,
+              "With adaptation on (MADRAIL_ADAPT=1, no MADRAIL_RAIL_WEIGHTS, more than one "
+              "rail), a rail's driver is handed at most this much put work ahead, in time at "
+              "the rail's measured speed (one put always); the rest of a stripe waits in the "
+              "core and goes to whichever rail of its transfer would finish it first, so work "
+              "queued on a rail that slows down is small and the others take the rest. 0: "
+              "every put goes to its driver at once."),
     CFG_ENTRY("MADRAIL_RAIL_TIMEOUT", MDR_CFG_TIME, "1s", 0, 3600, rail_timeout,
               "A rail to a peer that gives no sign of life this long while something waits on "
               "the peer is taken down for it (logged once, with the reason): idle rails are "

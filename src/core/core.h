@@ -189,6 +189,7 @@ typedef struct mdr_core_config {
     double adapt_gain;   /* MADRAIL_ADAPT_GAIN: EWMA gain per throughput sample */
     unsigned adapt_probe;/* MADRAIL_ADAPT_PROBE: plans between probes of a starved rail */
     double adapt_sample; /* MADRAIL_ADAPT_SAMPLE: busy seconds per throughput sample */
+    double put_ahead;    /* MADRAIL_PUT_AHEAD: seconds of puts a rail's driver may hold */
     double rail_timeout; /* MADRAIL_RAIL_TIMEOUT: seconds of silence that take a rail down, 0: off */
     double rail_rejoin;  /* MADRAIL_RAIL_REJOIN: longest back-off between reconnections, 0: off */
     int stats;           /* MADRAIL_STATS */

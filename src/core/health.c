@@ -266,6 +266,7 @@ void mdr_health_put_issued(mdr_peer_rail_t *pr, mdr_put_op_t *op)
     mdr_health_busy_issue(&pr->health.busy, mdr_time_ns());
     op->hgen = pr->health.busy.gen;
     op->timed = 1;
+    pr->health.out_bytes += op->len;
 }
 
 void mdr_health_put_done(mdr_peer_rail_t *pr, mdr_put_op_t *op, int ok)
@@ -277,6 +278,7 @@ void mdr_health_put_done(mdr_peer_rail_t *pr, mdr_put_op_t *op, int ok)
     if (!op->timed || op->hgen != h->busy.gen)
         return;
     op->timed = 0;
+    h->out_bytes -= op->len < h->out_bytes ? op->len : h->out_bytes;
     if (!mdr_health_busy_done(&h->busy, mdr_time_ns(), op->len, ok,
                               (uint64_t)(ctx->cfg.adapt_sample * 1e9), &mbs))
         return;
@@ -291,6 +293,30 @@ void mdr_health_put_done(mdr_peer_rail_t *pr, mdr_put_op_t *op, int ok)
 void mdr_health_rail_reset(mdr_peer_rail_t *pr)
 {
     mdr_health_busy_reset(&pr->health.busy);
+    pr->health.out_bytes = 0;
+}
+
+/* ---------------- put-ahead ---------------- */
+
+static int mdr_health_ahead_on(const mdr_ctx_t *ctx)
+{
+    return ctx->cfg.put_ahead > 0.0 && ctx->cfg.adapt && !mdr_health_user_weights(ctx) &&
+           ctx->nrails >= 2;
+}
+
+int mdr_health_put_room(const mdr_peer_rail_t *pr)
+{
+    const mdr_ctx_t *ctx = pr->peer->ctx;
+
+    if (pr->health.out_bytes == 0 || !mdr_health_ahead_on(ctx))
+        return 1; /* one put is always allowed: a rail never waits for nothing */
+    return (double)pr->health.out_bytes < mdr_health_speed(ctx, pr) * ctx->cfg.put_ahead * 1e6;
+}
+
+double mdr_health_put_eta(const mdr_peer_rail_t *pr, size_t len)
+{
+    double speed = mdr_health_speed(pr->peer->ctx, pr); /* bytes per microsecond */
+    return (double)(pr->health.out_bytes + len) / (speed > 0.0 ? speed : 1.0);
 }
 
 /* ---------------- stripe weights ---------------- */
@@ -514,9 +540,12 @@ void mdr_health_stats_print(mdr_ctx_t *ctx, FILE *out, const char *prefix)
                 any = 1;
         if (!any)
             continue;
-        fprintf(out, "%s peer %u: %llu stripe plans (%llu probes), weights %s\n", prefix,
-                peer->index, (unsigned long long)peer->health.plans,
-                (unsigned long long)peer->health.probes, mdr_health_mode(ctx, peer));
+        fprintf(out,
+                "%s peer %u: %llu stripe plans (%llu probes), weights %s, %llu put bytes moved "
+                "to a rail with room\n",
+                prefix, peer->index, (unsigned long long)peer->health.plans,
+                (unsigned long long)peer->health.probes, mdr_health_mode(ctx, peer),
+                (unsigned long long)peer->health.moved_bytes);
         for (r = 0; r < ctx->nrails; r++) {
             const mdr_health_rail_t *h = &peer->rails[r].health;
             fprintf(out,

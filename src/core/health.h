@@ -71,12 +71,14 @@ typedef struct mdr_health_rail {
     double weight;       /* weight this rail had in the last plan to the peer */
     double share;        /* its share of that plan (0..1) */
     double logged_share; /* share when the last change was logged */
+    uint64_t out_bytes;  /* put bytes handed to the driver and not completed (put-ahead) */
 } mdr_health_rail_t;
 
 typedef struct mdr_health_peer {
     uint64_t plans;        /* stripe plans made for this peer (probe cadence) */
     uint64_t probes;       /* plans that gave a starved rail a probe share */
     uint64_t last_log_ns;  /* rate limit of the info log */
+    uint64_t moved_bytes;  /* put bytes moved to a rail with room (put-ahead) */
     int measured;          /* the last plan used measured weights */
     int logged;            /* a plan was logged once */
     int order_valid;       /* order[] sorted by measured latency */
@@ -96,6 +98,11 @@ void mdr_health_put_issued(struct mdr_peer_rail *pr, struct mdr_put_op *op);
 void mdr_health_put_done(struct mdr_peer_rail *pr, struct mdr_put_op *op, int ok);
 /* The ep of pr was replaced: forget its puts in flight. */
 void mdr_health_rail_reset(struct mdr_peer_rail *pr);
+/* Put-ahead (MADRAIL_PUT_AHEAD): whether pr's driver may take another put
+ * now, and when pr would finish len more bytes (microseconds from now, at
+ * its measured speed, behind what it has in flight). */
+int mdr_health_put_room(const struct mdr_peer_rail *pr);
+double mdr_health_put_eta(const struct mdr_peer_rail *pr, size_t len);
 
 /* Weights for a stripe plan of len bytes to peer over rails[0..n). */
 void mdr_health_plan_weights(struct mdr_peer *peer, const int *rails, int n, size_t len,

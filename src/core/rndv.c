@@ -12,6 +12,17 @@
  * left (no connection, no registration, the ep refused it) is moved to
  * another rail of the key block; once a put is issued its outcome is the
  * driver's to report.
+ *
+ * Put-ahead: with adaptation on, a rail's driver holds at most
+ * MADRAIL_PUT_AHEAD of puts (in time at the rail's measured speed); a
+ * chunk beyond that waits here, IDLE, and when it is its turn it goes to
+ * the rail of its key block that would finish it first.  A plan is a
+ * forecast made when the CTS came; a window of 32 messages of 1 MiB plans
+ * 16 MiB per rail at once, and a rail that slowed to 200 Mbit after that
+ * would hold every message of the window for 0.7 s while the others ran
+ * dry (measured on the namespace cluster, docs/performance.md).  With the
+ * work held here the slowed rail keeps only what it had taken, and the
+ * other rails take the rest as they drain.
  */
 #include "mdr_config.h"
 
@@ -232,6 +243,55 @@ static int mdr_replan_put(mdr_req_t *req, mdr_put_op_t *op)
     return 0;
 }
 
+/* Put-ahead: op's rail holds MADRAIL_PUT_AHEAD of work already.  Move op
+ * to the rail of its key block that would finish it first, if that rail
+ * has room and beats waiting for this one (health.c measures both).
+ * Only connected rails are candidates: a move never dials.  Returns 1
+ * when the chunk moved (nothing of it had been sent). */
+static int mdr_move_put(mdr_req_t *req, mdr_put_op_t *op)
+{
+    mdr_ctx_t *ctx = req->ctx;
+    mdr_peer_t *peer = mdr_peer_get(ctx, req->peer);
+    double best = mdr_health_put_eta(&peer->rails[op->rail], op->len), eta;
+    size_t off = 0, best_off = 0;
+    mdr_key_desc_t best_d;
+    uint32_t k;
+    int found = 0;
+
+    memset(&best_d, 0, sizeof(best_d));
+    for (k = 0; k < req->cts_nkeys && req->cts_len - off >= sizeof(mdr_key_desc_t); k++) {
+        mdr_key_desc_t d;
+        memcpy(&d, req->cts + off, sizeof(d));
+        off += sizeof(d);
+        if (d.key_len > req->cts_len - off)
+            break;
+        if (d.rail < ctx->nrails && d.rail != op->rail && mdr_rail_can_put(ctx, peer, d.rail) &&
+            peer->rails[d.rail].ep && mdr_health_put_room(&peer->rails[d.rail])) {
+            eta = mdr_health_put_eta(&peer->rails[d.rail], op->len);
+            if (eta < best) {
+                best = eta;
+                best_d = d;
+                best_off = off;
+                found = 1;
+            }
+        }
+        off = mdr_pad8(off + d.key_len);
+        if (off > req->cts_len)
+            break;
+    }
+    if (!found)
+        return 0;
+    mdr_debug("peer %u: %llu put bytes move from rail %s (busy) to rail %s", req->peer,
+              (unsigned long long)op->len, ctx->rails[op->rail].attr.name,
+              ctx->rails[best_d.rail].attr.name);
+    peer->health.moved_bytes += op->len;
+    op->rail = best_d.rail;
+    op->raddr = best_d.raddr + op->offset;
+    op->rkey = req->cts + best_off;
+    op->rkey_len = best_d.key_len;
+    return 1;
+}
+
 /* No FIN of op left and its bytes may not all have reached the receiver
  * (why): put them again on another rail of the key block, whose FIN then
  * reports them.  Safe because the receiver counts put bytes by FIN only
@@ -337,6 +397,14 @@ int mdr_rndv_issue_puts(mdr_req_t *req)
         if (op->state != MDR_PUT_IDLE)
             continue;
         if (nover == MDR_MAX_RAILS) { /* not reached: one chunk per rail at most */
+            waiting++;
+            continue;
+        }
+        if (pr->ep && !mdr_health_put_room(pr)) { /* MADRAIL_PUT_AHEAD held by its rail */
+            if (mdr_move_put(req, op)) {
+                i--; /* this chunk again, on the rail with room */
+                continue;
+            }
             waiting++;
             continue;
         }

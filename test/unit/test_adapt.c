@@ -454,6 +454,66 @@ static void test_switch(void)
     free(stats);
 }
 
+/* Put-ahead (rndv.c, MADRAIL_PUT_AHEAD): equal caps, then rail 1 slowed 8x
+ * just before a window of 32 messages is planned half on it (its measured
+ * speed is still the old one).  Rail 1's driver holds only what it took
+ * within MADRAIL_PUT_AHEAD; the rest of its halves move to rail 0 as rail 0
+ * drains.  Asserted: rail 0's share of that window's put bytes (about 50%
+ * when every put goes to its driver at once: `test_adapt drop0`), the
+ * bytes moved in MADRAIL_STATS, and every byte received right. */
+static void test_drop(const char *setting, double lo, double hi, int want_moved)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:dr0;bw=16m;mbs=100,loop:dr1;bw=16m;mbs=100", setting,
+                        NULL};
+    size_t size = 256u * 1024u, i, bad = 0;
+    unsigned long long moved = 0;
+    char *stats = NULL, *line;
+    size_t stats_len = 0;
+    FILE *mem;
+    pair_t p;
+    double f;
+
+    if (pair_open(&p, ov, size, 32) != 0) {
+        check(0, "drop (%s): open", setting);
+        return;
+    }
+    for (i = 0; i < size * 32; i++)
+        p.sbuf[i] = (uint8_t)(i * 7 + i / 4099);
+    memset(p.rbuf, 0, size * 32);
+    f = phase(&p, 64, 32, "caps 16m:16m");
+    check(f >= 0.40 && f <= 0.60, "drop (%s): equal caps: rail 0 carries %.1f%% (want 50 +- 10)",
+          setting, 100 * f);
+    mdr_loop_set_bandwidth("dr1", 2u * MIB);
+    f = phase(&p, 32, 32, "rail 1 capped to 2m, the first window after");
+    check(f >= lo && f <= hi,
+          "drop (%s): the window planned after rail 1 slowed 8x: rail 0 carries %.1f%% (want "
+          "%.0f-%.0f)",
+          setting, 100 * f, 100 * lo, 100 * hi);
+    for (i = 0; i < size * 32; i++)
+        bad += p.rbuf[i] != p.sbuf[i];
+    check(bad == 0, "drop (%s): every byte received right (%zu wrong)", setting, bad);
+    print_health(&p);
+    mem = open_memstream(&stats, &stats_len);
+    if (mem) {
+        madrail_stats_print(p.a, mem);
+        fclose(mem);
+    }
+    line = stats ? strstr(stats, "stripe plans") : NULL;
+    if (line)
+        line = strstr(line, "weights");
+    if (line)
+        line = strchr(line, ',');
+    if (!line || sscanf(line, ", %llu put bytes moved", &moved) != 1)
+        check(0, "drop (%s): MADRAIL_STATS has no 'put bytes moved' count", setting);
+    else if (want_moved)
+        check(moved > 0, "drop (%s): MADRAIL_STATS: %llu put bytes moved to a rail with room",
+              setting, moved);
+    else
+        check(moved == 0, "drop (%s): MADRAIL_STATS: no put bytes moved (%llu)", setting, moved);
+    free(stats);
+    pair_close(&p);
+}
+
 /* Equal caps, profiles claiming 3:1: the split goes to 50/50. */
 static void test_equal(void)
 {
@@ -647,6 +707,10 @@ int main(int argc, char **argv)
         test_switch();
     if (want(argc, argv, "equal"))
         test_equal();
+    if (want(argc, argv, "drop"))
+        test_drop("MADRAIL_PUT_AHEAD=50ms", 0.70, 0.95, 1);
+    if (argc > 1 && want(argc, argv, "drop0"))
+        test_drop("MADRAIL_PUT_AHEAD=0", 0.70, 0.95, 0);
     if (want(argc, argv, "off"))
         test_static("MADRAIL_ADAPT=0",
                     "MADRAIL_RAILS=loop:of0;bw=8m;mbs=300,loop:of1;bw=24m;mbs=100");
