@@ -430,7 +430,8 @@ static void mdr_tcp_reap(mdr_rail_t *rail)
 
     while ((l = mdr_list_pop_head(&rail->zombie_conns)) != NULL)
         mdr_tcp_conn_free(mdr_container_of(l, mdr_tcp_conn_t, link));
-    mdr_rail_base_reap(&rail->base);
+    if (!mdr_list_empty(&rail->base.zombie_eps))
+        mdr_rail_base_reap(&rail->base);
 }
 
 static void mdr_tcp_close(mdr_rail_t *rail)
