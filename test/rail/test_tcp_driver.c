@@ -1881,6 +1881,63 @@ out:
     side_close(&b1);
 }
 
+/* MADRAIL_TCP_DIRECT_FIRST: on an open connection the first small frame
+ * after a progress call is written at once (nothing left unsent, so a
+ * send completes inside isend), the next ones before the next progress
+ * are coalesced behind it, and every frame arrives in order.  With 0,
+ * even the first one waits for the next progress. */
+static void test_direct_first(int direct)
+{
+    static const char *const on[] = {"MADRAIL_TCP_DIRECT_FIRST=1", NULL};
+    static const char *const off[] = {"MADRAIL_TCP_DIRECT_FIRST=0", NULL};
+    side_t a, b;
+    want_t w;
+    size_t u1, u2, u3;
+    int i, ok;
+
+    printf("---- MADRAIL_TCP_DIRECT_FIRST=%d\n", direct);
+    if (side_open(&a, "Ad", 0xd1, "lo", direct ? on : off) != MADRAIL_OK ||
+        side_open(&b, "Bd", 0xd2, "lo", direct ? on : off) != MADRAIL_OK) {
+        CHECK(0, "open rails");
+        return;
+    }
+    pump_set(&a, &b);
+    ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.epc, &a.ep);
+    send_msg(&a, 8, 0);
+    w.c = &b.epc;
+    w.n = 1;
+    if (!pump(have_msgs, &w, 5)) {
+        CHECK(0, "connect");
+        goto out;
+    }
+    ops->progress(a.rail);
+    send_msg(&a, 8, 1);
+    u1 = ops->ep_unsent(a.ep);
+    send_msg(&a, 8, 2);
+    send_msg(&a, 8, 3);
+    u2 = ops->ep_unsent(a.ep);
+    ops->progress(a.rail); /* writes the coalesced ones; a new pass */
+    u3 = ops->ep_unsent(a.ep);
+    send_msg(&a, 8, 4);
+    if (direct)
+        CHECK(u1 == 0 && u2 > 0 && u3 == 0 && ops->ep_unsent(a.ep) == 0,
+              "first frame after a progress written at once, the next two coalesced, "
+              "first after the next progress at once (unsent %zu %zu %zu %zu)",
+              u1, u2, u3, ops->ep_unsent(a.ep));
+    else
+        CHECK(u1 > 0 && u3 == 0 && ops->ep_unsent(a.ep) > 0,
+              "every frame waits for the next progress (unsent %zu %zu %zu)", u1, u3,
+              ops->ep_unsent(a.ep));
+    w.n = 5;
+    ok = pump(have_msgs, &w, 5) && b.epc.nmsgs == 5;
+    for (i = 0; ok && i < 5; i++)
+        ok = check_msg(&b.epc.msgs[i], 8, (unsigned)i);
+    CHECK(ok, "5 frames arrived in order (%zu)", b.epc.nmsgs);
+out:
+    side_close(&a);
+    side_close(&b);
+}
+
 int main(int argc, char **argv)
 {
     side_t a, b;
@@ -1937,6 +1994,8 @@ int main(int argc, char **argv)
     test_raw_cont(2);
     test_shared_poll(1);
     test_shared_poll(0);
+    test_direct_first(1);
+    test_direct_first(0);
 
     return rt_finish();
 }

@@ -138,6 +138,7 @@ typedef struct mdr_tcp_config {
     size_t notsent_lowat;   /* MADRAIL_TCP_NOTSENT_LOWAT: TCP_NOTSENT_LOWAT while puts flow
                              * both ways, 0 = never set */
     int shared_poll;        /* MADRAIL_TCP_SHARED_POLL: one epoll set for the context's rails */
+    int direct_first;       /* MADRAIL_TCP_DIRECT_FIRST: first small frame per pass written at once */
 } mdr_tcp_config_t;
 
 /* The tcp rails of one context (same params->uuid) that share one epoll
@@ -264,6 +265,7 @@ struct mdr_ep {
     uint32_t out_events;  /* EPOLLOUT wanted */
     mdr_list_t flush_link;/* rail->flushq: small messages queued for one writev */
     int in_flushq;
+    unsigned long direct_pass; /* rail->passes when a frame last skipped the coalescing */
 };
 
 struct mdr_rail {
@@ -276,6 +278,7 @@ struct mdr_rail {
     mdr_tcp_group_t *group;   /* NULL: alone (MADRAIL_TCP_SHARED_POLL=0) */
     mdr_list_t group_link;
     unsigned long seen_polls; /* group->polls at this rail's last progress */
+    unsigned long passes;     /* progress calls (ep->direct_pass) */
     uint64_t uuid;
     const uint8_t *job_key; /* the core's, MDR_JOB_KEY_LEN bytes */
     mdr_drv_refusals_t refusals;

@@ -99,6 +99,11 @@ static const mdr_cfg_entry_t mdr_tcp_cfg_entries[] = {
                 "tcp rails: the tcp rails of a context share one epoll set, polled once per "
                 "progress pass (1), or each rail polls its own (0: one more system call per "
                 "pass for every extra rail)."),
+    MDR_TCP_CFG("MADRAIL_TCP_DIRECT_FIRST", MDR_CFG_BOOL, "1", 1, 0, direct_first,
+                "tcp rails: the first coalescable control frame to a peer after a progress "
+                "call is written at once (a lone message waits for nothing); only the ones "
+                "that follow it before the next progress are coalesced.  0 = coalesce every "
+                "one until the next progress or flush."),
 };
 
 const mdr_cfg_table_t mdr_tcp_cfg_table = MDR_CFG_TABLE("tcp", mdr_tcp_cfg_entries);
@@ -768,6 +773,7 @@ static int mdr_tcp_progress(mdr_rail_t *rail)
     if (rail == NULL || rail->base.in_progress)
         return 0;
     rail->base.in_progress = 1;
+    rail->passes++;
     if (!mdr_list_empty(&rail->flushq))
         count += mdr_tcp_flush_coalesced(rail);
     count += mdr_tcp_poll(rail);
