@@ -263,9 +263,11 @@ void mdr_watch_progress(mdr_ctx_t *ctx)
         mdr_watch_close_pending(ctx);
     if (ctx->cfg.rail_timeout <= 0 || ctx->finalizing)
         return;
-    now = mdr_time_ns();
-    if (now < ctx->watch_next_ns)
+    /* every pass asks the cheap clock (a scan starts at most a tick late);
+     * the scan itself compares against the precise one */
+    if (mdr_time_coarse_ns() < ctx->watch_next_ns)
         return;
+    now = mdr_time_ns();
     ctx->watch_next_ns = now + (uint64_t)(ctx->cfg.rail_timeout * 1e9 / 8);
     gen = ++ctx->watch_gen;
     for (i = 0; i < ctx->reqtab_cap; i++) {

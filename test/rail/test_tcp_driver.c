@@ -1737,6 +1737,207 @@ static void test_auth(void)
     side_close(&b);
 }
 
+/* ---------------- shared epoll set (MADRAIL_TCP_SHARED_POLL) ---------------- */
+
+/* One pass of the core over a context's two rails, in its order. */
+static int pass2(side_t *r0, side_t *r1)
+{
+    int n = 0;
+    if (r0->rail != NULL)
+        n += ops->progress(r0->rail);
+    if (r1->rail != NULL)
+        n += ops->progress(r1->rail);
+    return n;
+}
+
+/* Wait until the rail's epoll set has an event ready (the bytes are in
+ * the kernel), without running the rail. */
+static int set_ready(side_t *s)
+{
+    struct pollfd p = {s->rail->epfd, POLLIN, 0};
+    return poll(&p, 1, 5000) == 1;
+}
+
+/* Two contexts A and B in one process, each with two tcp rails on lo.
+ * shared=1: a context's rails share one epoll set; the progress of either
+ * rail delivers what arrives on the other, the core's pass (rail 0, then
+ * rail 1) delivers a message on any rail in the first pass after it
+ * arrived, a rail progressed alone still polls (at most one call skipped),
+ * the two contexts never take each other's events, and the set survives
+ * the close of the rail that created it.  shared=0: each rail has its own
+ * set, and rail 0's progress never delivers rail 1's message. */
+static void test_shared_poll(int shared)
+{
+    static const char *const on[] = {"MADRAIL_TCP_SHARED_POLL=1", NULL};
+    static const char *const off[] = {"MADRAIL_TCP_SHARED_POLL=0", NULL};
+    const char *const *ov = shared ? on : off;
+    side_t a0, a1, b0, b1;
+    want_t w;
+    size_t before;
+    int i, ok, calls;
+
+    printf("---- MADRAIL_TCP_SHARED_POLL=%d\n", shared);
+    if (side_open(&a0, "A0", 0xa1, "lo", ov) != MADRAIL_OK ||
+        side_open(&a1, "A1", 0xa1, "lo", ov) != MADRAIL_OK ||
+        side_open(&b0, "B0", 0xb1, "lo", ov) != MADRAIL_OK ||
+        side_open(&b1, "B1", 0xb1, "lo", ov) != MADRAIL_OK) {
+        CHECK(0, "open two contexts of two tcp rails");
+        return;
+    }
+    CHECK(shared ? (a0.rail->epfd == a1.rail->epfd && b0.rail->epfd == b1.rail->epfd &&
+                    a0.rail->epfd != b0.rail->epfd)
+                 : (a0.rail->epfd != a1.rail->epfd && b0.rail->epfd != b1.rail->epfd),
+          shared ? "one epoll set per context, two contexts apart" : "one epoll set per rail");
+    ops->ep_create(a0.rail, b0.uuid, b0.addr, b0.attr.addr_len, &a0.epc, &a0.ep);
+    ops->ep_create(a1.rail, b1.uuid, b1.addr, b1.attr.addr_len, &a1.epc, &a1.ep);
+    send_msg(&a0, 8, 0);
+    send_msg(&a1, 8, 0);
+    npumped = 0;
+    pumped[npumped++] = &a0;
+    pumped[npumped++] = &a1;
+    pumped[npumped++] = &b0;
+    pumped[npumped++] = &b1;
+    w.c = &b0.epc;
+    w.n = 1;
+    ok = pump(have_msgs, &w, 5);
+    w.c = &b1.epc;
+    ok = ok && pump(have_msgs, &w, 5);
+    CHECK(ok, "both rails connected (B0 %zu, B1 %zu messages)", b0.epc.nmsgs, b1.epc.nmsgs);
+    if (!ok)
+        goto out;
+
+    /* B0's progress alone, while a message waits on B1 */
+    before = b1.epc.nmsgs;
+    send_msg(&a1, 8, 1);
+    ops->progress(a1.rail); /* the coalesced frame leaves */
+    CHECK(set_ready(&b1), "the message reached B1's socket");
+    for (i = 0; i < 20; i++)
+        ops->progress(b0.rail);
+    if (shared)
+        CHECK(b1.epc.nmsgs == before + 1 && check_msg(&b1.epc.msgs[before], 8, 1),
+              "rail 0's progress delivered rail 1's message (B1 has %zu new)",
+              b1.epc.nmsgs - before);
+    else
+        CHECK(b1.epc.nmsgs == before, "rail 0's progress left rail 1's message (%zu new)",
+              b1.epc.nmsgs - before);
+    pass2(&b0, &b1);
+    CHECK(b1.epc.nmsgs == before + 1, "delivered once (B1 has %zu new)", b1.epc.nmsgs - before);
+
+    /* the core's pass: a message on either rail is delivered by the first
+     * pass after it arrived, whichever rail polled */
+    ok = 1;
+    for (i = 0; i < 20; i++) {
+        side_t *tx = i % 2 ? &a1 : &a0, *rx = i % 2 ? &b1 : &b0;
+        before = rx->epc.nmsgs;
+        send_msg(tx, 8, 100u + (unsigned)i);
+        ops->progress(tx->rail);
+        if (!set_ready(rx)) {
+            ok = 0;
+            break;
+        }
+        pass2(&b0, &b1);
+        if (rx->epc.nmsgs != before + 1 || !check_msg(&rx->epc.msgs[before], 8, 100u + (unsigned)i))
+            ok = 0;
+    }
+    CHECK(ok, "20 messages alternating rails: each delivered by the first pass (stopped at %d)",
+          i);
+
+    /* the other context's progress does not take B's events */
+    before = b1.epc.nmsgs;
+    send_msg(&a1, 8, 200);
+    ops->progress(a1.rail);
+    CHECK(set_ready(&b1), "the message reached B1's socket");
+    for (i = 0; i < 10; i++)
+        pass2(&a0, &a1);
+    CHECK(b1.epc.nmsgs == before, "A's progress did not deliver B's message");
+    pass2(&b0, &b1);
+    CHECK(b1.epc.nmsgs == before + 1, "B's next pass did");
+
+    /* rail 1 progressed alone (rail 0 never): at most one call skipped */
+    before = b1.epc.nmsgs;
+    send_msg(&a1, 8, 300);
+    ops->progress(a1.rail);
+    CHECK(set_ready(&b1), "the message reached B1's socket");
+    for (calls = 0; calls < 10 && b1.epc.nmsgs == before; calls++)
+        ops->progress(b1.rail);
+    CHECK(b1.epc.nmsgs == before + 1 && calls <= 2,
+          "rail 1 alone delivered in %d progress calls (at most 2)", calls);
+
+    /* the rail that made the set closes; the other keeps polling it */
+    side_close(&b0);
+    side_close(&a0);
+    before = b1.epc.nmsgs;
+    send_msg(&a1, 8, 400);
+    ops->progress(a1.rail);
+    CHECK(set_ready(&b1), "after closing rail 0, the message reached B1's socket");
+    ops->progress(b1.rail);
+    CHECK(b1.epc.nmsgs == before + 1 && check_msg(&b1.epc.msgs[before], 8, 400),
+          "after closing rail 0, rail 1's first progress delivered");
+    CHECK(a1.epc.failed == 0 && b1.epc.failed == 0, "no failures");
+out:
+    side_close(&a0);
+    side_close(&a1);
+    side_close(&b0);
+    side_close(&b1);
+}
+
+/* MADRAIL_TCP_DIRECT_FIRST: on an open connection the first small frame
+ * after a progress call is written at once (nothing left unsent, so a
+ * send completes inside isend), the next ones before the next progress
+ * are coalesced behind it, and every frame arrives in order.  With 0,
+ * even the first one waits for the next progress. */
+static void test_direct_first(int direct)
+{
+    static const char *const on[] = {"MADRAIL_TCP_DIRECT_FIRST=1", NULL};
+    static const char *const off[] = {"MADRAIL_TCP_DIRECT_FIRST=0", NULL};
+    side_t a, b;
+    want_t w;
+    size_t u1, u2, u3;
+    int i, ok;
+
+    printf("---- MADRAIL_TCP_DIRECT_FIRST=%d\n", direct);
+    if (side_open(&a, "Ad", 0xd1, "lo", direct ? on : off) != MADRAIL_OK ||
+        side_open(&b, "Bd", 0xd2, "lo", direct ? on : off) != MADRAIL_OK) {
+        CHECK(0, "open rails");
+        return;
+    }
+    pump_set(&a, &b);
+    ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.epc, &a.ep);
+    send_msg(&a, 8, 0);
+    w.c = &b.epc;
+    w.n = 1;
+    if (!pump(have_msgs, &w, 5)) {
+        CHECK(0, "connect");
+        goto out;
+    }
+    ops->progress(a.rail);
+    send_msg(&a, 8, 1);
+    u1 = ops->ep_unsent(a.ep);
+    send_msg(&a, 8, 2);
+    send_msg(&a, 8, 3);
+    u2 = ops->ep_unsent(a.ep);
+    ops->progress(a.rail); /* writes the coalesced ones; a new pass */
+    u3 = ops->ep_unsent(a.ep);
+    send_msg(&a, 8, 4);
+    if (direct)
+        CHECK(u1 == 0 && u2 > 0 && u3 == 0 && ops->ep_unsent(a.ep) == 0,
+              "first frame after a progress written at once, the next two coalesced, "
+              "first after the next progress at once (unsent %zu %zu %zu %zu)",
+              u1, u2, u3, ops->ep_unsent(a.ep));
+    else
+        CHECK(u1 > 0 && u3 == 0 && ops->ep_unsent(a.ep) > 0,
+              "every frame waits for the next progress (unsent %zu %zu %zu)", u1, u3,
+              ops->ep_unsent(a.ep));
+    w.n = 5;
+    ok = pump(have_msgs, &w, 5) && b.epc.nmsgs == 5;
+    for (i = 0; ok && i < 5; i++)
+        ok = check_msg(&b.epc.msgs[i], 8, (unsigned)i);
+    CHECK(ok, "5 frames arrived in order (%zu)", b.epc.nmsgs);
+out:
+    side_close(&a);
+    side_close(&b);
+}
+
 int main(int argc, char **argv)
 {
     side_t a, b;
@@ -1791,6 +1992,10 @@ int main(int argc, char **argv)
     test_raw_cont(0);
     test_raw_cont(1);
     test_raw_cont(2);
+    test_shared_poll(1);
+    test_shared_poll(0);
+    test_direct_first(1);
+    test_direct_first(0);
 
     return rt_finish();
 }

@@ -137,7 +137,20 @@ typedef struct mdr_tcp_config {
     size_t put_frame;       /* MADRAIL_TCP_PUT_FRAME: put payload bytes per frame */
     size_t notsent_lowat;   /* MADRAIL_TCP_NOTSENT_LOWAT: TCP_NOTSENT_LOWAT while puts flow
                              * both ways, 0 = never set */
+    int shared_poll;        /* MADRAIL_TCP_SHARED_POLL: one epoll set for the context's rails */
+    int direct_first;       /* MADRAIL_TCP_DIRECT_FIRST: first small frame per pass written at once */
 } mdr_tcp_config_t;
+
+/* The tcp rails of one context (same params->uuid) that share one epoll
+ * set: one epoll_wait per progress pass serves them all (tcp_rail.c). */
+typedef struct mdr_tcp_group {
+    uint64_t uuid;
+    int epfd;
+    unsigned nrails;
+    mdr_list_t rails;           /* mdr_rail_t.group_link */
+    unsigned long polls;        /* epoll_wait calls on the set so far */
+    struct mdr_tcp_group *next; /* registry of every group in the process */
+} mdr_tcp_group_t;
 
 /* ---------------- objects ---------------- */
 
@@ -252,6 +265,7 @@ struct mdr_ep {
     uint32_t out_events;  /* EPOLLOUT wanted */
     mdr_list_t flush_link;/* rail->flushq: small messages queued for one writev */
     int in_flushq;
+    unsigned long direct_pass; /* rail->passes when a frame last skipped the coalescing */
 };
 
 struct mdr_rail {
@@ -260,7 +274,11 @@ struct mdr_rail {
     char ifname[IF_NAMESIZE];
     struct sockaddr_in local; /* listen address (port filled after bind) */
     int listen_fd;
-    int epfd;
+    int epfd;                 /* group->epfd when in a group, else its own */
+    mdr_tcp_group_t *group;   /* NULL: alone (MADRAIL_TCP_SHARED_POLL=0) */
+    mdr_list_t group_link;
+    unsigned long seen_polls; /* group->polls at this rail's last progress */
+    unsigned long passes;     /* progress calls (ep->direct_pass) */
     uint64_t uuid;
     const uint8_t *job_key; /* the core's, MDR_JOB_KEY_LEN bytes */
     mdr_drv_refusals_t refusals;
@@ -284,8 +302,9 @@ struct mdr_rail {
     mdr_region_tab_t regions; /* registrations (mdr_memh_t.reg) */
 };
 
-/* epoll data for the listener: conn pointers never equal this. */
-extern char mdr_tcp_listener_tag;
+/* epoll data of a listener: the rail's address with the low bit set
+ * (conn pointers, malloc'ed, have it clear). */
+#define MDR_TCP_LISTENER_BIT ((uintptr_t)1)
 
 /* tcp_rail.c */
 void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h);

@@ -926,7 +926,14 @@ madrail_status_t mdr_tcp_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
         seg[nseg++].iov_len = pad;
     }
 
-    if (mdr_tcp_ep_can_write_ctrl(ep) && sizeof(hdr) + len + pad > ep->rail->cfg.coalesce) {
+    /* written now: a frame too big to coalesce, or the first small one
+     * since the last progress (MADRAIL_TCP_DIRECT_FIRST: a lone message,
+     * as in a ping-pong, would otherwise wait for the next progress call;
+     * a burst's later frames are still written together) */
+    if (mdr_tcp_ep_can_write_ctrl(ep) &&
+        (sizeof(hdr) + len + pad > ep->rail->cfg.coalesce ||
+         (ep->rail->cfg.direct_first && ep->direct_pass != ep->rail->passes + 1))) {
+        ep->direct_pass = ep->rail->passes + 1; /* +1: 0 never matches a fresh ep */
         n = mdr_tcp_writev(ep->conn->fd, seg, nseg);
         if (n < 0) { /* nothing sent; the failure is reported by the next progress() */
             mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "send failed: %s", strerror(errno));

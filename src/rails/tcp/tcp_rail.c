@@ -7,6 +7,18 @@
  * thread: the core decides when the network is serviced.  Connections are
  * lazy: ep_create records the address, the first ctrl_send or put connects.
  *
+ * One epoll set per context, not per rail: the core calls every rail's
+ * progress in each pass, and an epoll_wait per rail made each extra rail
+ * cost one more system call per pass, on the path of every small message
+ * (the syscall is most of an idle pass).  The rails opened with the same
+ * context uuid form a group sharing one epoll set; a rail's progress polls
+ * the set unless another rail of the group polled it since this rail's
+ * last progress, so in the core's pass the first rail polls for all and
+ * the others only run their own queues (flush, completions, failures,
+ * timeouts), while a rail progressed alone still polls every time.  Events
+ * go to the rail that owns the connection, so each rail's failure handling
+ * stays its own; two contexts in one process never share a set.
+ *
  * Connection arbitration: both sides may connect at once.  Nothing but
  * handshake frames flows on a connection until its HELLO is answered with
  * HELLO_ACK, and queued data waits in the ep, so keeping one connection
@@ -28,6 +40,8 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +53,6 @@
 #include "rails/tcp/tcp.h"
 #include "util/clock.h"
 #include "util/log.h"
-
-char mdr_tcp_listener_tag;
 
 /* ---------------- configuration ---------------- */
 
@@ -83,6 +95,15 @@ static const mdr_cfg_entry_t mdr_tcp_cfg_entries[] = {
                 "the kernel may hold for it (TCP_NOTSENT_LOWAT); more waits in madrail's "
                 "queue, where the replies to the peer's puts pass it.  One-way streams keep "
                 "the kernel's setting.  0 = never set."),
+    MDR_TCP_CFG("MADRAIL_TCP_SHARED_POLL", MDR_CFG_BOOL, "1", 1, 0, shared_poll,
+                "tcp rails: the tcp rails of a context share one epoll set, polled once per "
+                "progress pass (1), or each rail polls its own (0: one more system call per "
+                "pass for every extra rail)."),
+    MDR_TCP_CFG("MADRAIL_TCP_DIRECT_FIRST", MDR_CFG_BOOL, "1", 1, 0, direct_first,
+                "tcp rails: the first coalescable control frame to a peer after a progress "
+                "call is written at once (a lone message waits for nothing); only the ones "
+                "that follow it before the next progress are coalesced.  0 = coalesce every "
+                "one until the next progress or flush."),
 };
 
 const mdr_cfg_table_t mdr_tcp_cfg_table = MDR_CFG_TABLE("tcp", mdr_tcp_cfg_entries);
@@ -219,7 +240,7 @@ static madrail_status_t mdr_tcp_listen(mdr_rail_t *rail, unsigned port)
     }
     memset(&ev, 0, sizeof(ev));
     ev.events = EPOLLIN;
-    ev.data.ptr = &mdr_tcp_listener_tag;
+    ev.data.u64 = (uintptr_t)rail | MDR_TCP_LISTENER_BIT;
     if (epoll_ctl(rail->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
         mdr_error("rail %s: epoll_ctl: %m", rail->name);
         goto err_close;
@@ -231,6 +252,83 @@ static madrail_status_t mdr_tcp_listen(mdr_rail_t *rail, unsigned port)
 err_close:
     close(fd);
     return MADRAIL_ERR_IO;
+}
+
+/* ---------------- poll groups ---------------- */
+
+static pthread_mutex_t mdr_tcp_groups_lock = PTHREAD_MUTEX_INITIALIZER;
+static mdr_tcp_group_t *mdr_tcp_groups;
+
+/* Give the rail an epoll set: its context's group's (made by the first
+ * rail), or its own when sharing is off. */
+static madrail_status_t mdr_tcp_group_join(mdr_rail_t *rail)
+{
+    mdr_tcp_group_t *g;
+
+    if (!rail->cfg.shared_poll) {
+        rail->epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (rail->epfd < 0) {
+            mdr_error("rail %s: epoll_create1: %m", rail->name);
+            return MADRAIL_ERR_IO;
+        }
+        return MADRAIL_OK;
+    }
+    pthread_mutex_lock(&mdr_tcp_groups_lock);
+    for (g = mdr_tcp_groups; g != NULL; g = g->next)
+        if (g->uuid == rail->uuid)
+            break;
+    if (g == NULL) {
+        g = calloc(1, sizeof(*g));
+        if (g == NULL) {
+            pthread_mutex_unlock(&mdr_tcp_groups_lock);
+            return MADRAIL_ERR_NOMEM;
+        }
+        g->epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (g->epfd < 0) {
+            mdr_error("rail %s: epoll_create1: %m", rail->name);
+            free(g);
+            pthread_mutex_unlock(&mdr_tcp_groups_lock);
+            return MADRAIL_ERR_IO;
+        }
+        g->uuid = rail->uuid;
+        mdr_list_init(&g->rails);
+        g->next = mdr_tcp_groups;
+        mdr_tcp_groups = g;
+    }
+    g->nrails++;
+    mdr_list_push_tail(&g->rails, &rail->group_link);
+    rail->group = g;
+    rail->epfd = g->epfd;
+    rail->seen_polls = g->polls;
+    pthread_mutex_unlock(&mdr_tcp_groups_lock);
+    return MADRAIL_OK;
+}
+
+/* After the rail's sockets left the set. */
+static void mdr_tcp_group_leave(mdr_rail_t *rail)
+{
+    mdr_tcp_group_t *g = rail->group, **pp;
+
+    if (g == NULL) {
+        if (rail->epfd >= 0)
+            close(rail->epfd);
+        rail->epfd = -1;
+        return;
+    }
+    pthread_mutex_lock(&mdr_tcp_groups_lock);
+    mdr_list_del(&rail->group_link);
+    rail->group = NULL;
+    rail->epfd = -1;
+    if (--g->nrails == 0) {
+        for (pp = &mdr_tcp_groups; *pp != NULL; pp = &(*pp)->next)
+            if (*pp == g) {
+                *pp = g->next;
+                break;
+            }
+        close(g->epfd);
+        free(g);
+    }
+    pthread_mutex_unlock(&mdr_tcp_groups_lock);
 }
 
 static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *params,
@@ -303,12 +401,9 @@ static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *
         st = MADRAIL_ERR_NOMEM;
         goto err_hash;
     }
-    rail->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (rail->epfd < 0) {
-        mdr_error("rail %s: epoll_create1: %m", rail->name);
-        st = MADRAIL_ERR_IO;
+    st = mdr_tcp_group_join(rail);
+    if (st != MADRAIL_OK)
         goto err_rbuf;
-    }
     st = mdr_tcp_listen(rail, opts.port);
     if (st != MADRAIL_OK)
         goto err_epoll;
@@ -323,7 +418,7 @@ static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *
     return MADRAIL_OK;
 
 err_epoll:
-    close(rail->epfd);
+    mdr_tcp_group_leave(rail);
 err_rbuf:
     free(rail->rbuf);
 err_hash:
@@ -340,7 +435,8 @@ static void mdr_tcp_reap(mdr_rail_t *rail)
 
     while ((l = mdr_list_pop_head(&rail->zombie_conns)) != NULL)
         mdr_tcp_conn_free(mdr_container_of(l, mdr_tcp_conn_t, link));
-    mdr_rail_base_reap(&rail->base);
+    if (!mdr_list_empty(&rail->base.zombie_eps))
+        mdr_rail_base_reap(&rail->base);
 }
 
 static void mdr_tcp_close(mdr_rail_t *rail)
@@ -356,10 +452,11 @@ static void mdr_tcp_close(mdr_rail_t *rail)
     while (!mdr_list_empty(&rail->conns))
         mdr_tcp_conn_close(mdr_container_of(rail->conns.next, mdr_tcp_conn_t, link));
     mdr_tcp_reap(rail);
-    if (rail->listen_fd >= 0)
+    if (rail->listen_fd >= 0) {
+        epoll_ctl(rail->epfd, EPOLL_CTL_DEL, rail->listen_fd, NULL);
         close(rail->listen_fd);
-    if (rail->epfd >= 0)
-        close(rail->epfd);
+    }
+    mdr_tcp_group_leave(rail);
     mdr_tcp_mem_cleanup(rail);
     mdr_rail_base_cleanup(&rail->base);
     free(rail->rbuf);
@@ -610,30 +707,76 @@ static void mdr_tcp_timeouts(mdr_rail_t *rail)
     }
 }
 
-static int mdr_tcp_progress(mdr_rail_t *rail)
+/* Wait (zero timeout) on the rail's epoll set and hand each event to the
+ * rail that owns its socket.  In a group, a rail skips the wait when
+ * another rail polled the set since its own last progress (that poll
+ * covered it); while events are handled every rail of the group counts as
+ * in progress, so a connection another rail's upcall closes becomes a
+ * zombie (freed by its own rail's next progress) rather than freed under
+ * an event not handled yet. */
+static int mdr_tcp_poll(mdr_rail_t *rail)
 {
     struct epoll_event evs[MDR_TCP_MAX_EVENTS];
-    int i, n, count = 0, r;
+    mdr_tcp_group_t *g = rail->group;
+    mdr_list_t *l;
+    int i, n;
+
+    if (g != NULL && g->nrails > 1) {
+        if (rail->seen_polls != g->polls) {
+            rail->seen_polls = g->polls;
+            return 0;
+        }
+        mdr_list_for_each(l, &g->rails) {
+            mdr_rail_t *o = mdr_container_of(l, mdr_rail_t, group_link);
+            if (o != rail && o->base.in_progress)
+                return 0; /* nested in another rail's progress: it polls */
+        }
+    }
+    do {
+        n = epoll_wait(rail->epfd, evs, MDR_TCP_MAX_EVENTS, 0);
+    } while (n < 0 && errno == EINTR);
+    if (g != NULL)
+        rail->seen_polls = ++g->polls;
+    if (n < 0) {
+        mdr_error("rail %s: epoll_wait: %m", rail->log_name);
+        return 0;
+    }
+    if (n == 0)
+        return 0;
+    if (g != NULL && g->nrails > 1) {
+        mdr_list_for_each(l, &g->rails) {
+            mdr_rail_t *o = mdr_container_of(l, mdr_rail_t, group_link);
+            o->base.in_progress = 1;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        uintptr_t d = (uintptr_t)evs[i].data.ptr;
+        if (d & MDR_TCP_LISTENER_BIT)
+            mdr_tcp_accept_all((mdr_rail_t *)(d & ~MDR_TCP_LISTENER_BIT));
+        else
+            mdr_tcp_conn_handle(evs[i].data.ptr, evs[i].events);
+    }
+    if (g != NULL && g->nrails > 1) {
+        mdr_list_for_each(l, &g->rails) {
+            mdr_rail_t *o = mdr_container_of(l, mdr_rail_t, group_link);
+            if (o != rail)
+                o->base.in_progress = 0;
+        }
+    }
+    return n;
+}
+
+static int mdr_tcp_progress(mdr_rail_t *rail)
+{
+    int count = 0, r;
 
     if (rail == NULL || rail->base.in_progress)
         return 0;
     rail->base.in_progress = 1;
+    rail->passes++;
     if (!mdr_list_empty(&rail->flushq))
         count += mdr_tcp_flush_coalesced(rail);
-    do {
-        n = epoll_wait(rail->epfd, evs, MDR_TCP_MAX_EVENTS, 0);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) {
-        mdr_error("rail %s: epoll_wait: %m", rail->log_name);
-        n = 0;
-    }
-    for (i = 0; i < n; i++) {
-        if (evs[i].data.ptr == &mdr_tcp_listener_tag)
-            mdr_tcp_accept_all(rail);
-        else
-            mdr_tcp_conn_handle(evs[i].data.ptr, evs[i].events);
-    }
-    count += n;
+    count += mdr_tcp_poll(rail);
     if (!mdr_list_empty(&rail->hs_eps) || rail->nwait_hello > 0)
         mdr_tcp_timeouts(rail);
     /* upcalls may queue more of both: repeat until quiet */
