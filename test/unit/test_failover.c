@@ -392,8 +392,41 @@ out:
     free(rb);
 }
 
+/* MADRAIL_TCP_PUT_ACK=auto with more than one rail: tcp puts complete
+ * when the target placed them (MDR_RAIL_CAP_PUT_REMOTE), whatever rail
+ * adaptation does, because failover re-sends a FIN lost with its rail only
+ * for puts the target has (rndv.c): with completion at the socket write, a
+ * rail dying mid-transfer could take bytes with it.  With one rail, or an
+ * explicit 0, puts complete at the write.  Read from the rails' caps (tcp
+ * on loopback; nothing is sent). */
+static void test_put_ack_auto(const char *rails, const char *setting, int want_ack)
+{
+    const char *ov[] = {rails, setting, NULL};
+    madrail_context_params_t prm = {.overrides = ov, .job_key = (const uint8_t *)"madrail-test-key"};
+    madrail_context_t c = NULL;
+    int r, n = 0, acked = 0;
+
+    if (madrail_context_init(&prm, &c) != MADRAIL_OK) {
+        CHECK(0, "put acks: open %s %s", rails, setting ? setting : "");
+        return;
+    }
+    for (r = 0; r < c->nrails; r++) {
+        n++;
+        acked += (c->rails[r].attr.caps & MDR_RAIL_CAP_PUT_REMOTE) != 0;
+    }
+    CHECK(acked == (want_ack ? n : 0), "put acks: %s %s: %d of %d tcp rails complete puts at the "
+          "target (want %s)", rails, setting ? setting : "(defaults)", acked, n,
+          want_ack ? "all" : "none");
+    madrail_context_finalize(c);
+}
+
 int main(void)
 {
+    test_put_ack_auto("MADRAIL_RAILS=tcp:lo,tcp:lo", NULL, 1);
+    test_put_ack_auto("MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_RAIL_WEIGHTS=3,1", 1);
+    test_put_ack_auto("MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_ADAPT=0", 1);
+    test_put_ack_auto("MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_TCP_PUT_ACK=0", 0);
+    test_put_ack_auto("MADRAIL_RAILS=tcp:lo", NULL, 0);
     test_blackhole_put();
     test_idle_then_blackhole();
     test_busy_not_dead();
