@@ -5,7 +5,8 @@
  * (each phase: eager, RTS, CTS, puts in flight, puts placed with no FIN
  * sent, FIN in flight, FIN arrived with its credit return lost, a credit
  * return, a receiver-first offer; with three rails the copies go on rail
- * 0 and the stripe covers rail 2 too), and a CANCEL lost with its rail.  Each case puts
+ * 0 and the stripe covers rail 2 too), a CANCEL lost with its rail, and
+ * a CANCEL_ANS lost with its rail.  Each case puts
  * one kind of control message (an EAGER fragment, an RTS, a CTS, a FIN, a
  * credit return) in flight on rail 1, that is handed to the driver but not
  * yet delivered, and kills rail 1: the loop driver drops what is in flight
@@ -394,15 +395,17 @@ static void test_rndv(int phase, int nrails)
     check_twice(&p, &extra, phase);
     if (phase == PH_RFS) {
         /* the lost offer was answered (used or declined): B may offer again */
-        madrail_request_t r2;
+        madrail_request_t r2 = NULL;
         unsigned waiting = ba->nrfs_wait;
         CHECK(ba->rfs_out == NULL && waiting == 0 &&
                   madrail_irecv(p.b, p.b2a, rb, N, 8, 0, &r2) == MADRAIL_OK &&
                   r2->rfs_state == MDR_RFS_OUT,
               "%s: no offer left unanswered (%u waiting), B's next receive offers again",
               ph_names[phase], waiting);
-        madrail_cancel(p.b, r2);
-        pwait_n(&p, &r2, 1000);
+        if (r2) { /* not posted when the offer is still waiting */
+            madrail_cancel(p.b, r2);
+            pwait_n(&p, &r2, 1000);
+        }
     }
     CHECK(ab->rails[1].down && !ab->rails[0].down && ba->rails[1].down && !ba->rails[0].down,
           "%s: rail 1 down on both sides, rail 0 up", ph_names[phase]);
@@ -505,6 +508,97 @@ static void test_cancel_lost(void)
     pair_done(&p);
 }
 
+/* A CANCEL_ANS lost in flight with its rail: the message and its CANCEL
+ * go on rail 0; B's answer takes rail 1 (its other credits taken), which
+ * dies before A reads it.  Re-sent on rail 0 by B, it completes A's
+ * cancel, cancelled; B never delivers the message. */
+static void test_cancel_ans_lost(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:ca0,loop:ca1", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_ADAPT=0", NULL};
+    uint8_t msg[100], x = 1, y, got[100];
+    madrail_request_t s, c, r, a1, b1;
+    madrail_info_t si, ci;
+    madrail_status_t st = MADRAIL_OK;
+    mdr_peer_t *ab, *ba;
+    unsigned sv[MDR_MAX_RAILS];
+    uint64_t tx1, rx0;
+    int i, flag = 0;
+    pair_t p;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "cancel answer lost: open");
+        return;
+    }
+    printf("-- CANCEL_ANS lost with its rail\n");
+    ab = mdr_peer_get(p.a, p.a2b);
+    ba = mdr_peer_get(p.b, p.b2a);
+    /* connect rail 1 both ways: a message each way with the others' credits taken */
+    madrail_irecv(p.b, p.b2a, &y, 1, 9, 0, &b1);
+    only_rail(ab, 1, sv);
+    madrail_isend(p.a, p.a2b, &x, 1, 9, 0, &a1);
+    for (i = 0; i < 5; i++)
+        madrail_progress(p.a);
+    rails_back(ab, 1, sv);
+    pwait_n(&p, &a1, 1000);
+    pwait_n(&p, &b1, 1000);
+    madrail_irecv(p.a, p.a2b, &y, 1, 9, 0, &b1);
+    only_rail(ba, 1, sv);
+    madrail_isend(p.b, p.b2a, &x, 1, 9, 0, &a1);
+    for (i = 0; i < 5; i++)
+        madrail_progress(p.b);
+    rails_back(ba, 1, sv);
+    pwait_n(&p, &a1, 1000);
+    pwait_n(&p, &b1, 1000);
+    for (i = 0; i < 100; i++)
+        spin(&p);
+    CHECK(ab->rails[1].ep && ba->rails[1].ep, "cancel answer lost: setup: rail 1 connected");
+    /* the message goes on rail 0 and waits unexpected at B */
+    pair_fill(msg, sizeof(msg), 71);
+    only_rail(ab, 0, sv);
+    madrail_isend(p.a, p.a2b, msg, sizeof(msg), 70, 0, &s);
+    for (i = 0; i < 1000 && !flag; i++) {
+        spin(&p);
+        st = madrail_test(&s, &flag, &si);
+    }
+    for (i = 0; i < 100; i++)
+        spin(&p);
+    CHECK(flag && st == MADRAIL_OK, "cancel answer lost: setup: the message waits at B");
+    /* the CANCEL on rail 0; B answers on rail 1, the rail dies before A reads it */
+    rx0 = p.a->rails[1].stats.rx_msgs;
+    CHECK(madrail_cancel_sent(p.a, p.a2b, si.msg_id, &c) == MADRAIL_OK,
+          "cancel answer lost: cancel_sent");
+    rails_back(ab, 0, sv);
+    for (i = 0; i < 5; i++)
+        madrail_progress(p.a);
+    tx1 = p.b->rails[1].stats.tx_msgs;
+    only_rail(ba, 1, sv);
+    for (i = 0; i < 5; i++)
+        madrail_progress(p.b);
+    rails_back(ba, 1, sv);
+    CHECK(p.b->rails[1].stats.tx_msgs > tx1 && p.a->rails[1].stats.rx_msgs == rx0,
+          "cancel answer lost: setup: B's answer left on rail 1, A has not read it");
+    mdr_loop_rail_kill(p.a->rails[1].rail, "test: the rail dies");
+    for (i = 0, flag = 0; i < 5000 && !flag; i++) {
+        spin(&p);
+        st = madrail_test(&c, &flag, &ci);
+    }
+    CHECK(flag && ci.cancelled == 1 && st == MADRAIL_ERR_CANCELED,
+          "cancel answer lost: the cancel completes and took effect (%s, cancelled %d)",
+          flag ? madrail_status_str(st) : "did not complete", flag ? ci.cancelled : 0);
+    CHECK(p.b->rails[1].stats.resent_msgs >= 1, "cancel answer lost: B re-sent its answer (%llu)",
+          (unsigned long long)p.b->rails[1].stats.resent_msgs);
+    madrail_irecv(p.b, p.b2a, got, sizeof(got), 70, 0, &r);
+    for (i = 0; i < 2000; i++)
+        spin(&p);
+    flag = 0;
+    madrail_test(&r, &flag, NULL);
+    CHECK(!flag, "cancel answer lost: the cancelled message never arrives at B");
+    if (!flag)
+        madrail_cancel(p.b, r);
+    pair_done(&p);
+}
+
 int main(void)
 {
     test_small(PH_EAGER, 2);
@@ -521,6 +615,7 @@ int main(void)
     test_rndv(PH_RFS, 2);
     test_rndv(PH_RFS, 3);
     test_cancel_lost();
+    test_cancel_ans_lost();
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }
