@@ -317,6 +317,8 @@ static madrail_status_t mdr_open_rails(mdr_ctx_t *ctx, const char *rails_list,
     /* stripes over more than one rail follow measured put throughput */
     params.measure_puts = ctx->cfg.adapt && !(ctx->cfg.rail_weights && ctx->cfg.rail_weights[0]) &&
                           strchr(rails_list, ',') != NULL;
+    /* failover re-sends a lost FIN only for puts placed at the target */
+    params.failover = strchr(rails_list, ',') != NULL;
 
     /* Split by hand, not with strtok: it skips empty elements, and
      * "tcp:lo,,tcp:lo" or a trailing comma is a typing mistake to report,

@@ -105,6 +105,13 @@ typedef struct mdr_rail_params {
      * otherwise, complete puts when the target has them, or the rail reads
      * as fast as its send buffer (core/health.c). */
     int measure_puts;
+    /* 1: the context has more than one rail, so the core recovers what a
+     * failed rail took with it on the others (core/replay.c, rndv.c),
+     * which needs a put's completion to mean the target has its data (a
+     * FIN sent after it is then true, and re-sent if lost): a driver whose
+     * local completion comes earlier should, unless its user chose
+     * otherwise, complete puts when the target has them. */
+    int failover;
 } mdr_rail_params_t;
 
 #define MDR_JOB_KEY_LEN MADRAIL_JOB_KEY_LEN

@@ -20,8 +20,10 @@
 #  4. both rails black-holed: both processes end with a clean error.
 # Printed, not asserted (times depend on this shared machine): detection
 # time (fault to "rail down" in the sender's log, same clock on both
-# nodes), the receiver's rate after failover against case 0's, and the
-# time from the link's return to the rail up on both nodes.
+# nodes; as a range, the fault command taking a while to apply, and as the
+# sender's own count from the rail's last sign of life, MADRAIL_STATS),
+# the receiver's rate after failover against case 0's, and the time from
+# the link's return to the rail up on both nodes.
 # Needs root, `ip netns` and a hydra mpiexec (SKIP otherwise).
 . "$(dirname "$0")/cl_common.sh"
 cl_need_root
@@ -74,7 +76,9 @@ echo "rail0 alone: $single MB/s (receiver, after the first second)"
 
 # --- 1 and 2. rail1 fails 1.5 s into the stream
 for how in link-down blackhole; do
+    EXTRA_ENV=MADRAIL_STATS=1
     start tcp:rail0,tcp:rail1 5 ok
+    EXTRA_ENV=
     sleep 1.5
     tf=$(now)
     if [ $how = link-down ]; then
@@ -82,6 +86,7 @@ for how in link-down blackhole; do
     else
         cl_cluster blackhole 1 >/dev/null
     fi
+    tf1=$(now) # the fault is in place somewhere between tf and tf1
     wait $job
     rc=$?
     if [ $how = link-down ]; then
@@ -92,8 +97,13 @@ for how in link-down blackhole; do
     grep -E 'rail . down|error|FAIL|ok -|sent again|re-sends' "$WORK/out"
     before=$(rate "$(echo "$tf - 1" | bc)" "$tf")
     d=$(detect "$tf")
+    d1=$(detect "$tf1")
+    # the sender's own measure: from the rail's last sign of life (a message
+    # received, a transport acknowledgement) to taking it down
+    life=$(sed -n 's/.*madrail stats: event: .* rail 1 tcp:rail1 peer .* down: no sign of life for \([0-9]*\) ms.*/\1/p' \
+        "$WORK/out" | head -n 1)
     after=$(rate "$(echo "$tf + ${d:-1} + 1" | bc)")
-    echo "$how: detection ${d:-?} s after the fault (MADRAIL_RAIL_TIMEOUT=1s); receiver $before MB/s before, $after MB/s from 1 s after detection (rail0 alone: $single)"
+    echo "$how: detection ${d1:-?}-${d:-?} s after the fault (after/before the $how command; MADRAIL_RAIL_TIMEOUT=1s), ${life:-?} ms after rail1's last sign of life at the sender; receiver $before MB/s before, $after MB/s from 1 s after detection (rail0 alone: $single)"
     both_saw 'rail 1 down' "$how of rail1 mid-stream: both processes took rail1 down (detection ${d:-?} s)" \
         "$how of rail1 mid-stream: rail1 not taken down on both nodes"
     grep -q 'bad bytes, length' "$WORK/out" && bad "$how: wrong bytes received"

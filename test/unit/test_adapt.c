@@ -637,9 +637,8 @@ static void test_eager(const char *setting, double lo, double hi)
 }
 
 /* MADRAIL_TCP_PUT_ACK=auto: tcp rails complete puts at the receiver's
- * acknowledgement when adaptation measures them (more than one rail, no
- * MADRAIL_RAIL_WEIGHTS, MADRAIL_ADAPT=1), else at the socket write; a set
- * value wins.  Read from each rail's debug line at open. */
+ * acknowledgement with more than one rail (adaptation measures them,
+ * failover needs them), else at the socket write; a set value wins.  Read from each rail's debug line at open. */
 static void test_put_ack(const char *rails, const char *setting, int want_on)
 {
     const char *ov[] = {rails, "MADRAIL_LOG_LEVEL=debug", setting, NULL};
@@ -726,8 +725,9 @@ int main(int argc, char **argv)
     if (want(argc, argv, "putack")) {
         test_put_ack("MADRAIL_RAILS=tcp:lo,tcp:lo", NULL, 1);
         test_put_ack("MADRAIL_RAILS=tcp:lo", NULL, 0);
-        test_put_ack("MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_ADAPT=0", 0);
-        test_put_ack("MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_RAIL_WEIGHTS=3,1", 0);
+        /* more than one rail: acks for failover too (test_failover) */
+        test_put_ack("MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_ADAPT=0", 1);
+        test_put_ack("MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_RAIL_WEIGHTS=3,1", 1);
         test_put_ack("MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_TCP_PUT_ACK=0", 0);
         test_put_ack("MADRAIL_RAILS=tcp:lo", "MADRAIL_TCP_PUT_ACK=1", 1);
     }

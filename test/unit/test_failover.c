@@ -392,11 +392,102 @@ out:
     free(rb);
 }
 
+/* MADRAIL_TCP_PUT_ACK=auto with more than one rail: tcp puts complete
+ * when the target placed them (MDR_RAIL_CAP_PUT_REMOTE), whatever rail
+ * adaptation does, because failover re-sends a FIN lost with its rail only
+ * for puts the target has (rndv.c): with completion at the socket write, a
+ * rail dying mid-transfer could take bytes with it.  With one rail, or an
+ * explicit 0, puts complete at the write.  Read from the rails' caps (tcp
+ * on loopback; nothing is sent). */
+static void test_put_ack_auto(const char *rails, const char *setting, int want_ack)
+{
+    const char *ov[] = {rails, setting, NULL};
+    madrail_context_params_t prm = {.overrides = ov, .job_key = (const uint8_t *)"madrail-test-key"};
+    madrail_context_t c = NULL;
+    int r, n = 0, acked = 0;
+
+    if (madrail_context_init(&prm, &c) != MADRAIL_OK) {
+        CHECK(0, "put acks: open %s %s", rails, setting ? setting : "");
+        return;
+    }
+    for (r = 0; r < c->nrails; r++) {
+        n++;
+        acked += (c->rails[r].attr.caps & MDR_RAIL_CAP_PUT_REMOTE) != 0;
+    }
+    CHECK(acked == (want_ack ? n : 0), "put acks: %s %s: %d of %d tcp rails complete puts at the "
+          "target (want %s)", rails, setting ? setting : "(defaults)", acked, n,
+          want_ack ? "all" : "none");
+    madrail_context_finalize(c);
+}
+
+/* tcp over loopback: a receiver that stops calling progress in the middle
+ * of a big rendezvous fills its socket buffers, so its kernel closes the
+ * window: our bytes then wait with nothing in flight, and the peer's
+ * kernel answers our window probes.  That peer is alive (tcp's
+ * ep_link_quiet tells a closed window from a drop rule by the window,
+ * tcp_info.c): no rail may time out in 4 timeouts of it, and the transfer
+ * completes exact once B progresses again. */
+static void test_tcp_slow_reader(void)
+{
+    enum { N = 16 * 1024 * 1024 };
+    /* small socket buffers: the window closes after a few hundred KiB */
+    const char *ov[] = {"MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_RAIL_WEIGHTS=1,1", "MADRAIL_RAIL_TIMEOUT=200ms",
+                        "MADRAIL_RNDV_RECV_FIRST=0", "MADRAIL_TCP_RCVBUF=64k",
+                        "MADRAIL_TCP_SNDBUF=64k", NULL};
+    pair_t p;
+    uint8_t *sb = malloc(N), *rb = calloc(1, N);
+    madrail_request_t sr = NULL, rr = NULL;
+    madrail_status_t s1, s2;
+    uint64_t end;
+    int r;
+
+    if (!sb || !rb || pair_open(&p, ov) != 0) {
+        CHECK(0, "slow reader: open");
+        goto out;
+    }
+    pair_fill(sb, N, 13);
+    CHECK(madrail_irecv(p.b, p.b2a, rb, N, 5, 0, &rr) == MADRAIL_OK &&
+              madrail_isend(p.a, p.a2b, sb, N, 5, 0, &sr) == MADRAIL_OK,
+          "slow reader: post");
+    end = mdr_time_ns() + 5000000000ull;
+    while (sr && sr->rndv != MDR_RNDV_PUTTING && mdr_time_ns() < end)
+        spin(&p);
+    CHECK(sr && sr->rndv == MDR_RNDV_PUTTING, "slow reader: setup: A is putting");
+    /* B stops progressing for 4 timeouts; A keeps writing until the
+     * window closes */
+    end = mdr_time_ns() + 800000000ull;
+    while (mdr_time_ns() < end)
+        madrail_progress(p.a);
+    for (r = 0; r < 2; r++)
+        CHECK(p.a->rails[r].stats.timeouts == 0 && !mdr_peer_get(p.a, p.a2b)->rails[r].down,
+              "slow reader: rail %d still up at A after 4 timeouts of B not progressing", r);
+    CHECK(sr && !sr->complete && sr->puts_left > 0,
+          "slow reader: A's send still waits for B's acknowledgements (its puts are not over)");
+    s1 = pwait(&p, &rr, 30);
+    s2 = pwait(&p, &sr, 30);
+    CHECK(s1 == MADRAIL_OK && s2 == MADRAIL_OK && pair_verify(rb, N, 13),
+          "slow reader: the transfer completes exact (%s, %s)", sts(s1), sts(s2));
+    CHECK(p.a->rails[0].stats.timeouts + p.a->rails[1].stats.timeouts +
+                  p.b->rails[0].stats.timeouts + p.b->rails[1].stats.timeouts == 0,
+          "slow reader: no timeout on either side");
+    pair_close(&p);
+out:
+    free(sb);
+    free(rb);
+}
+
 int main(void)
 {
+    test_put_ack_auto("MADRAIL_RAILS=tcp:lo,tcp:lo", NULL, 1);
+    test_put_ack_auto("MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_RAIL_WEIGHTS=3,1", 1);
+    test_put_ack_auto("MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_ADAPT=0", 1);
+    test_put_ack_auto("MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_TCP_PUT_ACK=0", 0);
+    test_put_ack_auto("MADRAIL_RAILS=tcp:lo", NULL, 0);
     test_blackhole_put();
     test_idle_then_blackhole();
     test_busy_not_dead();
+    test_tcp_slow_reader();
     test_proto_close();
     {
         int ph;

@@ -1,8 +1,12 @@
 /*
  * Recovery of control messages lost with a rail (issue 12 item 3,
- * src/core/replay.c), on the loop driver with two rails (the eager and
- * credit cases also with three: the copies go on rail 0, rail 2 idle; and a receiver-first
- * offer lost in flight, and a CANCEL lost with its rail).  Each case puts
+ * src/core/replay.c), and of rendezvous chunks whose rail died before
+ * their FIN left (rndv.c), on the loop driver with two and three rails
+ * (each phase: eager, RTS, CTS, puts in flight, puts placed with no FIN
+ * sent, FIN in flight, FIN arrived with its credit return lost, a credit
+ * return, a receiver-first offer; with three rails the copies go on rail
+ * 0 and the stripe covers rail 2 too), a CANCEL lost with its rail, and
+ * a CANCEL_ANS lost with its rail.  Each case puts
  * one kind of control message (an EAGER fragment, an RTS, a CTS, a FIN, a
  * credit return) in flight on rail 1, that is handed to the driver but not
  * yet delivered, and kills rail 1: the loop driver drops what is in flight
@@ -89,11 +93,33 @@ static void pair_done(pair_t *p)
     madrail_context_finalize(p->b);
 }
 
-enum { PH_EAGER, PH_RTS, PH_CTS, PH_FIN, PH_FIN_ARRIVED, PH_CREDIT, PH_RFS, PH_MAX };
+enum { PH_EAGER, PH_RTS, PH_CTS, PH_FIN, PH_FIN_ARRIVED, PH_CREDIT, PH_RFS, PH_PUTS, PH_PUT_FIN,
+       PH_MAX };
 static const char *const ph_names[] = {"eager fragments", "RTS", "CTS", "FIN",
                                        "FIN arrived, its credit return lost",
                                        "credit return lost with a message",
-                                       "receiver-first offer"};
+                                       "receiver-first offer", "puts in flight",
+                                       "puts placed, their FIN not sent"};
+
+/* Every rail of peer but `keep` without credits (the next message takes
+ * `keep`); saved[] for rails_back. */
+static void only_rail(mdr_peer_t *peer, int keep, unsigned *saved)
+{
+    int r;
+    for (r = 0; r < peer->ctx->nrails; r++) {
+        saved[r] = peer->rails[r].credits;
+        if (r != keep)
+            peer->rails[r].credits = 0;
+    }
+}
+
+static void rails_back(mdr_peer_t *peer, int keep, const unsigned *saved)
+{
+    int r;
+    for (r = 0; r < peer->ctx->nrails; r++)
+        if (r != keep)
+            peer->rails[r].credits = saved[r];
+}
 
 /* The receiver also posts a second receive for the first tag: a message
  * taken twice would complete it. */
@@ -217,28 +243,34 @@ static void test_small(int phase, int nrails)
     pair_done(&p);
 }
 
-/* Rendezvous striped over both rails; the control message of the phase
- * is in flight on rail 1 when it dies. */
-static void test_rndv(int phase)
+/* Rendezvous striped over every rail (2 or 3); the control message of
+ * the phase is in flight on rail 1 when it dies, or (PH_PUTS) rail 1's
+ * put is, or (PH_PUT_FIN) B placed every chunk and A has not yet seen
+ * the puts complete, so no FIN left: rail 1's chunk must be put again on
+ * another rail with a FIN there (rndv.c, mdr_reput). */
+static void test_rndv(int phase, int nrails)
 {
     enum { N = 256 * 1024 };
-    char rails[64];
+    char rails[96];
     const char *ov[] = {rails, "MADRAIL_LOG_LEVEL=error", "MADRAIL_ADAPT=0",
                         phase == PH_RFS ? "MADRAIL_RNDV_RECV_FIRST=1" : "MADRAIL_RNDV_RECV_FIRST=0",
-                        "MADRAIL_RAIL_WEIGHTS=1,1", NULL};
+                        nrails == 3 ? "MADRAIL_RAIL_WEIGHTS=1,1,1" : "MADRAIL_RAIL_WEIGHTS=1,1", NULL};
+    unsigned sv[MDR_MAX_RAILS];
+    uint64_t moved0;
     uint8_t *sb = malloc(N), *rb = calloc(1, N), *spare = malloc(N);
     madrail_request_t sr, rr, extra = NULL;
     madrail_status_t s1, s2;
     mdr_peer_t *ab, *ba;
-    unsigned saved;
     int i;
     pair_t p;
 
-    snprintf(rails, sizeof(rails), "MADRAIL_RAILS=loop:rv%d0,loop:rv%d1", phase, phase);
+    snprintf(rails, sizeof(rails), "MADRAIL_RAILS=loop:rv%d%d0,loop:rv%d%d1%s", phase, nrails,
+             phase, nrails, nrails == 3 ? ",loop:rv32" : "");
     if (!sb || !rb || !spare || pair_open(&p, ov) != 0) {
         CHECK(0, "%s: open", ph_names[phase]);
         goto out;
     }
+    printf("-- rendezvous, %s, %d rails\n", ph_names[phase], nrails);
     ab = mdr_peer_get(p.a, p.a2b);
     ba = mdr_peer_get(p.b, p.b2a);
     pair_fill(sb, N, 21);
@@ -246,26 +278,27 @@ static void test_rndv(int phase)
         /* connect both rails first: a rendezvous on each way */
         uint8_t x = 1, y;
         madrail_request_t a1, b1;
-        for (i = 0; i < 2; i++) {
+        for (i = 0; i < nrails; i++) { /* a message on rail i */
             mdr_peer_t *pe = i ? ab : NULL;
-            saved = pe ? rail0_off(pe) : 0;
+            if (pe)
+                only_rail(pe, i, sv);
             madrail_irecv(p.b, p.b2a, &y, 1, 9, 0, &b1);
             madrail_isend(p.a, p.a2b, &x, 1, 9, 0, &a1);
             if (pe) {
                 int k;
                 for (k = 0; k < 5; k++)
                     madrail_progress(p.a);
-                pe->rails[0].credits = saved;
+                rails_back(pe, i, sv);
             }
             pwait_n(&p, &a1, 1000);
             pwait_n(&p, &b1, 1000);
         }
-        saved = rail0_off(ba);
+        only_rail(ba, 1, sv);
         madrail_irecv(p.a, p.a2b, &y, 1, 9, 0, &b1);
         madrail_isend(p.b, p.b2a, &x, 1, 9, 0, &a1);
         for (i = 0; i < 5; i++)
             madrail_progress(p.b);
-        ba->rails[0].credits = saved;
+        rails_back(ba, 1, sv);
         pwait_n(&p, &a1, 1000);
         pwait_n(&p, &b1, 1000);
         for (i = 0; i < 100; i++)
@@ -276,9 +309,9 @@ static void test_rndv(int phase)
     if (phase == PH_RFS) {
         /* B's receive offers its buffer on rail 1; the rail dies with the
          * offer in flight; A sends afterwards */
-        saved = rail0_off(ba);
+        only_rail(ba, 1, sv);
         madrail_irecv(p.b, p.b2a, rb, N, 7, 0, &rr);
-        ba->rails[0].credits = saved;
+        rails_back(ba, 1, sv);
         CHECK(rr->rfs_state == MDR_RFS_OUT && rr->rfs_rail == 1,
               "%s: setup: B's offer left on rail 1", ph_names[phase]);
         madrail_irecv(p.b, p.b2a, spare, N, 7, 0, &extra);
@@ -293,21 +326,39 @@ static void test_rndv(int phase)
     if (phase == PH_RFS) {
         /* the rail is dead already */
     } else if (phase == PH_RTS) {
-        saved = rail0_off(ab);
+        only_rail(ab, 1, sv);
         madrail_isend(p.a, p.a2b, sb, N, 7, 0, &sr);
-        ab->rails[0].credits = saved;
+        rails_back(ab, 1, sv);
         CHECK(sr->rndv == MDR_RNDV_RTS_SENT && sr->rts_rail == 1,
               "%s: setup: the RTS left on rail 1", ph_names[phase]);
     } else {
         madrail_isend(p.a, p.a2b, sb, N, 7, 0, &sr);
         if (phase == PH_CTS)
-            saved = rail0_off(ba);
+            only_rail(ba, 1, sv);
         for (i = 0; i < 100 && rr->rndv != MDR_RNDV_CTS_SENT; i++)
             madrail_progress(p.b);
         if (phase == PH_CTS) {
-            ba->rails[0].credits = saved;
+            rails_back(ba, 1, sv);
             CHECK(rr->rndv == MDR_RNDV_CTS_SENT && ba->rails[1].credits < p.b->cfg.credits,
                   "%s: setup: B's CTS left on rail 1", ph_names[phase]);
+        } else if (phase == PH_PUTS || phase == PH_PUT_FIN) {
+            /* A puts one chunk on each rail; B has not placed them yet
+             * (PH_PUTS), or has and A has not taken their completions, so
+             * no FIN left (PH_PUT_FIN) */
+            for (i = 0; i < 100 && sr->rndv != MDR_RNDV_PUTTING; i++)
+                madrail_progress(p.a);
+            CHECK(sr->rndv == MDR_RNDV_PUTTING && sr->nputs == nrails &&
+                      sr->puts_left == nrails && sr->puts[1].rail == 1 &&
+                      sr->puts[1].state == MDR_PUT_INFLIGHT,
+                  "%s: setup: %d chunks in flight, one on rail 1 (%d chunks, %d left)",
+                  ph_names[phase], nrails, sr->nputs, sr->puts_left);
+            if (phase == PH_PUT_FIN) {
+                for (i = 0; i < 10; i++)
+                    madrail_progress(p.b);
+                CHECK(sr->puts_left == nrails && rr->fin_bytes == 0,
+                      "%s: setup: B placed the chunks, no FIN left (%d left)", ph_names[phase],
+                      sr->puts_left);
+            }
         } else {
             /* A puts one chunk on each rail; B's progress places them;
              * A's then sends a FIN on each rail */
@@ -319,7 +370,7 @@ static void test_rndv(int phase)
                     break;
                 madrail_progress(p.b);
             }
-            CHECK(sr->nputs == 2 && sr->puts_left == 0 && rr->fin_bytes == 0,
+            CHECK(sr->nputs == nrails && sr->puts_left == 0 && rr->fin_bytes == 0,
                   "%s: setup: both chunks placed, their FINs in flight (%d chunks, %d left, %llu "
                   "bytes reported)",
                   ph_names[phase], sr->nputs, sr->puts_left, (unsigned long long)rr->fin_bytes);
@@ -333,6 +384,7 @@ static void test_rndv(int phase)
             }
         }
     }
+    moved0 = p.a->n_replanned_bytes;
     if (phase != PH_RFS)
         mdr_loop_rail_kill(p.a->rails[1].rail, "test: the rail dies");
     s1 = pwait_n(&p, &rr, 5000);
@@ -343,24 +395,31 @@ static void test_rndv(int phase)
     check_twice(&p, &extra, phase);
     if (phase == PH_RFS) {
         /* the lost offer was answered (used or declined): B may offer again */
-        madrail_request_t r2;
+        madrail_request_t r2 = NULL;
         unsigned waiting = ba->nrfs_wait;
         CHECK(ba->rfs_out == NULL && waiting == 0 &&
                   madrail_irecv(p.b, p.b2a, rb, N, 8, 0, &r2) == MADRAIL_OK &&
                   r2->rfs_state == MDR_RFS_OUT,
               "%s: no offer left unanswered (%u waiting), B's next receive offers again",
               ph_names[phase], waiting);
-        madrail_cancel(p.b, r2);
-        pwait_n(&p, &r2, 1000);
+        if (r2) { /* not posted when the offer is still waiting */
+            madrail_cancel(p.b, r2);
+            pwait_n(&p, &r2, 1000);
+        }
     }
     CHECK(ab->rails[1].down && !ab->rails[0].down && ba->rails[1].down && !ba->rails[0].down,
           "%s: rail 1 down on both sides, rail 0 up", ph_names[phase]);
     {
         mdr_ctx_t *sender = phase == PH_CTS || phase == PH_RFS ? p.b : p.a,
                   *receiver = phase == PH_CTS || phase == PH_RFS ? p.a : p.b;
-        CHECK(sender->rails[1].stats.resent_msgs >= 1,
-              "%s: the lost message was re-sent (%llu copies)", ph_names[phase],
-              (unsigned long long)sender->rails[1].stats.resent_msgs);
+        if (phase == PH_PUTS || phase == PH_PUT_FIN)
+            CHECK(p.a->n_replanned_bytes > moved0,
+                  "%s: rail 1's chunk was put again on another rail (%llu bytes moved)",
+                  ph_names[phase], (unsigned long long)(p.a->n_replanned_bytes - moved0));
+        else
+            CHECK(sender->rails[1].stats.resent_msgs >= 1,
+                  "%s: the lost message was re-sent (%llu copies)", ph_names[phase],
+                  (unsigned long long)sender->rails[1].stats.resent_msgs);
         if (phase == PH_FIN_ARRIVED)
             CHECK(receiver->rails[1].stats.resent_dups >= 1 && !ba->rails[0].down,
                   "%s: B dropped the FIN's copy as a duplicate (%llu), no protocol error",
@@ -449,18 +508,114 @@ static void test_cancel_lost(void)
     pair_done(&p);
 }
 
+/* A CANCEL_ANS lost in flight with its rail: the message and its CANCEL
+ * go on rail 0; B's answer takes rail 1 (its other credits taken), which
+ * dies before A reads it.  Re-sent on rail 0 by B, it completes A's
+ * cancel, cancelled; B never delivers the message. */
+static void test_cancel_ans_lost(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:ca0,loop:ca1", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_ADAPT=0", NULL};
+    uint8_t msg[100], x = 1, y, got[100];
+    madrail_request_t s, c, r, a1, b1;
+    madrail_info_t si, ci;
+    madrail_status_t st = MADRAIL_OK;
+    mdr_peer_t *ab, *ba;
+    unsigned sv[MDR_MAX_RAILS];
+    uint64_t tx1, rx0;
+    int i, flag = 0;
+    pair_t p;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "cancel answer lost: open");
+        return;
+    }
+    printf("-- CANCEL_ANS lost with its rail\n");
+    ab = mdr_peer_get(p.a, p.a2b);
+    ba = mdr_peer_get(p.b, p.b2a);
+    /* connect rail 1 both ways: a message each way with the others' credits taken */
+    madrail_irecv(p.b, p.b2a, &y, 1, 9, 0, &b1);
+    only_rail(ab, 1, sv);
+    madrail_isend(p.a, p.a2b, &x, 1, 9, 0, &a1);
+    for (i = 0; i < 5; i++)
+        madrail_progress(p.a);
+    rails_back(ab, 1, sv);
+    pwait_n(&p, &a1, 1000);
+    pwait_n(&p, &b1, 1000);
+    madrail_irecv(p.a, p.a2b, &y, 1, 9, 0, &b1);
+    only_rail(ba, 1, sv);
+    madrail_isend(p.b, p.b2a, &x, 1, 9, 0, &a1);
+    for (i = 0; i < 5; i++)
+        madrail_progress(p.b);
+    rails_back(ba, 1, sv);
+    pwait_n(&p, &a1, 1000);
+    pwait_n(&p, &b1, 1000);
+    for (i = 0; i < 100; i++)
+        spin(&p);
+    CHECK(ab->rails[1].ep && ba->rails[1].ep, "cancel answer lost: setup: rail 1 connected");
+    /* the message goes on rail 0 and waits unexpected at B */
+    pair_fill(msg, sizeof(msg), 71);
+    only_rail(ab, 0, sv);
+    madrail_isend(p.a, p.a2b, msg, sizeof(msg), 70, 0, &s);
+    for (i = 0; i < 1000 && !flag; i++) {
+        spin(&p);
+        st = madrail_test(&s, &flag, &si);
+    }
+    for (i = 0; i < 100; i++)
+        spin(&p);
+    CHECK(flag && st == MADRAIL_OK, "cancel answer lost: setup: the message waits at B");
+    /* the CANCEL on rail 0; B answers on rail 1, the rail dies before A reads it */
+    rx0 = p.a->rails[1].stats.rx_msgs;
+    CHECK(madrail_cancel_sent(p.a, p.a2b, si.msg_id, &c) == MADRAIL_OK,
+          "cancel answer lost: cancel_sent");
+    rails_back(ab, 0, sv);
+    for (i = 0; i < 5; i++)
+        madrail_progress(p.a);
+    tx1 = p.b->rails[1].stats.tx_msgs;
+    only_rail(ba, 1, sv);
+    for (i = 0; i < 5; i++)
+        madrail_progress(p.b);
+    rails_back(ba, 1, sv);
+    CHECK(p.b->rails[1].stats.tx_msgs > tx1 && p.a->rails[1].stats.rx_msgs == rx0,
+          "cancel answer lost: setup: B's answer left on rail 1, A has not read it");
+    mdr_loop_rail_kill(p.a->rails[1].rail, "test: the rail dies");
+    for (i = 0, flag = 0; i < 5000 && !flag; i++) {
+        spin(&p);
+        st = madrail_test(&c, &flag, &ci);
+    }
+    CHECK(flag && ci.cancelled == 1 && st == MADRAIL_ERR_CANCELED,
+          "cancel answer lost: the cancel completes and took effect (%s, cancelled %d)",
+          flag ? madrail_status_str(st) : "did not complete", flag ? ci.cancelled : 0);
+    CHECK(p.b->rails[1].stats.resent_msgs >= 1, "cancel answer lost: B re-sent its answer (%llu)",
+          (unsigned long long)p.b->rails[1].stats.resent_msgs);
+    madrail_irecv(p.b, p.b2a, got, sizeof(got), 70, 0, &r);
+    for (i = 0; i < 2000; i++)
+        spin(&p);
+    flag = 0;
+    madrail_test(&r, &flag, NULL);
+    CHECK(!flag, "cancel answer lost: the cancelled message never arrives at B");
+    if (!flag)
+        madrail_cancel(p.b, r);
+    pair_done(&p);
+}
+
 int main(void)
 {
     test_small(PH_EAGER, 2);
     test_small(PH_EAGER, 3);
-    test_rndv(PH_RTS);
-    test_rndv(PH_CTS);
-    test_rndv(PH_FIN);
-    test_rndv(PH_FIN_ARRIVED);
+    {
+        static const int ph[] = {PH_RTS, PH_CTS, PH_PUTS, PH_PUT_FIN, PH_FIN, PH_FIN_ARRIVED};
+        int k, n;
+        for (k = 0; k < (int)(sizeof(ph) / sizeof(ph[0])); k++)
+            for (n = 2; n <= 3; n++)
+                test_rndv(ph[k], n);
+    }
     test_small(PH_CREDIT, 2);
     test_small(PH_CREDIT, 3);
-    test_rndv(PH_RFS);
+    test_rndv(PH_RFS, 2);
+    test_rndv(PH_RFS, 3);
     test_cancel_lost();
+    test_cancel_ans_lost();
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

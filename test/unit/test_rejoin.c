@@ -4,7 +4,10 @@
  * the background by the side with the smaller context id and carries
  * stripes again once the link delivers; with MADRAIL_RAIL_REJOIN=0 it
  * stays down; a rail that never comes back costs attempts at the back-off
- * rate, no more.  Two contexts of this process, progressed from this
+ * rate, no more; a rail that dies again during its rejoin (right after it
+ * came back up, or while the dialler's probe waits for its answer) ends
+ * down again and is dialled again, traffic flowing on rail 0 meanwhile,
+ * and comes back once the link delivers.  Two contexts of this process, progressed from this
  * thread, timeouts of 100 ms.  Asserted: rail states, up events, attempts,
  * put bytes per rail and exact data; times are printed only.
  */
@@ -210,12 +213,95 @@ static void test_dead_for_good(void)
     pair_close(&p);
 }
 
+/* A rail that dies again during its rejoin: right after it came back up
+ * on both sides (after_up), or while the dialler's probe connection waits
+ * for its answer (the PING held by the black hole past the probe
+ * deadline).  It must end down again, be dialled again, never wedge the
+ * peer: traffic keeps flowing on rail 0 meanwhile, and once the link
+ * delivers the rail comes back and carries stripes. */
+static void test_dies_in_rejoin(int after_up)
+{
+    const char *name = after_up ? "dies right after it came up" : "dies during the probe";
+    const char *ov[] = {after_up ? "MADRAIL_RAILS=loop:rd0,loop:rd1" : "MADRAIL_RAILS=loop:rp0,loop:rp1",
+                        "MADRAIL_LOG_LEVEL=error", "MADRAIL_RNDV_RECV_FIRST=0",
+                        "MADRAIL_RAIL_WEIGHTS=1,1", "MADRAIL_RAIL_TIMEOUT=100ms",
+                        "MADRAIL_RAIL_REJOIN=200ms", NULL};
+    pair_t p;
+    mdr_ctx_t *dialler;
+    mdr_peer_rail_t *dpr;
+    uint64_t t0, a0, put1, ups;
+    int i;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "%s: open", name);
+        return;
+    }
+    printf("-- rail 1 %s\n", name);
+    dialler = p.a->uuid < p.b->uuid ? p.a : p.b;
+    dpr = &mdr_peer_get(dialler, dialler == p.a ? p.a2b : p.b2a)->rails[1];
+    CHECK(transfer(&p, 1), "%s: first transfer", name);
+    mdr_loop_rail_blackhole(p.a->rails[1].rail, 1);
+    CHECK(transfer(&p, 2), "%s: transfer during the black hole", name);
+    spin_for(&p, 0.4);
+    CHECK(both_down(&p, 1), "%s: rail 1 down on both sides", name);
+    mdr_loop_rail_blackhole(p.a->rails[1].rail, 0);
+    if (after_up) {
+        t0 = mdr_time_ns();
+        while (!both_up(&p, 1) && mdr_time_ns() - t0 < 3000000000ull)
+            spin(&p);
+        CHECK(both_up(&p, 1), "%s: setup: rail 1 came back up on both sides", name);
+    } else {
+        /* only the dialler progresses: its probe leaves, nobody answers */
+        t0 = mdr_time_ns();
+        while (!dpr->probing && mdr_time_ns() - t0 < 3000000000ull)
+            madrail_progress(dialler);
+        CHECK(dpr->probing && dpr->down, "%s: setup: the dialler's probe is out, rail 1 down", name);
+    }
+    a0 = dialler->rails[1].rejoin_attempts;
+    mdr_loop_rail_blackhole(p.a->rails[1].rail, 1);
+    CHECK(transfer(&p, 3), "%s: a transfer right after the rail died again completes", name);
+    /* past the rail timeout, and past the probe deadline (max(2 x 200 ms, 1 s)) */
+    spin_for(&p, after_up ? 0.5 : 1.4);
+    CHECK(dpr->down, "%s: rail 1 down again at the dialler", name);
+    if (after_up)
+        CHECK(both_down(&p, 1), "%s: rail 1 down again on both sides", name);
+    CHECK(dialler->rails[1].rejoin_attempts > a0,
+          "%s: dialled again while the link is dead (%llu attempts, %llu before)", name,
+          (unsigned long long)dialler->rails[1].rejoin_attempts, (unsigned long long)a0);
+    CHECK(transfer(&p, 4) && transfer(&p, 5), "%s: traffic keeps flowing on rail 0", name);
+    for (i = 0; i < 2; i++) { /* the other way too: B's rail 1 may be stale */
+        pair_t q = p;
+        q.a = p.b;
+        q.b = p.a;
+        q.a2b = p.b2a;
+        q.b2a = p.a2b;
+        CHECK(transfer(&q, 6 + (uint64_t)i), "%s: B to A transfer %d completes", name, i);
+    }
+    ups = p.a->rails[1].up_events;
+    mdr_loop_rail_blackhole(p.a->rails[1].rail, 0);
+    t0 = mdr_time_ns();
+    while ((!both_up(&p, 1) || p.a->rails[1].up_events == ups) &&
+           mdr_time_ns() - t0 < 4000000000ull)
+        spin(&p);
+    printf("  link back to rail up on both sides: %.0f ms\n", (double)(mdr_time_ns() - t0) / 1e6);
+    CHECK(both_up(&p, 1) && p.a->rails[1].up_events > ups,
+          "%s: rail 1 back up on both sides once the link delivers (up events %llu, %llu)", name,
+          (unsigned long long)p.a->rails[1].up_events, (unsigned long long)p.b->rails[1].up_events);
+    put1 = p.a->rails[1].stats.tx_put_bytes;
+    CHECK(transfer(&p, 8) && transfer(&p, 9) && p.a->rails[1].stats.tx_put_bytes > put1,
+          "%s: transfers exact, rail 1 carries stripes again (%llu more bytes)", name,
+          (unsigned long long)(p.a->rails[1].stats.tx_put_bytes - put1));
+    pair_close(&p);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     test_blackhole_returns("200ms");
     test_blackhole_returns("0");
     test_dead_for_good();
+    test_dies_in_rejoin(1);
+    test_dies_in_rejoin(0);
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -347,6 +347,9 @@ void mdr_tcp_ep_destroy(mdr_ep_t *ep);
 size_t mdr_tcp_ep_backlog(mdr_ep_t *ep);
 int mdr_tcp_ep_idle(mdr_ep_t *ep);
 int mdr_tcp_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p);
+/* tcp_info.c: 1 when the peer's window takes at least a segment, 0 when
+ * not, -1 when the kernel does not say. */
+int mdr_tcp_window_open(int fd);
 madrail_status_t mdr_tcp_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);
 madrail_status_t mdr_tcp_put(mdr_ep_t *ep, const void *local, size_t len, mdr_memh_t *lmemh,
                              uint64_t raddr, const void *rkey, size_t rkey_len,

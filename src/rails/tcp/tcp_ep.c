@@ -512,7 +512,8 @@ int mdr_tcp_ep_idle(mdr_ep_t *ep)
  * not read (full window) ACKs our window probes (with nothing in flight,
  * bytes wait silently only while tcpi_probes counts unanswered probes:
  * backed-off probes may be seconds apart, so their ACK times are no
- * measure).  wait_since is when
+ * measure; with the window open nothing holds them but a drop rule,
+ * so they count as waiting at once).  wait_since is when
  * waiting bytes were first seen, so an ACK-less idle stretch before them
  * does not count. */
 int mdr_tcp_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p)
@@ -532,8 +533,11 @@ int mdr_tcp_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p)
         outq = 0;
     now = mdr_time_ns();
     if ((ti.tcpi_unacked == 0 && outq <= 0) ||
-        (ti.tcpi_unacked == 0 && ti.tcpi_probes == 0)) {
-        /* nothing waits, or only for window: the peer answers our probes */
+        (ti.tcpi_unacked == 0 && ti.tcpi_probes == 0 && mdr_tcp_window_open(ep->conn->fd) <= 0)) {
+        /* nothing waits, or only for window: the peer answers our probes.
+         * Bytes kept unsent with nothing in flight and the window open
+         * are a drop on our output path: they wait from now, not from
+         * TCP's first probe (an RTO later) */
         ep->link_wait_ns = 0;
         return 0;
     }

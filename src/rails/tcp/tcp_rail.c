@@ -77,9 +77,10 @@ static const mdr_cfg_entry_t mdr_tcp_cfg_entries[] = {
     MDR_TCP_CFG("MADRAIL_TCP_PUT_ACK", MDR_CFG_STRING, "auto", 1, 0, put_ack_s,
                 "tcp rails: 1 = a put completes when the receiver has placed the data "
                 "(and an invalid put fails at the sender); 0 = when its last byte is "
-                "written to the socket (one round trip earlier); auto = 1 when rail "
-                "adaptation measures the rails (MADRAIL_ADAPT=1, more than one rail, no "
-                "MADRAIL_RAIL_WEIGHTS), else 0."),
+                "written to the socket (one round trip earlier); auto = 1 with more than "
+                "one rail (failover then recovers a transfer whose rail dies, and rail "
+                "adaptation measures true put rates), else 0.  0 with several rails: a "
+                "rail that dies mid-transfer may lose that transfer's data."),
     MDR_TCP_CFG("MADRAIL_TCP_COALESCE", MDR_CFG_SIZE, "16k", 0, 1024 * 1024, coalesce,
                 "tcp rails: control frames up to this size are queued and written together "
                 "by the next progress (one writev for a burst of small messages); 0 writes "
@@ -351,11 +352,14 @@ static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *
     st = mdr_cfg_parse(&mdr_tcp_cfg_table, params->overrides, &rail->cfg);
     if (st != MADRAIL_OK)
         goto err_cfg;
-    /* auto: acknowledged puts when the core measures them (a put written
-     * to the socket is complete long before it crossed a slow link) */
+    /* auto: acknowledged puts whenever there is another rail: failover
+     * re-sends a FIN lost with its rail only when the FIN's puts were
+     * placed at the target (a put written to the socket may die in it),
+     * and the core's measures need them too (a put written to the socket
+     * is complete long before it crossed a slow link) */
     if (rail->cfg.put_ack_s == NULL || rail->cfg.put_ack_s[0] == '\0' ||
         strcmp(rail->cfg.put_ack_s, "auto") == 0) {
-        rail->cfg.put_ack = params->measure_puts ? 1 : 0;
+        rail->cfg.put_ack = params->measure_puts || params->failover ? 1 : 0;
     } else if (mdr_cfg_parse_value(MDR_CFG_BOOL, rail->cfg.put_ack_s, &rail->cfg.put_ack,
                                    NULL) != MADRAIL_OK) {
         mdr_error("MADRAIL_TCP_PUT_ACK=%s: want auto, 0 or 1", rail->cfg.put_ack_s);
