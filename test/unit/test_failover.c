@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "pair.h"
@@ -209,6 +210,54 @@ static void test_busy_not_dead(void)
 out:
     free(sb);
     free(rb);
+}
+
+/* The whole process stops longer than the timeout (descheduled on a loaded
+ * machine, a debugger) with a message in flight on a loop rail: both ends
+ * stopped, so that is no black hole (loop_rail.c leaves pauses of the
+ * process out of its acknowledgement clock).  The rail stays up and the
+ * message arrives; without that rule the first pass after the pause takes
+ * the rail down (it failed here under a sanitizer at load 5.7). */
+static void test_process_pause(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:pz0,loop:pz1", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_RAIL_TIMEOUT=100ms", "MADRAIL_RAIL_REJOIN=0",
+                        "MADRAIL_RNDV_THRESH=4k", NULL};
+    static uint8_t sb[32768], rb[32768];
+    pair_t p;
+    madrail_request_t sr, rr;
+    madrail_status_t s1, s2;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "pause: open");
+        return;
+    }
+    pair_fill(sb, sizeof(sb), 5);
+    memset(rb, 0, sizeof(rb));
+    /* connect both rails first, then leave a message in flight */
+    CHECK(madrail_irecv(p.b, p.b2a, rb, sizeof(rb), 8, 0, &rr) == MADRAIL_OK &&
+              madrail_isend(p.a, p.a2b, sb, sizeof(sb), 8, 0, &sr) == MADRAIL_OK &&
+              pwait(&p, &rr, 5) == MADRAIL_OK && pwait(&p, &sr, 5) == MADRAIL_OK,
+          "pause: a first message");
+    CHECK(madrail_irecv(p.b, p.b2a, rb, sizeof(rb), 9, 0, &rr) == MADRAIL_OK &&
+              madrail_isend(p.a, p.a2b, sb, sizeof(sb), 9, 0, &sr) == MADRAIL_OK,
+          "pause: post");
+    madrail_progress(p.a); /* its RTS leaves; b has not taken it, a's send waits */
+    usleep(300000);        /* the process stops for 3 timeouts */
+    s1 = pwait(&p, &rr, 5);
+    s2 = pwait(&p, &sr, 5);
+    CHECK(s1 == MADRAIL_OK && s2 == MADRAIL_OK && pair_verify(rb, sizeof(rb), 5),
+          "pause: the message arrives after a 300 ms pause of the process (%s, %s)", sts(s1),
+          sts(s2));
+    CHECK(p.a->rails[0].stats.timeouts + p.a->rails[1].stats.timeouts +
+                  p.b->rails[0].stats.timeouts + p.b->rails[1].stats.timeouts ==
+              0,
+          "pause: no rail timed out on either side (a: %llu + %llu, b: %llu + %llu)",
+          (unsigned long long)p.a->rails[0].stats.timeouts,
+          (unsigned long long)p.a->rails[1].stats.timeouts,
+          (unsigned long long)p.b->rails[0].stats.timeouts,
+          (unsigned long long)p.b->rails[1].stats.timeouts);
+    pair_close(&p);
 }
 
 /* Progress both sides at most n times; MADRAIL_ERR_IO: not complete. */
@@ -487,6 +536,7 @@ int main(void)
     test_blackhole_put();
     test_idle_then_blackhole();
     test_busy_not_dead();
+    test_process_pause();
     test_tcp_slow_reader();
     test_proto_close();
     {
