@@ -3,7 +3,12 @@
  * nftables drop rule the link stays up and TCP retransmits for minutes
  * without an error.  So a rail is also taken down for a peer when it gives
  * no sign of life for MADRAIL_RAIL_TIMEOUT while something waits on that
- * peer (a request bound to it, queued messages, a message half arrived).
+ * peer (a request bound to it, queued messages, a message half arrived),
+ * or on that rail (messages sent on it whose credit has not come back:
+ * a small send is over once it left, so a black hole that swallows it
+ * leaves nobody waiting but its copy in replay.c; the PONG to our PING
+ * carries the owed credits back, so an idle healthy rail stops being
+ * watched after one PING).
  *
  * What counts as life: any message received on the rail, and the
  * transport's own acknowledgements (ep_link_quiet in rails/rail.h: how
@@ -331,7 +336,10 @@ void mdr_watch_progress(mdr_ctx_t *ctx)
         for (r = 0; r < ctx->nrails; r++) {
             mdr_peer_rail_t *pr = &peer->rails[r];
             if (pr->ep && !pr->down) {
-                uint64_t t = mdr_watch_rail(pr, now, wanted);
+                /* copies whose credit has not come back (replay.c) wait too:
+                 * a small send completes when it leaves, and lost with a
+                 * black hole it would otherwise never be looked for */
+                uint64_t t = mdr_watch_rail(pr, now, wanted || pr->ring_n > 0);
                 if (t < next)
                     next = t;
             }

@@ -260,6 +260,51 @@ static void test_process_pause(void)
     pair_close(&p);
 }
 
+/* A small message whose send is over (it left; eager) is lost with a rail
+ * that becomes a black hole, and the sender has nothing else to wait for.
+ * Its copy waits for its credit (replay.c), so the sender watches that
+ * rail, finds it silent and sends the copy again on the other one; the
+ * receive, posted from any peer (it watches nothing), completes.  Before
+ * copies counted as waiting the message was never looked for again. */
+static void test_blackhole_eager(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:be0,loop:be1", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_RAIL_TIMEOUT=100ms", "MADRAIL_RAIL_REJOIN=0",
+                        "MADRAIL_ADAPT=0", NULL};
+    pair_t p;
+    char sbuf[64] = "lost and found", rbuf[64];
+    madrail_request_t sr, rr;
+    madrail_status_t s1, s2;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "eager lost: open");
+        return;
+    }
+    CHECK(madrail_irecv(p.b, MADRAIL_ANY_PEER, rbuf, sizeof(rbuf), 1, 0, &rr) == MADRAIL_OK &&
+              madrail_isend(p.a, p.a2b, sbuf, 15, 1, 0, &sr) == MADRAIL_OK &&
+              pwait(&p, &rr, 5) == MADRAIL_OK && pwait(&p, &sr, 5) == MADRAIL_OK,
+          "eager lost: first message");
+    mdr_loop_rail_blackhole(p.a->rails[0].rail, 1); /* what A sends on rail 0 is lost */
+    memset(rbuf, 0, sizeof(rbuf));
+    CHECK(madrail_isend(p.a, p.a2b, sbuf, 15, 2, 0, &sr) == MADRAIL_OK &&
+              (s2 = pwait(&p, &sr, 5)) == MADRAIL_OK,
+          "eager lost: the send completes as it leaves");
+    CHECK(p.a->rails[0].stats.tx_msgs > p.a->rails[1].stats.tx_msgs,
+          "eager lost: it left on rail 0 (rail 0 sent %llu, rail 1 %llu)",
+          (unsigned long long)p.a->rails[0].stats.tx_msgs,
+          (unsigned long long)p.a->rails[1].stats.tx_msgs);
+    CHECK(madrail_irecv(p.b, MADRAIL_ANY_PEER, rbuf, sizeof(rbuf), 2, 0, &rr) == MADRAIL_OK,
+          "eager lost: post the receive from any peer");
+    s1 = pwait(&p, &rr, 2);
+    CHECK(s1 == MADRAIL_OK && strcmp(rbuf, "lost and found") == 0,
+          "eager lost: the message arrives, sent again on rail 1 (%s, '%s')", sts(s1), rbuf);
+    CHECK(p.a->rails[0].stats.timeouts == 1 && p.a->rails[0].stats.resent_msgs >= 1,
+          "eager lost: A timed rail 0 out (%llu) and re-sent its copies (%llu)",
+          (unsigned long long)p.a->rails[0].stats.timeouts,
+          (unsigned long long)p.a->rails[0].stats.resent_msgs);
+    pair_close(&p);
+}
+
 /* Progress both sides at most n times; MADRAIL_ERR_IO: not complete. */
 static madrail_status_t pwait_n(pair_t *p, madrail_request_t *req, long n)
 {
@@ -537,6 +582,7 @@ int main(void)
     test_idle_then_blackhole();
     test_busy_not_dead();
     test_process_pause();
+    test_blackhole_eager();
     test_tcp_slow_reader();
     test_proto_close();
     {
