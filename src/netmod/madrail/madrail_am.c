@@ -386,7 +386,7 @@ static int start_pipe_send(MPIR_Request * sreq, uint32_t peer, uint64_t tag, con
      * free slot, nothing in flight); only an error leaves it unsent */
     mpi_errno = pipe_send_step(sreq);
     if (MPIDI_MADRAIL_AMREQ(sreq).send_pipe)
-        MPIDI_MADRAIL_AMREQ(sreq).send_pipe->am_iov = NULL;
+        ((MPIDI_MADRAIL_pipe_t *) MPIDI_MADRAIL_AMREQ(sreq).send_pipe)->am_iov = NULL;
 
   fn_exit:
     return mpi_errno;
