@@ -331,7 +331,9 @@ madrail_status_t madrail_recv(madrail_context_t ctx, madrail_peer_t src, void *b
  * control slot (madrail_am_max() bytes); it is delivered to the receiver's
  * handler from inside progress, in send order with respect to every other
  * active or tagged message from the same sender, whatever rail it took.
- * Larger payloads travel as tagged messages (rendezvous and striping).
+ * Larger payloads travel as tagged messages (rendezvous and striping),
+ * announced by an active message in their first control message
+ * (madrail_am_isend()).
  * @{ */
 
 /**
@@ -356,6 +358,36 @@ size_t madrail_am_max(madrail_context_t ctx);
  */
 madrail_status_t madrail_am_send(madrail_context_t ctx, madrail_peer_t peer, uint64_t id,
                                  const struct iovec *iov, int iovcnt);
+
+/**
+ * @brief Send a tagged message announced by an active message that travels
+ * inside the message's first control message.
+ *
+ * The receiver takes the message in send order like any tagged message
+ * from this sender (matched by a posted receive, else stored unexpected)
+ * and then, at that same place of the order, calls its handler with
+ * (@p id, header).  A receive the handler posts for @p tag takes the
+ * message at once: a large one costs one rendezvous (RTS carrying the
+ * header, CTS, puts, FIN), with no separate announcement and no
+ * receiver-first offer; header and data that fit one slot travel as one
+ * message.  Between one slot and MADRAIL_RNDV_THRESH the header goes as an
+ * active message just before the message's eager fragments (the handler
+ * runs before the message has arrived: post a receive, do not probe).
+ * Cancelling the send drops the announcement with the message if the
+ * receiver has not taken it yet.
+ *
+ * @param id         64 bits handed to the receiver's handler
+ * @param am_iov     the header, gathered; at most madrail_am_max() - 8
+ *                   bytes; may be reused on return
+ * @param am_iovcnt  entries in @p am_iov (0: an empty header)
+ * @param buf        data; must stay untouched until the request completes
+ * @param len        bytes (0 allowed)
+ * @param tag        64 match bits of the tagged message
+ * @param req_p      the send request; complete it with madrail_test()/madrail_wait()
+ */
+madrail_status_t madrail_am_isend(madrail_context_t ctx, madrail_peer_t peer, uint64_t id,
+                                  const struct iovec *am_iov, int am_iovcnt, const void *buf,
+                                  size_t len, uint64_t tag, madrail_request_t *req_p);
 /** @} */
 
 /* ------------------------------------------------------------------ */

@@ -698,6 +698,7 @@ madrail_status_t madrail_context_finalize(madrail_context_t ctx)
                 mdr_req_t *req = ctx->reqtab[i];
                 free(req->cts);
                 free(req->puts);
+                free(req->am);
                 free(req);
             }
         free(ctx->reqtab);

@@ -48,6 +48,9 @@ enum {
     MDR_MSG_PONG = 12,      /* its answer (reserved slot) */
     MDR_MSG_CANCEL = 13,    /* sender asks the receiver to drop an unmatched message (cancel.c) */
     MDR_MSG_CANCEL_ANS = 14,/* the receiver's answer: dropped or not */
+    MDR_MSG_EAGER_AM = 15,  /* sequenced: a whole small tagged message announced by an
+                             * active message (madrail_am_isend): EAGER header with the AM
+                             * id in .id, body = AM header then the data (am.c) */
     MDR_MSG_MAX
 };
 
@@ -58,7 +61,9 @@ enum {
     MDR_HF_SYNC = 1u << 0,         /* EAGER: sender wants an ACK when matched */
     MDR_HF_INTERNAL = 1u << 1,     /* EAGER/RTS/RFS_DATA: internal tag space (pack pieces) */
     MDR_HF_RFS_CONSUMED = 1u << 2, /* EAGER: this message consumed RFS rreq_id */
-    MDR_HF_AM = 1u << 3,           /* EAGER: active message, one fragment, for the handler */
+    MDR_HF_AM = 1u << 3,           /* EAGER: active message, one fragment, for the handler;
+                                    * RTS: it carries an active message (AM id, header) that
+                                    * announces it (madrail_am_isend, am.c) */
     MDR_HF_RESENT = 1u << 4        /* any normal type: a copy re-sent after the rail it was
                                     * first sent on failed; that rail in bits 5-7, its index
                                     * there in .credits (replay.c) */
@@ -450,6 +455,10 @@ struct madrail_request {
     uint32_t cts_nkeys;   /* its key descriptors */
     uint64_t peer_req_id; /* rendezvous: the other side's request id */
     int rfs_consumed;     /* send: this send consumed a receiver-first CTS */
+    int has_am;           /* send: announced by an active message (madrail_am_isend) */
+    uint64_t am_id;       /*   its id */
+    void *am;             /*   its header, gathered (malloc; NULL when am_len is 0) */
+    size_t am_len;        /*   its bytes */
     int queued;           /* send: in peer->sendq */
     /* send: data handed to drivers that may still be in this process
      * (request.c); the send completes only once it left or failed.  One
@@ -514,6 +523,11 @@ typedef struct mdr_inmsg {
     uint64_t xfer_len;    /* RFS_DATA */
     int cancel_asked;     /* its sender's CANCEL waits for it to arrive whole (cancel.c) */
     uint64_t cancel_id;   /*   and names this request of the sender */
+    int has_am;           /* EAGER_AM, or RTS with AM: an active message announces it,
+                           * delivered once it is matched or stored (tag.c, am.c) */
+    uint64_t am_id;       /*   its id */
+    void *am;             /*   its header (malloc, charged; NULL when am_len is 0) */
+    size_t am_len;
 } mdr_inmsg_t;
 
 struct madrail_message { /* improbe handle == inmsg */

@@ -55,12 +55,12 @@ static unsigned mdr_credit_threshold(const mdr_ctx_t *ctx)
     return (ctx->cfg.credits + 1) / 2;
 }
 
-/* The sequence number of a sequenced message (EAGER, RTS, RFS_DATA: it
- * follows the common header in all three). */
+/* The sequence number of a sequenced message (EAGER, EAGER_AM, RTS,
+ * RFS_DATA: it follows the common header in all four). */
 static int mdr_hdr_seq(const mdr_hdr_t *hdr, size_t hdr_len, uint64_t *seq_p)
 {
     if ((hdr->type != MDR_MSG_EAGER && hdr->type != MDR_MSG_RTS &&
-         hdr->type != MDR_MSG_RFS_DATA) ||
+         hdr->type != MDR_MSG_RFS_DATA && hdr->type != MDR_MSG_EAGER_AM) ||
         hdr_len < sizeof(*hdr) + sizeof(*seq_p))
         return 0;
     memcpy(seq_p, (const uint8_t *)hdr + sizeof(*hdr), sizeof(*seq_p));
@@ -473,7 +473,10 @@ void mdr_ctrl_unhold(mdr_peer_rail_t *pr, unsigned n, int released)
  *   EAGER     AM only alone; RFS_CONSUMED not with SYNC; a consumed
  *             eager must answer one of our offers to that peer and go to
  *             the receive that made it (tag.c)
- *   RTS       nothing to check against our state: it starts a transfer
+ *   EAGER_AM  one fragment: offset 0, total <= its body (the rest of the
+ *             body is the AM header); no flags (tag.c)
+ *   RTS       nothing to check against our state: it starts a transfer;
+ *             a body only with AM, and then at least the AM id (tag.c)
  *   RFS_DATA  answers an offer of ours to that peer, still unanswered;
  *             xfer_len == min(total, offered buffer) (tag.c)
  *   CTS       a send of ours to that peer, RTS sent and no CTS yet;

@@ -48,6 +48,13 @@ int mdr_eager_send(mdr_peer_t *peer, mdr_req_t *req)
         mdr_eager_hdr_t e;
         size_t plen = req->len - req->frag_off;
         int used;
+        if (req->has_am) { /* one EAGER_AM: header and data gathered (am.c) */
+            ctx->tx_sreq_id = req->id;
+            used = mdr_am_send_eager(peer, req);
+            ctx->tx_sreq_id = 0;
+            plen = req->len;
+            goto sent;
+        }
         if (plen > ctx->eager_max)
             plen = ctx->eager_max;
         memset(&e, 0, sizeof(e));
@@ -64,6 +71,7 @@ int mdr_eager_send(mdr_peer_t *peer, mdr_req_t *req)
         used = mdr_ctrl_try_send(peer, -1, &e.h, sizeof(e), (uint8_t *)req->buf + req->frag_off,
                                  plen);
         ctx->tx_sreq_id = 0;
+    sent:
         if (used < 0) {
             if (!mdr_peer_reachable(peer)) { /* no rail left: nothing will come */
                 mdr_sendq_del(req);

@@ -118,6 +118,7 @@ void mdr_req_release(mdr_req_t *req)
     mdr_rndv_reg_release(req); /* a request released without completing (isend error) */
     free(req->cts);
     free(req->puts);
+    free(req->am);
     if (ctx->nreq_cache < MDR_REQ_CACHE_MAX) {
         *(mdr_req_t **)req = ctx->req_cache;
         ctx->req_cache = req;
@@ -596,9 +597,18 @@ madrail_status_t mdr_send_restart(mdr_req_t *req)
 madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req)
 {
     mdr_ctx_t *ctx = peer->ctx;
-    mdr_rfs_t *offer = mdr_rfs_take(peer, req);
+    /* an announced message goes in its own first message (RTS or EAGER_AM)
+     * with its header: never into an offer, whose RFS_DATA cannot carry it */
+    mdr_rfs_t *offer = req->has_am ? NULL : mdr_rfs_take(peer, req);
 
     req->seq = peer->next_send_seq++;
+    if (req->has_am) {
+        if (req->am_len + req->len <= ctx->eager_max) { /* one EAGER_AM (eager.c) */
+            mdr_eager_send(peer, req);
+            return MADRAIL_OK;
+        }
+        return mdr_rndv_send_rts(peer, req);
+    }
     if (offer) {
         req->rfs_consumed = 1;
         req->peer_req_id = offer->rreq_id;

@@ -469,20 +469,36 @@ int mdr_rndv_issue_puts(mdr_req_t *req)
 
 madrail_status_t mdr_rndv_send_rts(mdr_peer_t *peer, mdr_req_t *req)
 {
-    mdr_rts_hdr_t r;
-    memset(&r, 0, sizeof(r));
-    r.h.type = MDR_MSG_RTS;
-    r.h.flags = (req->flags & MDR_FLAG_INTERNAL) ? MDR_HF_INTERNAL : 0;
-    r.seq = req->seq;
-    r.tag = req->tag;
-    r.total = req->len;
-    r.sreq_id = req->id;
+    /* an announced message (madrail_am_isend) carries its active message
+     * after the RTS: AM id, then the header (am.c builds it) */
+    struct {
+        mdr_rts_hdr_t r;
+        uint64_t am_id;
+    } msg;
+    mdr_rts_hdr_t *rp = &msg.r;
+    const void *body = NULL;
+    size_t body_len = 0, hlen = sizeof(msg.r);
+
+    memset(&msg, 0, sizeof(msg));
+    rp->h.type = MDR_MSG_RTS;
+    rp->h.flags = (req->flags & MDR_FLAG_INTERNAL) ? MDR_HF_INTERNAL : 0;
+    rp->seq = req->seq;
+    rp->tag = req->tag;
+    rp->total = req->len;
+    rp->sreq_id = req->id;
+    if (req->has_am) {
+        rp->h.flags = MDR_HF_AM;
+        msg.am_id = req->am_id;
+        hlen = sizeof(msg);
+        body = req->am;
+        body_len = req->am_len;
+    }
     mdr_rndv_set(req, MDR_RNDV_RTS_SENT);
     peer->ctx->n_rts++;
     if (mdr_peer_reachable(peer)) {
         int rail;
         peer->ctx->tx_sreq_id = req->id; /* its copy (replay.c) names the send */
-        rail = mdr_ctrl_try_send(peer, -1, &r.h, sizeof(r), NULL, 0);
+        rail = mdr_ctrl_try_send(peer, -1, &rp->h, hlen, body, body_len);
         peer->ctx->tx_sreq_id = 0;
         if (rail >= 0) {
             mdr_send_track(req, rail, 1);
@@ -490,7 +506,7 @@ madrail_status_t mdr_rndv_send_rts(mdr_peer_t *peer, mdr_req_t *req)
             return MADRAIL_OK;
         }
     }
-    return mdr_ctrl_send_req(peer, -1, req, -1, &r.h, sizeof(r), NULL, 0);
+    return mdr_ctrl_send_req(peer, -1, req, -1, &rp->h, hlen, body, body_len);
 }
 
 /* Register buf on every rail that can take puts to peer and pack the keys. */

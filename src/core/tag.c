@@ -131,6 +131,7 @@ static void mdr_inmsg_unhold(mdr_inmsg_t *m, int released)
 void mdr_inmsg_free(mdr_ctx_t *ctx, mdr_inmsg_t *m)
 {
     mdr_frags_free(ctx, m);
+    free(m->am);
     mdr_inmsg_unhold(m, 0);
     mdr_held_uncharge(m, m->charged);
     free(m);
@@ -267,10 +268,15 @@ static void mdr_in_order(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, mdr_inmsg_t *m)
     mdr_peer_t *peer = m->peer;
     mdr_req_t *req;
 
+    void *am;
+    size_t am_len;
+    uint64_t am_id;
+    int has_am;
+
     m->in_order = 1;
     peer->expected_seq++;
     mdr_inmsg_unhold(m, 1);
-    if (m->flags & MDR_HF_AM) {
+    if (m->type == MDR_MSG_EAGER && (m->flags & MDR_HF_AM)) {
         static const uint64_t none = 0;
         mdr_hash_del(&peer->inflight, m->seq);
         /* one fragment (checked on arrival), or none for an empty one */
@@ -284,15 +290,54 @@ static void mdr_in_order(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, mdr_inmsg_t *m)
         mdr_rfs_data_in_order(pr, m);
         return;
     }
+    /* an announced message (EAGER_AM, RTS with AM): its active message is
+     * taken out first, as m may be freed once it is bound */
+    has_am = m->has_am;
+    am = m->am;
+    am_len = m->am_len;
+    am_id = m->am_id;
+    if (has_am) {
+        m->has_am = 0;
+        m->am = NULL;
+        mdr_held_uncharge(m, am_len);
+    }
     if (mdr_match_target(ctx, pr, m->tag, m->flags, m->id, &req) != 0) {
         mdr_hash_del(&peer->inflight, m->seq);
         mdr_inmsg_free(ctx, m);
+        free(am);
         return;
     }
     if (req)
         mdr_bind(ctx, m, req);
-    else if (!mdr_cancel_inmsg_whole(ctx, m, 0)) /* dropped if its sender cancelled it */
+    else if (mdr_cancel_inmsg_whole(ctx, m, 0)) /* dropped if its sender cancelled it */
+        has_am = 0;                             /* and its announcement with it */
+    else
         mdr_list_push_tail(&ctx->unexpected, &m->link);
+    /* matched or stored: now the handler, at this message's place in the
+     * peer's order; a receive it posts takes the message at once (am.c) */
+    if (has_am) {
+        static const uint64_t none = 0;
+        mdr_am_deliver(ctx, peer, am_id, am ? am : (const void *)&none, am_len);
+    }
+    free(am);
+}
+
+/* Keep the active message that announces m until m's turn comes. */
+static enum mdr_store mdr_am_keep(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t am_id,
+                                  const uint8_t *am, size_t am_len)
+{
+    m->has_am = 1;
+    m->am_id = am_id;
+    m->am_len = am_len;
+    if (!am_len)
+        return MDR_STORE_OK;
+    if (!mdr_held_charge(m, am_len))
+        return MDR_STORE_CAP;
+    m->am = mdr_fault_nomem(ctx) ? NULL : malloc(am_len);
+    if (!m->am)
+        return MDR_STORE_NOMEM;
+    memcpy(m->am, am, am_len);
+    return MDR_STORE_OK;
 }
 
 static void mdr_drain_reorder(mdr_ctx_t *ctx, mdr_peer_rail_t *pr)
@@ -364,9 +409,11 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
 {
     mdr_peer_t *peer = pr->peer;
     mdr_ctx_t *ctx = peer->ctx;
-    uint64_t seq, tag, total, id, off = 0, xfer = 0;
-    const uint8_t *pl = NULL;
-    size_t plen = 0;
+    uint64_t seq, tag, total, id, off = 0, xfer = 0, am_id = 0;
+    const uint8_t *pl = NULL, *am = NULL;
+    size_t plen = 0, am_len = 0;
+    int has_am = 0;
+    uint8_t type = hdr->type, mflags = hdr->flags;
     mdr_inmsg_t *m;
 
     switch (hdr->type) {
@@ -398,12 +445,51 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
         }
         break;
     }
+    case MDR_MSG_EAGER_AM: {
+        /* a whole small message after the header of the active message
+         * that announces it; matched as an EAGER message */
+        const mdr_eager_hdr_t *e = (const mdr_eager_hdr_t *)hdr;
+        size_t blen = len - sizeof(*e);
+        seq = e->seq;
+        tag = e->tag;
+        total = e->total;
+        id = 0;
+        if (e->offset != 0 || total > blen) {
+            mdr_peer_proto_fail(pr, "EAGER_AM with %llu data bytes at offset %llu in a body of "
+                                "%zu bytes (one fragment: the AM header, then all the data)",
+                                (unsigned long long)total, (unsigned long long)e->offset, blen);
+            return;
+        }
+        has_am = 1;
+        am_id = e->id;
+        am = (const uint8_t *)(e + 1);
+        am_len = blen - (size_t)total;
+        pl = am + am_len;
+        plen = (size_t)total;
+        type = MDR_MSG_EAGER;
+        break;
+    }
     case MDR_MSG_RTS: {
         const mdr_rts_hdr_t *r = (const mdr_rts_hdr_t *)hdr;
         seq = r->seq;
         tag = r->tag;
         total = r->total;
         id = r->sreq_id;
+        if (hdr->flags & MDR_HF_AM) { /* body: AM id, then the AM header */
+            if (len < sizeof(*r) + sizeof(am_id)) {
+                mdr_peer_proto_fail(pr, "RTS with AM of %zu bytes: no AM id", len);
+                return;
+            }
+            memcpy(&am_id, r + 1, sizeof(am_id));
+            has_am = 1;
+            am = (const uint8_t *)(r + 1) + sizeof(am_id);
+            am_len = len - sizeof(*r) - sizeof(am_id);
+            mflags = hdr->flags & ~MDR_HF_AM;
+        } else if (len != sizeof(*r)) {
+            mdr_peer_proto_fail(pr, "RTS of %zu bytes (%zu without an active message)", len,
+                                sizeof(*r));
+            return;
+        }
         break;
     }
     case MDR_MSG_RFS_DATA: {
@@ -422,7 +508,7 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
     m = mdr_hash_get(&peer->inflight, seq);
     if (m) {
         /* another fragment of a known message */
-        if (hdr->type != MDR_MSG_EAGER || m->type != MDR_MSG_EAGER || m->tag != tag ||
+        if (hdr->type != MDR_MSG_EAGER || m->type != MDR_MSG_EAGER || m->has_am || m->tag != tag ||
             m->total != total || m->flags != hdr->flags || m->id != id ||
             plen > m->total - m->recvd) {
             mdr_peer_proto_fail(pr, "fragment of message %llu does not fit it",
@@ -453,7 +539,7 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
         return;
     }
 
-    if (seq == peer->expected_seq && (hdr->flags & MDR_HF_AM)) {
+    if (seq == peer->expected_seq && hdr->type == MDR_MSG_EAGER && (hdr->flags & MDR_HF_AM)) {
         peer->expected_seq++;
         mdr_am_deliver(ctx, peer, tag, pl, plen);
         mdr_drain_reorder(ctx, pr);
@@ -461,7 +547,7 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
     }
 
     /* fast path: whole message, in order, receive posted */
-    if (seq == peer->expected_seq && hdr->type == MDR_MSG_EAGER && plen == total) {
+    if (seq == peer->expected_seq && type == MDR_MSG_EAGER && plen == total) {
         mdr_req_t *req;
         if (mdr_match_target(ctx, pr, tag, hdr->flags, id, &req) != 0)
             return;
@@ -481,6 +567,10 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
             if (hdr->flags & MDR_HF_SYNC)
                 mdr_eager_send_ack(peer, id);
             mdr_recv_finish(req, total > req->len ? MADRAIL_ERR_TRUNCATE : MADRAIL_OK);
+            if (has_am) { /* matched: now its active message (see mdr_in_order) */
+                static const uint64_t none = 0;
+                mdr_am_deliver(ctx, peer, am_id, am_len ? (const void *)am : &none, am_len);
+            }
             mdr_drain_reorder(ctx, pr);
             return;
         }
@@ -497,15 +587,18 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
     m->tag = tag;
     m->total = total;
     m->id = id;
-    m->type = hdr->type;
-    m->flags = hdr->flags;
+    m->type = type;
+    m->flags = mflags;
     m->xfer_len = xfer;
     {
-        enum mdr_store st = !mdr_held_charge(m, MDR_INMSG_COST) ? MDR_STORE_CAP
-                            : hdr->type == MDR_MSG_EAGER ? mdr_eager_store(ctx, m, off, pl, plen)
-                                                         : MDR_STORE_OK;
+        enum mdr_store st = !mdr_held_charge(m, MDR_INMSG_COST) ? MDR_STORE_CAP : MDR_STORE_OK;
+        if (st == MDR_STORE_OK && has_am)
+            st = mdr_am_keep(ctx, m, am_id, am, am_len);
+        if (st == MDR_STORE_OK && type == MDR_MSG_EAGER)
+            st = mdr_eager_store(ctx, m, off, pl, plen);
         if (st == MDR_STORE_CAP) {
-            size_t more = MDR_INMSG_COST + (plen ? mdr_pool_cost(sizeof(mdr_frag_t) + plen) : 0);
+            size_t more = MDR_INMSG_COST + am_len +
+                          (plen ? mdr_pool_cost(sizeof(mdr_frag_t) + plen) : 0);
             mdr_inmsg_free(ctx, m);
             mdr_recv_mem_fail(peer, more);
             return;
@@ -797,8 +890,11 @@ madrail_status_t mdr_tag_init(mdr_ctx_t *ctx)
     static const mdr_ctrl_handler_t eager = {
         "EAGER", sizeof(mdr_eager_hdr_t), 1,
         MDR_HF_SYNC | MDR_HF_INTERNAL | MDR_HF_RFS_CONSUMED | MDR_HF_AM, mdr_match_incoming, 0};
-    static const mdr_ctrl_handler_t rts = {"RTS", sizeof(mdr_rts_hdr_t), 0, MDR_HF_INTERNAL,
-                                           mdr_match_incoming, 0};
+    /* RTS: a body only with AM (checked in mdr_match_incoming) */
+    static const mdr_ctrl_handler_t rts = {"RTS", sizeof(mdr_rts_hdr_t), 1,
+                                           MDR_HF_INTERNAL | MDR_HF_AM, mdr_match_incoming, 0};
+    static const mdr_ctrl_handler_t eager_am = {"EAGER_AM", sizeof(mdr_eager_hdr_t), 1, 0,
+                                                mdr_match_incoming, 0};
     static const mdr_ctrl_handler_t rfs_data = {"RFS_DATA", sizeof(mdr_rfs_data_hdr_t), 0,
                                                 MDR_HF_INTERNAL, mdr_match_incoming, 0};
     madrail_status_t st = mdr_ctrl_register(ctx, MDR_MSG_EAGER, &eager);
@@ -806,5 +902,7 @@ madrail_status_t mdr_tag_init(mdr_ctx_t *ctx)
         st = mdr_ctrl_register(ctx, MDR_MSG_RTS, &rts);
     if (st == MADRAIL_OK)
         st = mdr_ctrl_register(ctx, MDR_MSG_RFS_DATA, &rfs_data);
+    if (st == MADRAIL_OK)
+        st = mdr_ctrl_register(ctx, MDR_MSG_EAGER_AM, &eager_am);
     return st;
 }

@@ -52,7 +52,9 @@ enum {
     FZ_OP_PEER_SEND = 4,/* kind(u8) tag(u8): A or C sends to B */
     FZ_OP_CANCEL = 5,   /* idx(u8): cancel one of the open requests */
     FZ_OP_PROBE = 6,    /* kind(u8) tag(u8): improbe on B, imrecv what it finds */
-    FZ_OP_AM = 7        /* kind(u8) len(u16): A or C sends an active message to B */
+    FZ_OP_AM = 7        /* kind(u8) len(u16): A or C sends an active message to B;
+                         * kind & 0x80: one that announces a tagged message of
+                         * fz_sizes[(kind >> 2) & 7] bytes, tag kind & 7 (madrail_am_isend) */
 };
 
 /* Patch selectors (high 2 bits of sel; low 6 bits an index). */
@@ -428,6 +430,20 @@ static void fz_am(fz_state_t *s, fz_in_t *in)
         len %= madrail_am_max(s->ctx[peer]) + 1;
     iov.iov_base = buf;
     iov.iov_len = len < sizeof(buf) ? len : sizeof(buf);
+    if (kind & 0x80) {
+        size_t dlen = fz_sizes[(kind >> 2) & 7];
+        fz_req_t *r = fz_req_new(s, peer, dlen, 1);
+        if (r == NULL)
+            return;
+        if (!(fz_strict & FZ_K_SEND_FAILED) && !fz_reachable(s->ctx[peer], s->b_of[peer])) {
+            fz_req_drop(s); /* as in fz_send */
+            return;
+        }
+        if (madrail_am_isend(s->ctx[peer], s->b_of[peer], kind, &iov, 1, r->buf, dlen, kind & 7,
+                             &r->req) != MADRAIL_OK)
+            fz_req_drop(s);
+        return;
+    }
     (void)madrail_am_send(s->ctx[peer], s->b_of[peer], kind, &iov, 1);
 }
 
@@ -1022,6 +1038,75 @@ static int fz_core_seeds(const char *dir)
             sd_progress(&sd, 7 | (1 << 3));
             snprintf(name, sizeof(name), "am-setup%u", setup);
             rc |= sd_write(dir, name, &sd);
+        }
+        /* tagged messages announced by an active message (madrail_am_isend):
+         * an EAGER_AM for B's posted receive (tag 1), an RTS with AM for
+         * B's 40000-byte receive (tag 3) and one for no receive (tag 6),
+         * then an EAGER_AM claiming more data than its body; one ahead of
+         * the sequence, then the RTS with AM that fills the gap; forms that
+         * are refused (RTS with AM and no id, EAGER_AM at an offset); and
+         * A sending announced messages of 200 and 100000 bytes itself */
+        {
+            mdr_eager_hdr_t e;
+            struct {
+                mdr_rts_hdr_t r;
+                uint64_t am_id;
+                uint8_t hdr[24];
+            } ra;
+            uint8_t msg[sizeof(e) + 40];
+            const uint8_t p0[] = {1, SEL(FZ_SEL_SEQ, 8)};
+            const uint8_t p1[] = {1, SEL(FZ_SEL_SEQ, 9)};
+            int k;
+            for (k = 0; k < 3; k++) {
+                memset(&sd, 0, sizeof(sd));
+                sd_u8(&sd, (uint8_t)(setup | 8));
+                memset(msg, 0x35, sizeof(msg));
+                sd_hdr(&e.h, MDR_MSG_EAGER_AM, 0, sizeof(msg));
+                e.seq = 0;
+                e.tag = 1;
+                e.total = 24; /* a 16-byte header, then 24 bytes */
+                e.offset = 0;
+                e.id = 0xb0;
+                memcpy(msg, &e, sizeof(e));
+                memset(&ra, 0x36, sizeof(ra));
+                sd_hdr(&ra.r.h, MDR_MSG_RTS, MDR_HF_AM, sizeof(ra));
+                ra.r.seq = 0;
+                ra.r.tag = 3;
+                ra.r.total = 40000;
+                ra.r.sreq_id = 0x100000001ull;
+                ra.am_id = 0xb1;
+                if (k == 0) {
+                    sd_inject(&sd, 0, msg, sizeof(msg), p0, 1);
+                    sd_inject(&sd, 0, &ra, sizeof(ra), p0, 1);
+                    ra.r.tag = 6;
+                    sd_inject(&sd, 0, &ra, sizeof(ra), p0, 1);
+                    e.total = 41;
+                    memcpy(msg, &e, sizeof(e));
+                    sd_inject(&sd, 0, msg, sizeof(msg), p0, 1);
+                } else if (k == 1) {
+                    sd_inject(&sd, 0, msg, sizeof(msg), p1, 1);
+                    sd_inject(&sd, 0, &ra, sizeof(ra), p0, 1);
+                    sd_hdr(&ra.r.h, MDR_MSG_RTS, MDR_HF_AM, sizeof(ra.r));
+                    sd_inject(&sd, 0, &ra, sizeof(ra.r), p0, 1);
+                    e.offset = 8;
+                    e.total = 8;
+                    memcpy(msg, &e, sizeof(e));
+                    sd_inject(&sd, 0, msg, sizeof(msg), p0, 1);
+                } else {
+                    sd_u8(&sd, FZ_OP_AM);
+                    sd_u8(&sd, 0x80 | (2 << 2) | 1);
+                    sd_u16(&sd, 40);
+                    sd_u8(&sd, FZ_OP_AM);
+                    sd_u8(&sd, 0x80 | (7 << 2) | 6);
+                    sd_u16(&sd, 64);
+                    sd_u8(&sd, FZ_OP_AM);
+                    sd_u8(&sd, 0x80 | (0 << 2) | 2);
+                    sd_u16(&sd, 0);
+                }
+                sd_progress(&sd, 7 | (3 << 3));
+                snprintf(name, sizeof(name), "am-announced-%d-setup%u", k, setup);
+                rc |= sd_write(dir, name, &sd);
+            }
         }
         /* credits: a return of more than was spent; a CREDIT message */
         {

@@ -94,6 +94,8 @@ TESTS=(
     mpi_truncate:2
     mpi_rfs:2:MADRAIL_RAILS=tcp:lo,maxmsgs=500,rfs=100
     mpi_rma:2
+    mpi_rma_msgs:2
+    mpi_rma_msgs:2:MADRAIL_RAILS=tcp:lo
     mpi_acc_large:2
     mpi_acc_large:2:MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE=65536
     mpi_coll:2

@@ -6,8 +6,14 @@
  *    of them to a peer are delivered in send order (MPIDIG's matching and
  *    RMA ordering need that) whatever rail carried them.
  *  - A payload that does not fit next to its header (LARGE) is not cut in
- *    pieces here: the active message announces it (size, tag) and the
- *    payload follows at once as ONE libmadrail tagged message.  The
+ *    pieces here: it goes as ONE libmadrail tagged message announced by
+ *    the active message (size, tag) that rides in its first control
+ *    message (madrail_am_isend: the RTS of a rendezvous).  The receiver's
+ *    handler runs when that message is already stored unexpected, so the
+ *    madrail_irecv it posts answers the RTS with a CTS at once: one
+ *    rendezvous per message, no separate announcement, and no receiver-
+ *    first offer (a receive posted after a separate announcement offered
+ *    one that the RTS on its way always made useless, NACKed).  The
  *    receiver posts madrail_irecv for it into the user's buffer as soon as
  *    MPIDIG has one (MPIDIG_AM_ATTR__IS_RNDV: at once if the receive was
  *    posted, else through data_copy_cb when MPI_Irecv matches it), so
@@ -16,7 +22,8 @@
  *  - Non-contiguous (or device) data of a LARGE message is pipelined
  *    instead of packed whole: chunks of MPIR_CVAR_CH4_MADRAIL_PIPELINE_
  *    CHUNK_SIZE bytes, at most _DEPTH of them staged on each side, sent as
- *    tagged messages with one tag (so they match in order); the sender packs
+ *    tagged messages with one tag (so they match in order), the first one
+ *    carrying the announcement (madrail_am_isend); the sender packs
  *    chunk k+depth when chunk k has gone, the receiver unpacks chunk k
  *    (MPIDIG_recv_copy_seg) while the next ones travel.  Memory stays
  *    bounded and packing overlaps the transfer.  A pipeline advances only
@@ -144,16 +151,13 @@ static int self_enqueue(int handler_id, const void *am_hdr, MPI_Aint am_hdr_sz,
     goto fn_exit;
 }
 
-/* One active message: header, padding, then `data_sz` bytes of payload
- * (eager data or a LARGE descriptor).  Buffers are reusable on return. */
-static int send_am(uint32_t peer, uint64_t id, const void *am_hdr, MPI_Aint am_hdr_sz,
-                   const void *payload, MPI_Aint payload_sz)
+/* The iov of an active message: header, padding, then `payload_sz` bytes
+ * (eager data or a LARGE descriptor); returns the entries used (<= 3). */
+static int am_iov(struct iovec *iov, const void *am_hdr, MPI_Aint am_hdr_sz,
+                  const void *payload, MPI_Aint payload_sz)
 {
-    int mpi_errno = MPI_SUCCESS;
-    struct iovec iov[3];
     int n = 0;
     MPI_Aint pad = MPIDI_MADRAIL_ALIGN8(am_hdr_sz) - am_hdr_sz;
-    madrail_status_t st;
 
     if (am_hdr_sz) {
         iov[n].iov_base = (void *) am_hdr;
@@ -167,6 +171,18 @@ static int send_am(uint32_t peer, uint64_t id, const void *am_hdr, MPI_Aint am_h
         iov[n].iov_base = (void *) payload;
         iov[n++].iov_len = payload_sz;
     }
+    return n;
+}
+
+/* One active message (am_iov).  Buffers are reusable on return. */
+static int send_am(uint32_t peer, uint64_t id, const void *am_hdr, MPI_Aint am_hdr_sz,
+                   const void *payload, MPI_Aint payload_sz)
+{
+    int mpi_errno = MPI_SUCCESS;
+    struct iovec iov[3];
+    int n = am_iov(iov, am_hdr, am_hdr_sz, payload, payload_sz);
+    madrail_status_t st;
+
     st = madrail_am_send(MPIDI_MADRAIL_global.ctx, peer, id, iov, n);
     if (st != MADRAIL_OK)
         MADRAIL_CALL_ERR(mpi_errno, "madrail_am_send", st);
@@ -266,7 +282,13 @@ static int pipe_post(MPIDI_MADRAIL_pipe_t * pipe, MPIDI_MADRAIL_pipe_slot_t * sl
     madrail_request_t mreq;
     madrail_status_t st;
 
-    if (pipe->is_send)
+    if (pipe->is_send && pipe->am_iov) {
+        /* the first chunk carries the announcement */
+        st = madrail_am_isend(MPIDI_MADRAIL_global.ctx, pipe->peer, pipe->am_id, pipe->am_iov,
+                              pipe->am_iovcnt, pipe_slot_buf(pipe, slot), (size_t) len,
+                              pipe->tag, &mreq);
+        pipe->am_iov = NULL;
+    } else if (pipe->is_send)
         st = madrail_isend(MPIDI_MADRAIL_global.ctx, pipe->peer, pipe_slot_buf(pipe, slot),
                            (size_t) len, pipe->tag, 0, &mreq);
     else
@@ -343,7 +365,8 @@ static int pipe_send_step(MPIR_Request * sreq)
 }
 
 static int start_pipe_send(MPIR_Request * sreq, uint32_t peer, uint64_t tag, const void *data,
-                           MPI_Aint count, MPI_Datatype datatype, MPI_Aint data_sz)
+                           MPI_Aint count, MPI_Datatype datatype, MPI_Aint data_sz,
+                           uint64_t am_id, const struct iovec *iov, int iovcnt)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_MADRAIL_pipe_t *pipe = pipe_create(sreq, peer, tag, data_sz,
@@ -355,8 +378,15 @@ static int start_pipe_send(MPIR_Request * sreq, uint32_t peer, uint64_t tag, con
     pipe->count = count;
     pipe->datatype = datatype;
     MPIR_Datatype_add_ref_if_not_builtin(datatype);
+    pipe->am_id = am_id;
+    pipe->am_iov = iov;
+    pipe->am_iovcnt = iovcnt;
     MPIDI_MADRAIL_AMREQ(sreq).send_pipe = pipe;
+    /* the first chunk is packed and posted now, with the announcement (a
+     * free slot, nothing in flight); only an error leaves it unsent */
     mpi_errno = pipe_send_step(sreq);
+    if (MPIDI_MADRAIL_AMREQ(sreq).send_pipe)
+        ((MPIDI_MADRAIL_pipe_t *) MPIDI_MADRAIL_AMREQ(sreq).send_pipe)->am_iov = NULL;
 
   fn_exit:
     return mpi_errno;
@@ -423,15 +453,17 @@ int MPIDI_MADRAIL_am_isend(int rank, MPIR_Comm * comm, int handler_id, const voi
         if (!dt_contig && !is_self && data_sz > MPIDI_MADRAIL_global.pipe_chunk) {
             /* non-contiguous: pack and send chunk by chunk */
             MPIDI_MADRAIL_large_t large;
+            struct iovec iov[3];
+            int n;
             large.data_sz = (uint64_t) data_sz;
             large.tag = MPIDI_MADRAIL_TAG_LARGE |
                 (MPIDI_MADRAIL_global.next_tag++ & (MPIDI_MADRAIL_TAG_BARRIER - 1));
             large.chunk = (uint64_t) MPIDI_MADRAIL_global.pipe_chunk;
-            mpi_errno = send_am(peer, MPIDI_MADRAIL_AM_ID(handler_id, MPIDI_MADRAIL_AM_F_LARGE,
-                                                          src_vci, dst_vci, am_hdr_sz),
-                                am_hdr, am_hdr_sz, &large, sizeof(large));
-            MPIR_ERR_CHECK(mpi_errno);
-            mpi_errno = start_pipe_send(sreq, peer, large.tag, data, count, datatype, data_sz);
+            n = am_iov(iov, am_hdr, am_hdr_sz, &large, sizeof(large));
+            mpi_errno = start_pipe_send(sreq, peer, large.tag, data, count, datatype, data_sz,
+                                        MPIDI_MADRAIL_AM_ID(handler_id, MPIDI_MADRAIL_AM_F_LARGE,
+                                                            src_vci, dst_vci, am_hdr_sz),
+                                        iov, n);
             MPIR_ERR_CHECK(mpi_errno);
             goto fn_exit;
         }
@@ -456,19 +488,21 @@ int MPIDI_MADRAIL_am_isend(int rank, MPIR_Comm * comm, int handler_id, const voi
             MPIDI_MADRAIL_large_t large;
             madrail_request_t mreq;
             madrail_status_t st;
+            struct iovec iov[3];
+            int n;
 
             large.data_sz = (uint64_t) data_sz;
             large.tag = MPIDI_MADRAIL_TAG_LARGE |
                 (MPIDI_MADRAIL_global.next_tag++ & (MPIDI_MADRAIL_TAG_BARRIER - 1));
             large.chunk = 0;
-            mpi_errno = send_am(peer, MPIDI_MADRAIL_AM_ID(handler_id, MPIDI_MADRAIL_AM_F_LARGE,
-                                                          src_vci, dst_vci, am_hdr_sz),
-                                am_hdr, am_hdr_sz, &large, sizeof(large));
-            MPIR_ERR_CHECK(mpi_errno);
-            st = madrail_isend(MPIDI_MADRAIL_global.ctx, peer, payload, (size_t) data_sz,
-                               large.tag, 0, &mreq);
+            /* one message: the announcement rides in its RTS */
+            n = am_iov(iov, am_hdr, am_hdr_sz, &large, sizeof(large));
+            st = madrail_am_isend(MPIDI_MADRAIL_global.ctx, peer,
+                                  MPIDI_MADRAIL_AM_ID(handler_id, MPIDI_MADRAIL_AM_F_LARGE,
+                                                      src_vci, dst_vci, am_hdr_sz),
+                                  iov, n, payload, (size_t) data_sz, large.tag, &mreq);
             if (st != MADRAIL_OK)
-                MADRAIL_CALL_ERR(mpi_errno, "madrail_isend", st);
+                MADRAIL_CALL_ERR(mpi_errno, "madrail_am_isend", st);
             mpi_errno = watch(mreq, large_send_done, sreq);
             MPIR_ERR_CHECK(mpi_errno);
         }

@@ -160,7 +160,9 @@ int MPIDI_MADRAIL_init_local(int *tag_bits)
                          "(MADRAIL_SLOT_SIZE too small)");
     MPIDI_MADRAIL_global.am_max = am_max;
     /* a LARGE announcement is the header and its descriptor */
-    MPIDI_MADRAIL_global.hdr_max = am_max - (MPI_Aint) sizeof(MPIDI_MADRAIL_large_t);
+    /* a LARGE header travels with its descriptor before the AM id in an
+     * RTS (madrail_am_isend: at most madrail_am_max() - 8 bytes) */
+    MPIDI_MADRAIL_global.hdr_max = am_max - (MPI_Aint) sizeof(MPIDI_MADRAIL_large_t) - 8;
     MPIR_ERR_CHKANDJUMP2(MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE < 4096 ||
                          MPIR_CVAR_CH4_MADRAIL_PIPELINE_CHUNK_SIZE > (1 << 30), mpi_errno,
                          MPI_ERR_OTHER, "**madrail_cvar", "**madrail_cvar %s %d",

@@ -98,6 +98,11 @@ typedef struct MPIDI_MADRAIL_pipe {
      * here in order and unpacked in one call at the end (4.0.2's dataloop
      * engine cannot unpack from an arbitrary offset of a nested type) */
     char *whole;
+    /* send, while the first chunk is posted: the announcement it carries
+     * (madrail_am_isend; points into the caller's frame, NULL after) */
+    const struct iovec *am_iov;
+    int am_iovcnt;
+    uint64_t am_id;
     MPIDI_MADRAIL_pipe_slot_t slots[MPIDI_MADRAIL_PIPE_DEPTH_MAX];
     char *ring;                 /* depth * chunk bytes */
 } MPIDI_MADRAIL_pipe_t;
