@@ -207,6 +207,33 @@ static void mdr_send_fin(mdr_req_t *req, mdr_put_op_t *op)
     }
 }
 
+/* The keys of req's key block (CTS or RFS, checked when it arrived), one
+ * at a time: *k starts at 0 (and *off at 0); fills *d and *key (the
+ * rail's key bytes) and returns 1, or 0 past the last one. */
+static int mdr_rndv_next_key(const mdr_req_t *req, uint32_t *k, size_t *off, mdr_key_desc_t *d,
+                             const uint8_t **key)
+{
+    if (*k >= req->cts_nkeys || *off > req->cts_len || req->cts_len - *off < sizeof(*d))
+        return 0;
+    memcpy(d, req->cts + *off, sizeof(*d));
+    *off += sizeof(*d);
+    if (d->key_len > req->cts_len - *off)
+        return 0;
+    *key = req->cts + *off;
+    *off = mdr_pad8(*off + d->key_len);
+    (*k)++;
+    return 1;
+}
+
+/* Point op at rail d.rail of the key block (nothing of it was sent). */
+static void mdr_put_retarget(mdr_put_op_t *op, const mdr_key_desc_t *d, const uint8_t *key)
+{
+    op->rail = d->rail;
+    op->raddr = d->raddr + op->offset;
+    op->rkey = key;
+    op->rkey_len = d->key_len;
+}
+
 /* A chunk could not be put on op->rail (no connection, no registration,
  * the ep refused it) before anything of it was sent: move it to another
  * rail of the key block that can take puts.  Returns 1 when it did. */
@@ -214,31 +241,22 @@ static int mdr_replan_put(mdr_req_t *req, mdr_put_op_t *op)
 {
     mdr_ctx_t *ctx = req->ctx;
     mdr_peer_t *peer = mdr_peer_get(ctx, req->peer);
+    const uint8_t *key;
+    mdr_key_desc_t d;
     size_t off = 0;
-    uint32_t k;
+    uint32_t k = 0;
 
     op->tried |= 1u << op->rail;
-    for (k = 0; k < req->cts_nkeys && req->cts_len - off >= sizeof(mdr_key_desc_t); k++) {
-        mdr_key_desc_t d;
-        memcpy(&d, req->cts + off, sizeof(d));
-        off += sizeof(d);
-        if (d.key_len > req->cts_len - off)
-            break;
+    while (mdr_rndv_next_key(req, &k, &off, &d, &key)) {
         if (d.rail < ctx->nrails && !(op->tried & (1u << d.rail)) &&
             mdr_rail_can_put(ctx, peer, d.rail)) {
             mdr_warn("peer %u: %llu bytes planned on rail %s go on rail %s", req->peer,
                      (unsigned long long)op->len, ctx->rails[op->rail].attr.name,
                      ctx->rails[d.rail].attr.name);
             ctx->n_replanned_bytes += op->len;
-            op->rail = d.rail;
-            op->raddr = d.raddr + op->offset;
-            op->rkey = req->cts + off;
-            op->rkey_len = d.key_len;
+            mdr_put_retarget(op, &d, key);
             return 1;
         }
-        off = mdr_pad8(off + d.key_len);
-        if (off > req->cts_len)
-            break;
     }
     return 0;
 }
@@ -253,42 +271,30 @@ static int mdr_move_put(mdr_req_t *req, mdr_put_op_t *op)
     mdr_ctx_t *ctx = req->ctx;
     mdr_peer_t *peer = mdr_peer_get(ctx, req->peer);
     double best = mdr_health_put_eta(&peer->rails[op->rail], op->len), eta;
-    size_t off = 0, best_off = 0;
-    mdr_key_desc_t best_d;
-    uint32_t k;
-    int found = 0;
+    const uint8_t *key, *best_key = NULL;
+    mdr_key_desc_t d, best_d;
+    size_t off = 0;
+    uint32_t k = 0;
 
     memset(&best_d, 0, sizeof(best_d));
-    for (k = 0; k < req->cts_nkeys && req->cts_len - off >= sizeof(mdr_key_desc_t); k++) {
-        mdr_key_desc_t d;
-        memcpy(&d, req->cts + off, sizeof(d));
-        off += sizeof(d);
-        if (d.key_len > req->cts_len - off)
-            break;
+    while (mdr_rndv_next_key(req, &k, &off, &d, &key)) {
         if (d.rail < ctx->nrails && d.rail != op->rail && mdr_rail_can_put(ctx, peer, d.rail) &&
             peer->rails[d.rail].ep && mdr_health_put_room(&peer->rails[d.rail])) {
             eta = mdr_health_put_eta(&peer->rails[d.rail], op->len);
             if (eta < best) {
                 best = eta;
                 best_d = d;
-                best_off = off;
-                found = 1;
+                best_key = key;
             }
         }
-        off = mdr_pad8(off + d.key_len);
-        if (off > req->cts_len)
-            break;
     }
-    if (!found)
+    if (!best_key)
         return 0;
     mdr_debug("peer %u: %llu put bytes move from rail %s (busy) to rail %s", req->peer,
               (unsigned long long)op->len, ctx->rails[op->rail].attr.name,
               ctx->rails[best_d.rail].attr.name);
     peer->health.moved_bytes += op->len;
-    op->rail = best_d.rail;
-    op->raddr = best_d.raddr + op->offset;
-    op->rkey = req->cts + best_off;
-    op->rkey_len = best_d.key_len;
+    mdr_put_retarget(op, &best_d, best_key);
     return 1;
 }
 
