@@ -171,13 +171,5 @@ madrail_status_t madrail_am_isend(madrail_context_t ctx, madrail_peer_t peer_idx
             off += am_iov[i].iov_len;
         }
     }
-    st = mdr_send_start(peer, req);
-    if (st != MADRAIL_OK) {
-        if (!req->complete)
-            ctx->active_sends--;
-        mdr_req_release(req);
-        return st;
-    }
-    *req_p = req;
-    return MADRAIL_OK;
+    return mdr_send_launch(peer, req, req_p);
 }

@@ -594,6 +594,20 @@ madrail_status_t mdr_send_restart(mdr_req_t *req)
     return MADRAIL_ERR_RAIL_DOWN; /* RFS_DATA went with puts: not repeatable here */
 }
 
+madrail_status_t mdr_send_launch(mdr_peer_t *peer, mdr_req_t *req, madrail_request_t *req_p)
+{
+    madrail_status_t st = mdr_send_start(peer, req);
+
+    if (st != MADRAIL_OK) {
+        if (!req->complete)
+            peer->ctx->active_sends--;
+        mdr_req_release(req);
+        return st;
+    }
+    *req_p = req;
+    return MADRAIL_OK;
+}
+
 madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req)
 {
     mdr_ctx_t *ctx = peer->ctx;

@@ -29,6 +29,9 @@ void mdr_state_illegal(mdr_ctx_t *ctx, const char *machine, uint64_t id, const c
 
 /* Start a send (eager/medium/rendezvous, with receiver-first CTS if one is stored). */
 madrail_status_t mdr_send_start(mdr_peer_t *peer, mdr_req_t *req);
+/* mdr_send_start, then hand req to the caller in *req_p, or on failure
+ * release it and return the error (the tail of every public isend). */
+madrail_status_t mdr_send_launch(mdr_peer_t *peer, mdr_req_t *req, madrail_request_t *req_p);
 /* Drive a send request (fragments, puts); returns 1 when it made progress. */
 int mdr_send_progress(mdr_req_t *req);
 /* Send req's sequenced messages again (none of them reached the peer);

@@ -629,7 +629,6 @@ madrail_status_t mdr_tagged_isend(mdr_ctx_t *ctx, madrail_peer_t peer_idx, const
 {
     mdr_peer_t *peer;
     mdr_req_t *req;
-    madrail_status_t st;
 
     if (!ctx || !req_p || (len && !buf))
         return MADRAIL_ERR_INVALID;
@@ -646,15 +645,7 @@ madrail_status_t mdr_tagged_isend(mdr_ctx_t *ctx, madrail_peer_t peer_idx, const
     req->len = len;
     req->tag = tag;
     req->flags = flags;
-    st = mdr_send_start(peer, req);
-    if (st != MADRAIL_OK) {
-        if (!req->complete)
-            ctx->active_sends--;
-        mdr_req_release(req);
-        return st;
-    }
-    *req_p = req;
-    return MADRAIL_OK;
+    return mdr_send_launch(peer, req, req_p);
 }
 
 madrail_status_t madrail_isend(madrail_context_t ctx, madrail_peer_t peer, const void *buf,
