@@ -113,7 +113,8 @@ static madrail_status_t mdr_pr_send(mdr_peer_rail_t *pr, mdr_hdr_t *hdr, size_t 
     if (st != MADRAIL_OK)
         return st;
     if (!is_credit) {
-        pr->credits--;
+        if (--pr->credits == 0)
+            mdr_health_credits_out(pr);
         mdr_replay_keep(pr, hdr, hdr_len, payload, payload_len); /* until its credit returns */
     }
     pr->ret_pending -= ret;
@@ -387,6 +388,7 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
         return;
     } else if (hdr.credits) {
         pr->credits += hdr.credits;
+        mdr_health_credits_back(pr);
         mdr_replay_acked(pr, hdr.credits); /* the oldest copies arrived */
         if (!mdr_list_empty(&pr->peer->txq) || !mdr_list_empty(&pr->peer->sendq))
             mdr_peer_activate(pr->peer);

@@ -6,9 +6,12 @@
  *
  * Throughput is measured on the put path only, never per small message:
  * each put costs two clock reads.  A peer-rail is "busy" while it has puts
- * in flight; the sample is the bytes its puts completed over the union of
- * those busy intervals, so a rail that waits for its slower sibling (idle)
- * does not read as slow, and overlapping puts are not counted twice.  A
+ * in flight; the sample is the bytes its puts completed over those busy
+ * intervals, so a rail that waits for its slower sibling (idle) does not
+ * read as slow, and overlapping puts are not counted twice.  Within a busy
+ * period the clock runs from its first completion on (mdr_health_busy_done
+ * says why), so the rail's latency is left out and the completions are
+ * paced by what it delivers.  A
  * sample is taken once MADRAIL_ADAPT_SAMPLE of busy time has gathered:
  * completions reported in one burst (several in one progress call) would
  * otherwise read as an absurd rate.  Each sample is clamped to
@@ -38,7 +41,11 @@
  * rail with the shortest expected completion: queued bytes over speed plus
  * latency plus the message's own length over speed.  A rail without a
  * credit is a candidate too (its credits come back as its backlog drains,
- * counted as one more round trip): when it still wins, the message waits
+ * counted as the time they took to come back the last times they ran out,
+ * at least one round trip: on a rail carrying the peer's puts towards us
+ * the credits come back behind them, milliseconds later, and counting a
+ * round trip there made control messages wait for them while another
+ * rail had credits): when it still wins, the message waits
  * for it rather than going on a rail that would deliver it later.  That
  * matters when the sender has more in flight than the fast rail's
  * credits: sending the surplus on the slow rail makes the fast rail's
@@ -91,6 +98,9 @@
  * a fast one, so bad news is believed at once and good news at the
  * moving average's pace. */
 #define MDR_HEALTH_JUMP 2.0
+/* Gain of the moving average of how long a rail's credits take to come
+ * back once they ran out. */
+#define MDR_HEALTH_CREDIT_GAIN 0.25
 /* Profile bandwidth assumed when a driver reports none (MB/s). */
 #define MDR_HEALTH_DEFAULT_MBS 1000.0
 /* A weight change is logged (info) when a rail's share moved by this much
@@ -102,8 +112,10 @@
 
 void mdr_health_busy_issue(mdr_health_busy_t *b, uint64_t now_ns)
 {
-    if (b->inflight == 0)
+    if (b->inflight == 0) {
         b->mark_ns = now_ns; /* idle until now: not counted */
+        b->lead = 1;         /* a busy period starts: its first completion leads */
+    }
     b->inflight++;
 }
 
@@ -112,15 +124,32 @@ int mdr_health_busy_done(mdr_health_busy_t *b, uint64_t now_ns, uint64_t bytes, 
 {
     if (b->inflight == 0)
         return 0;
-    if (now_ns > b->mark_ns)
-        b->acc_ns += now_ns - b->mark_ns;
-    b->mark_ns = now_ns;
     b->inflight--;
     if (!ok) {
+        b->mark_ns = now_ns;
         b->acc_ns = 0;
         b->acc_bytes = 0;
         return 0;
     }
+    if (b->lead && b->inflight > 0) {
+        /* The first completion of a busy period with more puts behind it:
+         * the time up to it holds the path's latency (and, on a link
+         * carrying the peer's data the other way, the wait of the
+         * completion behind that data), which a longer period would
+         * dilute and a shorter one not: the rail with the larger share
+         * would read faster, get a larger share still, and the split
+         * would drift away from the rails' real speeds.  The clock
+         * starts here instead; the completions that follow are paced by
+         * what the rail delivers.  A busy period of one put has nothing
+         * else to go by and counts from its issue. */
+        b->lead = 0;
+        b->mark_ns = now_ns;
+        return 0;
+    }
+    b->lead = 0;
+    if (now_ns > b->mark_ns)
+        b->acc_ns += now_ns - b->mark_ns;
+    b->mark_ns = now_ns;
     b->acc_bytes += bytes;
     if (b->acc_ns == 0 || b->acc_ns < min_ns)
         return 0;
@@ -294,6 +323,27 @@ void mdr_health_rail_reset(mdr_peer_rail_t *pr)
 {
     mdr_health_busy_reset(&pr->health.busy);
     pr->health.out_bytes = 0;
+    pr->health.dry_ns = 0;
+}
+
+/* ---------------- credits ---------------- */
+
+void mdr_health_credits_out(mdr_peer_rail_t *pr)
+{
+    pr->health.dry_ns = mdr_time_ns();
+}
+
+void mdr_health_credits_back(mdr_peer_rail_t *pr)
+{
+    mdr_health_rail_t *h = &pr->health;
+    double us;
+
+    if (h->dry_ns == 0)
+        return;
+    us = (double)(mdr_time_ns() - h->dry_ns) / 1e3;
+    h->dry_ns = 0;
+    h->credit_us = h->credit_us > 0.0 ? h->credit_us + MDR_HEALTH_CREDIT_GAIN * (us - h->credit_us)
+                                      : us;
 }
 
 /* ---------------- put-ahead ---------------- */
@@ -500,8 +550,8 @@ int mdr_health_pick_rail(mdr_peer_t *peer, size_t len)
             break; /* sorted by latency: no later rail can beat it */
         speed = mdr_health_speed(ctx, pr);
         cost = lat + (double)len / speed;
-        if (pr->credits == 0)
-            cost += 2.0 * lat; /* a credit must come back first */
+        if (pr->credits == 0) /* a credit must come back first */
+            cost += pr->health.credit_us > 2.0 * lat ? pr->health.credit_us : 2.0 * lat;
         if (cost >= best_cost)
             continue; /* even idle it would lose: spare the driver call */
         q = pr->ep ? ctx->rails[pr->rail].ops->ep_backlog(pr->ep) : 0;

@@ -18,11 +18,14 @@
 
 /* ---------------- estimator pieces (no core types) ---------------- */
 
-/* Union of the intervals during which a peer-rail had puts in flight, and
- * the bytes those puts completed, since the last sample. */
+/* Busy time of a peer-rail (puts in flight), and the bytes its puts
+ * completed, since the last sample.  In a busy period of several puts the
+ * clock starts at the first completion, whose bytes are not counted: the
+ * rest are paced by the rail's delivery, not by its latency (health.c). */
 typedef struct mdr_health_busy {
     uint32_t inflight;  /* puts issued, not completed */
     uint32_t gen;       /* bumped by a reset: completions of older puts are ignored */
+    int lead;           /* the busy period has had no completion yet */
     uint64_t mark_ns;   /* busy time before this instant is in acc_ns */
     uint64_t acc_ns;    /* busy time since the last sample */
     uint64_t acc_bytes; /* bytes completed since the last sample */
@@ -72,6 +75,8 @@ typedef struct mdr_health_rail {
     double share;        /* its share of that plan (0..1) */
     double logged_share; /* share when the last change was logged */
     uint64_t out_bytes;  /* put bytes handed to the driver and not completed (put-ahead) */
+    uint64_t dry_ns;     /* when the rail ran out of credits to the peer; 0: it has some */
+    double credit_us;    /* how long credits took to come back once out (moving average) */
 } mdr_health_rail_t;
 
 typedef struct mdr_health_peer {
@@ -103,6 +108,11 @@ void mdr_health_rail_reset(struct mdr_peer_rail *pr);
  * its measured speed, behind what it has in flight). */
 int mdr_health_put_room(const struct mdr_peer_rail *pr);
 double mdr_health_put_eta(const struct mdr_peer_rail *pr, size_t len);
+
+/* pr ran out of credits / got some back: times how long that takes, the
+ * wait of a control message that waits for a credit (pick_rail). */
+void mdr_health_credits_out(struct mdr_peer_rail *pr);
+void mdr_health_credits_back(struct mdr_peer_rail *pr);
 
 /* Weights for a stripe plan of len bytes to peer over rails[0..n). */
 void mdr_health_plan_weights(struct mdr_peer *peer, const int *rails, int n, size_t len,
