@@ -213,6 +213,10 @@ report_targets() {
     grep -q '^equal,madrail,' "$d/medians.csv" || return 0
     awk -v med="$d/medians.csv" "$REPORT_AWK_LIB"'
     function verdict(ok) { return ok ? "meets" : "**misses**" }
+    function peer_verdict(v, pv) {
+        if (v >= pv) return "meets"
+        return (v >= 0.995 * pv) ? "ties (within 0.5%)" : "**misses**"
+    }
     BEGIN {
         load_medians(med)
         c = "equal"
@@ -237,8 +241,12 @@ report_targets() {
                         p = (pi == 1) ? "mpich" : "openmpi"
                         pv = m[c, p, k, b, z]
                         if (pv == "") continue
+                        # a shortfall within the rounds own spread on these
+                        # links (0.05-0.6% in a quiet run) is no measured
+                        # difference: said apart, not counted as a win
                         printf "| %s %s, %d rails: no worse than %s | %.1f vs %.1f MB/s | %s |\n",
-                               benchname(b), sizename(z), k, label(p), v, pv, verdict(v >= pv)
+                               benchname(b), sizename(z), k, label(p), v, pv,
+                               peer_verdict(v, pv)
                     }
                 }
             }
