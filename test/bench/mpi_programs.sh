@@ -10,6 +10,7 @@
 #    byte-exact, two value columns with MB/s = messages/s x size / 1e6;
 #    an odd number of ranks is refused;
 #  - --sizes: rows in the order listed; a bad list is refused;
+#  - mpi_lat --p50: the median column;
 #  - every successful run ends with "# end of measurements" (the suite's
 #    watchdog keeps a job's results when it then hangs in MPI_Finalize).
 # SKIP without an MPI compiler and launcher.  About 10 s.
@@ -94,6 +95,15 @@ if run 2 "$out" "$W/mpi_lat" --sizes 64,8,0 --iters 20 --warmup 2 --validate &&
     ok "mpi_lat --sizes 64,8,0: rows in that order"
 else
     cat "$out"; bad "mpi_lat --sizes 64,8,0"
+fi
+# -- mpi_lat --p50: a median column beside the mean, a positive value per row
+out=$W/lat50.out
+if run 2 "$out" "$W/mpi_lat" --sizes 8,1k --iters 50 --warmup 5 --p50 &&
+        grep -q 'Median (us)' "$out" && ends_well "$out" &&
+        [ "$(rows "$out" | awk 'NF == 3 && $2 > 0 && $3 > 0 { n++ } END { print n + 0 }')" = 2 ]; then
+    ok "mpi_lat --p50: a median column, positive on both rows"
+else
+    cat "$out"; bad "mpi_lat --p50"
 fi
 out=$W/bw.out
 if run 2 "$out" "$W/mpi_bw" --sizes 1k,x --iters 2; then
