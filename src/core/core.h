@@ -488,6 +488,7 @@ struct madrail_request {
     uint64_t fin_bytes;   /* rendezvous: bytes reported by FINs */
     enum mdr_rfs_state rfs_state; /* mdr_rfs_set (rfs.c) */
     int rfs_rail;         /* rail the offer went on (its RFS_REVOKE follows it there) */
+    int has_reg;          /* some reg[] was taken: mdr_rndv_reg_release has work */
     mdr_rcache_entry_t *reg[MDR_MAX_RAILS];
 };
 

@@ -141,8 +141,9 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
         mdr_seq_started(peer, hdr, hdr_len);
         return rail;
     }
-    /* adaptive: shortest expected completion (health.c) */
-    if (ctx->cfg.adapt) {
+    /* adaptive: shortest expected completion (health.c); one rail has no
+     * choice to make */
+    if (ctx->cfg.adapt && ctx->nrails > 1) {
         r = mdr_health_pick_rail(peer, hdr_len + payload_len);
         if (r == MDR_HEALTH_WAIT)
             return -1; /* the best rail has no credit yet */

@@ -82,7 +82,9 @@ void mdr_replay_keep(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t hdr_len,
     struct mdr_replay_copy *c;
 
     pr->tx_count++;
-    if (pr->ring_broken)
+    /* with one rail there is no other to re-send on (a failed rail fails
+     * the peer: mdr_replay_rail_down), so no copy is kept */
+    if (pr->ring_broken || pr->peer->ctx->nrails < 2)
         return;
     if (!pr->ring) {
         pr->ring = calloc(cap, sizeof(*pr->ring));

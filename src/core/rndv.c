@@ -97,6 +97,9 @@ void mdr_rndv_reg_release(mdr_req_t *req)
 {
     mdr_ctx_t *ctx = req->ctx;
     int r;
+    if (!req->has_reg)
+        return; /* never registered (eager): nothing to look at */
+    req->has_reg = 0;
     for (r = 0; r < ctx->nrails; r++) /* reg[] is indexed by the context's rails */
         if (req->reg[r]) {
             mdr_rcache_put(ctx->rails[r].rcache, req->reg[r]);
@@ -426,6 +429,7 @@ int mdr_rndv_issue_puts(mdr_req_t *req)
             continue;
         }
         if (!(rs->attr.caps & MDR_RAIL_CAP_REG_CHEAP)) {
+            req->has_reg = 1; /* mdr_rndv_reg_release looks at reg[] */
             if (!req->reg[op->rail] &&
                 (((ctx->fault_reg >> op->rail) & 1u) ||
                  mdr_rcache_get(rs->rcache, req->buf, req->len, MDR_MEM_LOCAL,
@@ -533,6 +537,7 @@ madrail_status_t mdr_rndv_build_keys(mdr_peer_t *peer, mdr_req_t *req, size_t le
             continue;
         if (off + sizeof(d) + rs->attr.max_rkey + 8 > MDR_KEYS_MAX)
             break;
+        req->has_reg = 1; /* mdr_rndv_reg_release looks at reg[] */
         if (!req->reg[r] && mdr_rcache_get(rs->rcache, req->buf, len, MDR_MEM_REMOTE_WRITE,
                                            &req->reg[r]) != MADRAIL_OK) {
             mdr_warn("rail %s: cannot register %zu bytes for a receive", rs->attr.name, len);

@@ -336,10 +336,10 @@ void mdr_watch_progress(mdr_ctx_t *ctx)
         for (r = 0; r < ctx->nrails; r++) {
             mdr_peer_rail_t *pr = &peer->rails[r];
             if (pr->ep && !pr->down) {
-                /* copies whose credit has not come back (replay.c) wait too:
-                 * a small send completes when it leaves, and lost with a
+                /* messages whose credit has not come back wait too: a
+                 * small send completes when it leaves, and lost with a
                  * black hole it would otherwise never be looked for */
-                uint64_t t = mdr_watch_rail(pr, now, wanted || pr->ring_n > 0);
+                uint64_t t = mdr_watch_rail(pr, now, wanted || pr->credits < ctx->cfg.credits);
                 if (t < next)
                     next = t;
             }

@@ -209,7 +209,7 @@ void *mdr_hash_get(const mdr_hash_t *h, uint64_t key)
 {
     size_t i;
 
-    if (h == NULL)
+    if (h == NULL || h->count == 0)
         return NULL;
     i = mdr_hash_find(h, key);
     return i == (size_t)-1 ? NULL : h->vals[i];
