@@ -317,6 +317,7 @@ struct mdr_peer {
     mdr_list_t txq;                        /* mdr_txq_item_t waiting */
     mdr_list_t sendq;                      /* send requests with fragments left */
     unsigned rr;                           /* round-robin cursor for eager rail choice */
+    unsigned stripe_rot;                   /* rotation of the rails' order in stripe plans */
     /* receiver-first rendezvous */
     mdr_list_t rfs_stored;                 /* sender side: mdr_rfs_t offered by this peer */
     unsigned nrfs_stored;

@@ -113,6 +113,31 @@ static int mdr_rail_can_put(const mdr_ctx_t *ctx, const mdr_peer_t *peer, int r)
     return (ctx->rails[r].attr.caps & MDR_RAIL_CAP_PUT) && !pr->down && (pr->ep || pr->have_addr);
 }
 
+/* Rotate the first n entries of the four arrays left by rot. */
+static void mdr_rotate_keys(int *rails, const uint8_t **kp, uint16_t *kl, uint64_t *raddr, int n,
+                            unsigned rot)
+{
+    int r0[MDR_MAX_RAILS];
+    const uint8_t *k0[MDR_MAX_RAILS];
+    uint16_t l0[MDR_MAX_RAILS];
+    uint64_t a0[MDR_MAX_RAILS];
+    int i;
+
+    if (rot == 0)
+        return;
+    for (i = 0; i < n; i++) {
+        int j = (int)(((unsigned)i + rot) % (unsigned)n);
+        r0[i] = rails[j];
+        k0[i] = kp[j];
+        l0[i] = kl[j];
+        a0[i] = raddr[j];
+    }
+    memcpy(rails, r0, (size_t)n * sizeof(*rails));
+    memcpy(kp, k0, (size_t)n * sizeof(*kp));
+    memcpy(kl, l0, (size_t)n * sizeof(*kl));
+    memcpy(raddr, a0, (size_t)n * sizeof(*raddr));
+}
+
 /* Plan puts from a key block (CTS or RFS, checked by mdr_rndv_keys_check when
  * it arrived) and record them in req. */
 madrail_status_t mdr_rndv_plan_puts(mdr_peer_t *peer, mdr_req_t *req, const uint8_t *keys,
@@ -158,6 +183,16 @@ madrail_status_t mdr_rndv_plan_puts(mdr_peer_t *peer, mdr_req_t *req, const uint
         mdr_error("peer %u: no rail to put %llu bytes on", peer->index,
                   (unsigned long long)xfer);
         return MADRAIL_ERR_PEER_UNREACHABLE;
+    }
+    if (n > 1) {
+        /* Chunk edges are rounded to MADRAIL_STRIPE_ALIGN, so one rail's
+         * chunk takes the rounding: three equal rails split 64 KiB as 20,
+         * 24 and 20 KiB, and the middle rail, always the same one, carried
+         * 20% more than the others and set the pace (3 x 1 Gbit, osu_bw
+         * 64 KiB: 91% of the limit).  Rotating the rails' order from one
+         * plan to the next spreads the rounding over the rails. */
+        unsigned rot = peer->stripe_rot++ % (unsigned)n;
+        mdr_rotate_keys(rails, kp, kl, raddr, n, rot);
     }
     if (n > 0 && xfer > 0)
         mdr_health_plan_weights(peer, rails, n, xfer, w); /* static or measured */
