@@ -50,7 +50,8 @@ Steps (each prints its elapsed time):
   6 configure    ch4:madrail, dataloop, C++ and Fortran (77/90/2008), no
                  ROMIO, shared only
   7 make         make -jN && make install, copy libmadrail into the prefix
-  8 link         <repo>/_install/mpich -> the cached prefix
+  8 link         refresh the prefix's libmadrail from --prefix-madrail,
+                 <repo>/_install/mpich -> the cached prefix
 
 Environment:
   MADRAIL_CACHE_DIR   cache root (default /var/cache/madrail): mpich-4.0.2-<key>/
@@ -377,6 +378,20 @@ fi
 # ------------------------------------------------------------- 8 link
 
 phase "8/8 link"
+# The prefix's copy of libmadrail follows the one installed now: the key
+# covers madrail.h (the interface the netmod is compiled against), not the
+# library, so without this a cached MPICH would run the libmadrail of
+# whichever checkout built it, and an MPI program would miss every later
+# change of the core (LD_LIBRARY_PATH aside).
+for f in "$PREFIX_MADRAIL"/lib/libmadrail.so.*.*.*; do
+    [ -f "$f" ] || continue
+    t=$PREFIX/lib/$(basename "$f")
+    if ! cmp -s "$f" "$t"; then
+        cp "$f" "$t.new.$$" && mv -f "$t.new.$$" "$t" ||
+            die "cannot refresh $t from $f"
+        say "   libmadrail in the prefix refreshed from $f"
+    fi
+done
 mkdir -p "$REPO/_install"
 LINK=$REPO/_install/mpich
 if [ -e "$LINK" ] && [ ! -L "$LINK" ]; then

@@ -1,9 +1,11 @@
 dnl with_ofi.m4 -- --with-libfabric[=DIR].
 dnl
 dnl When libfabric is found, HAVE_LIBFABRIC is defined and the ofi driver
-dnl (src/rails/ofi/) is built and linked with OFI_CPPFLAGS/OFI_LDFLAGS/
-dnl OFI_LIBS (AM_CONDITIONAL HAVE_LIBFABRIC guards its sources in
-dnl Makefile.am); only the library and what links it get -lfabric.
+dnl (src/rails/ofi/) is built with OFI_CPPFLAGS (AM_CONDITIONAL
+dnl HAVE_LIBFABRIC guards its sources in Makefile.am).  The library is
+dnl not linked: the first ofi rail dlopen()s it (src/rails/ofi/ofi_dl.h);
+dnl OFI_LDFLAGS (its -L and -rpath) still go on the link, so that dlopen
+dnl finds the libfabric configure found.
 AC_DEFUN([MDR_WITH_OFI], [
 MDR_CHECK_PKG([OFI], [libfabric], [libfabric], [rdma/fabric.h], [fabric],
               [fi_getinfo], [libfabric])

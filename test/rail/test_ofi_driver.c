@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <rdma/fabric.h>
+#include "rails/ofi/ofi_dl.h" /* libfabric as the driver loads it */
 
 #include "rails/rail.h"
 #include "util/clock.h"

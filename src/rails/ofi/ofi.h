@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <rdma/fabric.h>
+#include "rails/ofi/ofi_dl.h" /* first: libfabric is loaded on demand */
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
