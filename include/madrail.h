@@ -241,6 +241,23 @@ madrail_status_t madrail_isend(madrail_context_t ctx, madrail_peer_t peer, const
                                madrail_request_t *req_p);
 
 /**
+ * @brief Tagged send that needs no request when it completes at once.
+ *
+ * Like madrail_isend(), with one difference: a message that fits one slot
+ * (MADRAIL_SLOT_SIZE less its header) and leaves this process inside the
+ * call, with nothing of the peer's waiting before it, completes there:
+ * *req_p is set to NULL and *msg_id_p to the value madrail_cancel_sent()
+ * takes (info.msg_id of a request).  Otherwise *req_p is a request as
+ * madrail_isend() returns, and *msg_id_p is not set.  This spares a small
+ * message's request (MPI_Send of a few bytes: the MPI library completes
+ * its own request at once).  Errors are madrail_isend()'s.
+ * @param msg_id_p  set when *req_p is NULL
+ */
+madrail_status_t madrail_isend_nb(madrail_context_t ctx, madrail_peer_t peer, const void *buf,
+                                  size_t len, uint64_t tag, unsigned flags,
+                                  madrail_request_t *req_p, uint64_t *msg_id_p);
+
+/**
  * @brief Non-blocking tagged receive.
  * @param src     peer or ::MADRAIL_ANY_PEER
  * @param tag     match bits

@@ -60,13 +60,6 @@ static int mdr_cancel_set(mdr_req_t *req, enum mdr_cancel_state to)
     return 0;
 }
 
-/* msg_id of a send: its sequence number and the rail of its last
- * sequenced message (0: none known). */
-static uint64_t mdr_msg_id(uint64_t seq, unsigned seq_last)
-{
-    return (seq << 8) | (seq_last & 0xff);
-}
-
 /* Send a CANCEL of message seq answering to id: behind the message on
  * its rail when that rail takes it now, else on any rail. */
 static madrail_status_t mdr_cancel_ask(mdr_peer_t *peer, int rail, uint64_t seq, uint64_t id)

@@ -14,6 +14,12 @@ void mdr_cancel_send(mdr_req_t *req);
  * is all out): called where a send's messages go to drivers. */
 void mdr_cancel_kick(mdr_req_t *req);
 
+/* msg_id of a send: its sequence number and 1 + the rail of its last
+ * sequenced message (0: none known). */
+static inline uint64_t mdr_msg_id(uint64_t seq, unsigned seq_last)
+{
+    return (seq << 8) | (seq_last & 0xff);
+}
 /* info.msg_id of a send (madrail_cancel_sent takes it back). */
 uint64_t mdr_cancel_msg_id(const mdr_req_t *req);
 

@@ -108,6 +108,35 @@ int mdr_eager_send(mdr_peer_t *peer, mdr_req_t *req)
     return n;
 }
 
+/* A whole small message with no request (madrail_isend_nb): sent at once
+ * or not at all.  Only when nothing could come before it: no send waiting
+ * for credits, no offer of the peer's that it might spend, no re-sent
+ * copies going first (mdr_ctrl_try_send checks those and the order of
+ * starts).  Returns the rail it went on, -1 when it did not go. */
+int mdr_eager_send_now(mdr_peer_t *peer, const void *buf, size_t len, uint64_t tag,
+                       uint64_t *seq_p)
+{
+    mdr_ctx_t *ctx = peer->ctx;
+    mdr_eager_hdr_t e;
+    int used;
+
+    if (len > ctx->eager_max || !mdr_list_empty(&peer->sendq) || peer->nrfs_stored)
+        return -1;
+    memset(&e, 0, sizeof(e));
+    e.h.type = MDR_MSG_EAGER;
+    e.seq = peer->next_send_seq;
+    e.tag = tag;
+    e.total = len;
+    /* .id names a request the receiver answers (a synchronous ACK), or
+     * the offer a message spends: neither here */
+    used = mdr_ctrl_try_send(peer, -1, &e.h, sizeof(e), buf, len);
+    if (used >= 0) {
+        peer->next_send_seq++;
+        *seq_p = e.seq;
+    }
+    return used;
+}
+
 static void mdr_handle_ack(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
     const mdr_id_hdr_t *a = (const mdr_id_hdr_t *)hdr;

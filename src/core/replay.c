@@ -119,6 +119,14 @@ err_broken:
     pr->ring_broken = 1;
 }
 
+void mdr_replay_name_last(mdr_peer_rail_t *pr, uint64_t sreq_id)
+{
+    unsigned cap = pr->peer->ctx->cfg.credits;
+
+    if (pr->ring && pr->ring_n > 0)
+        pr->ring[(pr->ring_head + pr->ring_n - 1) % cap]->sreq_id = sreq_id;
+}
+
 void mdr_replay_acked(mdr_peer_rail_t *pr, unsigned n)
 {
     unsigned cap = pr->peer->ctx->cfg.credits;

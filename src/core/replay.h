@@ -13,6 +13,9 @@
  * (header, and an EAGER fragment's payload: at most a slot). */
 void mdr_replay_keep(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t hdr_len,
                      const void *payload, size_t payload_len);
+/* The copy kept last on pr (if one was) is part of send sreq_id, which
+ * was made after the message went (madrail_isend_nb). */
+void mdr_replay_name_last(mdr_peer_rail_t *pr, uint64_t sreq_id);
 /* n credits came back on pr: the n oldest copies arrived, free them. */
 void mdr_replay_acked(mdr_peer_rail_t *pr, unsigned n);
 /* pr just went down for its peer: queue its copies, oldest first and

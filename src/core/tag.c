@@ -659,6 +659,51 @@ madrail_status_t madrail_isend(madrail_context_t ctx, madrail_peer_t peer, const
     return mdr_tagged_isend(ctx, peer, buf, len, tag, flags, req_p);
 }
 
+madrail_status_t madrail_isend_nb(madrail_context_t ctx, madrail_peer_t peer_idx,
+                                  const void *buf, size_t len, uint64_t tag, unsigned flags,
+                                  madrail_request_t *req_p, uint64_t *msg_id_p)
+{
+    mdr_peer_t *peer;
+    mdr_peer_rail_t *pr;
+    mdr_req_t *req;
+    uint64_t seq;
+    int used;
+
+    if (!ctx || !req_p || !msg_id_p || (len && !buf) || flags & ~(unsigned)MADRAIL_SEND_SYNC)
+        return madrail_isend(ctx, peer_idx, buf, len, tag, flags, req_p); /* its errors */
+    peer = (flags & MADRAIL_SEND_SYNC) ? NULL : mdr_peer_get(ctx, peer_idx);
+    used = peer ? mdr_eager_send_now(peer, buf, len, tag, &seq) : -1;
+    if (used < 0)
+        return madrail_isend(ctx, peer_idx, buf, len, tag, flags, req_p);
+    pr = &peer->rails[used];
+    if (ctx->rails[used].ops->ep_unsent(pr->ep) == 0) {
+        *req_p = NULL; /* complete: nothing of it is left in this process */
+        *msg_id_p = mdr_msg_id(seq, (uint8_t)(used + 1));
+        return MADRAIL_OK;
+    }
+    /* The rail keeps bytes of it for now: a request watches them, as
+     * madrail_isend's would (the send completes once they left, and its
+     * copy for a failed rail names it). */
+    req = mdr_req_alloc(ctx, MDR_REQ_SEND);
+    if (!req) {
+        /* it went: what is lost is only the watch over its last bytes */
+        *req_p = NULL;
+        *msg_id_p = mdr_msg_id(seq, (uint8_t)(used + 1));
+        return MADRAIL_OK;
+    }
+    req->peer = peer_idx;
+    req->buf = (void *)buf;
+    req->len = len;
+    req->tag = tag;
+    req->seq = seq;
+    req->frag_off = len + 1; /* all sent */
+    mdr_send_note(req, used);
+    mdr_replay_name_last(pr, req->id);
+    *req_p = req;
+    mdr_send_done(req);
+    return MADRAIL_OK;
+}
+
 static mdr_inmsg_t *mdr_match_unexpected(mdr_ctx_t *ctx, madrail_peer_t src, uint64_t tag,
                                          uint64_t ignore, unsigned flags)
 {

@@ -133,7 +133,7 @@ int MPIDI_MADRAIL_p2p_isend(const void *buf, MPI_Aint count, MPI_Datatype dataty
     const void *sbuf;
     madrail_request_t mreq;
     madrail_status_t st;
-    uint64_t match;
+    uint64_t match, msg_id;
 
     MPIR_FUNC_ENTER;
 
@@ -169,18 +169,29 @@ int MPIDI_MADRAIL_p2p_isend(const void *buf, MPI_Aint count, MPI_Datatype dataty
     }
 
     match = MPIDI_MADRAIL_P2P_MATCH(comm->context_id + context_offset, comm->rank, tag);
-    st = madrail_isend(MPIDI_MADRAIL_global.ctx, peer, sbuf, (size_t) data_sz, match,
-                       is_sync ? MADRAIL_SEND_SYNC : 0, &mreq);
+    st = madrail_isend_nb(MPIDI_MADRAIL_global.ctx, peer, sbuf, (size_t) data_sz, match,
+                          is_sync ? MADRAIL_SEND_SYNC : 0, &mreq, &msg_id);
     if (st != MADRAIL_OK)
-        P2P_CALL_ERR(mpi_errno, "madrail_isend", st);
-    MPIDI_MADRAIL_REQ(sreq).mreq = mreq;
+        P2P_CALL_ERR(mpi_errno, "madrail_isend_nb", st);
     MPIDI_MADRAIL_REQ(sreq).sent_peer = peer;
+    *request = sreq;
+    if (mreq == NULL) {
+        /* a small message that left at once: no libmadrail request (and
+         * no pack buffer: a packed send's data is copied out too, so it
+         * can go now) */
+        MPL_free(MPIDI_MADRAIL_REQ(sreq).pack_buf);
+        MPIDI_MADRAIL_REQ(sreq).pack_buf = NULL;
+        MPIDI_MADRAIL_REQ(sreq).sent_msg = msg_id;
+        MPIDI_MADRAIL_REQ(sreq).flags |= MPIDI_MADRAIL_P2P_SENT;
+        MPIDIU_request_complete(sreq);
+        goto fn_exit;
+    }
+    MPIDI_MADRAIL_REQ(sreq).mreq = mreq;
     MPIDI_MADRAIL_global.inflight++;
     /* may complete the request at once (the data left): then the user gets
      * it completed */
     st = madrail_request_set_callback(mreq, send_done, sreq);
     MPIR_Assert(st == MADRAIL_OK);
-    *request = sreq;
 
   fn_exit:
     MPIR_FUNC_EXIT;
