@@ -38,8 +38,11 @@ system's difference to the first one.
   --rounds N      rounds (default 30); each round runs every system once
   --iters N       round trips per run (default 5000, after 500 untimed)
   --rails K       rails used by every system (default 1)
-  --lib NAME=DIR  a libmadrail build to measure (its directory, put first
-                  with LD_LIBRARY_PATH); repeat to compare builds
+  --lib NAME=DIR[,MPICH]
+                  a libmadrail build to measure (its directory, put first
+                  with LD_LIBRARY_PATH), with the MPICH prefix MPICH
+                  (default: ours); repeat to compare builds (a netmod
+                  change needs its own MPICH: give each its prefix)
   --no-ucx        ch4:madrail only
   --size BYTES    message size (default 8)
   --prefix P      cluster namespace prefix (default mdrlat-)
@@ -74,15 +77,20 @@ for v in ROUNDS ITERS RAILS SIZE; do
 done
 [ "$RAILS" -le 4 ] || { echo "$prog: --rails $RAILS: at most 4" >&2; exit 2; }
 [ ${#LIBS[@]} -gt 0 ] || LIBS=("madrail=$SRC/_install/lib")
+MPICH_DIR=${MDR_MPICH_DIR:-$SRC/_install/mpich}
+# NAME=DIR[,MPICH]: its library directory, its MPICH prefix
+libdir_of() { local v=${1#*=}; echo "${v%%,*}"; }
+mpich_of() { local v=${1#*=}; case $v in *,*) echo "${v#*,}" ;; *) echo "$MPICH_DIR" ;; esac; }
 for l in "${LIBS[@]}"; do
     case $l in
+        *=*,*) [ -d "$(libdir_of "$l")" ] && [ -x "$(mpich_of "$l")/bin/mpicc" ] ||
+                 { echo "$prog: --lib $l: no directory $(libdir_of "$l") or no $(mpich_of "$l")/bin/mpicc" >&2; exit 2; } ;;
         *=*) [ -d "${l#*=}" ] || { echo "$prog: --lib $l: no directory ${l#*=}" >&2; exit 2; } ;;
         *) echo "$prog: --lib $l: expected NAME=DIR" >&2; exit 2 ;;
     esac
 done
 
 [ "$(id -u)" -eq 0 ] || skip "needs root to build the namespace cluster (uid $(id -u))"
-MPICH_DIR=${MDR_MPICH_DIR:-$SRC/_install/mpich}
 [ -x "$MPICH_DIR/bin/mpicc" ] || die "our MPICH is not built ($MPICH_DIR/bin/mpicc; ./quickstart.sh --no-run)"
 if [ $UCX -eq 1 ] && ! command -v mpicc.mpich >/dev/null 2>&1; then
     echo "$prog: no mpicc.mpich (Debian's mpich, libmpich-dev): ch4:madrail only" >&2
@@ -95,8 +103,12 @@ cleanup() { "$CL" --prefix "$PREFIX" down >/dev/null 2>&1; rm -rf "$W"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$MPICH_DIR/bin/mpicc" -O2 -o "$W/lat_madrail" "$SRC/bench/mpi/mpi_lat.c" "$SRC/bench/mpi/mpi_bench.c" ||
-    die "cannot build mpi_lat with $MPICH_DIR/bin/mpicc"
+i=0
+for l in "${LIBS[@]}"; do
+    "$(mpich_of "$l")/bin/mpicc" -O2 -o "$W/lat_madrail$i" "$SRC/bench/mpi/mpi_lat.c" \
+        "$SRC/bench/mpi/mpi_bench.c" || die "cannot build mpi_lat with $(mpich_of "$l")/bin/mpicc"
+    i=$((i + 1))
+done
 if [ $UCX -eq 1 ]; then
     mpicc.mpich -O2 -o "$W/lat_ucx" "$SRC/bench/mpi/mpi_lat.c" "$SRC/bench/mpi/mpi_bench.c" ||
         die "cannot build mpi_lat with mpicc.mpich"
@@ -108,11 +120,12 @@ rails=$(seq -s, 0 $((RAILS - 1)) | sed 's/\([0-9]\)/rail\1/g')
 
 # one run: the median column of mpi_lat, or "-"
 BIND='exec taskset -c $PMI_RANK "$@"'
+# run_madrail LIBDIR MPICH INDEX
 run_madrail() {
     # shellcheck disable=SC2086
-    "$CL" --prefix "$PREFIX" exec 0 timeout -k 5 60 "$MPICH_DIR/bin/mpiexec" $MDR_CLUSTER_HYDRA_FLAGS \
+    "$CL" --prefix "$PREFIX" exec 0 timeout -k 5 60 "$2/bin/mpiexec" $MDR_CLUSTER_HYDRA_FLAGS \
         -n 2 -ppn 1 env MADRAIL_RAILS="$(echo "$rails" | sed 's/rail/tcp:rail/g')" LD_LIBRARY_PATH="$1" \
-        sh -c "$BIND" sh "$W/lat_madrail" --sizes "$SIZE" --iters "$ITERS" --warmup 500 --p50 2>&1 |
+        sh -c "$BIND" sh "$W/lat_madrail$3" --sizes "$SIZE" --iters "$ITERS" --warmup 500 --p50 2>&1 |
         awk -v s="$SIZE" '$1 == s { v = $3 } END { print (v == "" ? "-" : v) }'
 }
 run_ucx() {
@@ -133,7 +146,11 @@ echo "# round ${names[*]}"
 : >"$W/rounds"
 for r in $(seq 1 "$ROUNDS"); do
     row=()
-    for l in "${LIBS[@]}"; do row+=("$(run_madrail "${l#*=}")"); done
+    i=0
+    for l in "${LIBS[@]}"; do
+        row+=("$(run_madrail "$(libdir_of "$l")" "$(mpich_of "$l")" $i)")
+        i=$((i + 1))
+    done
     [ $UCX -eq 1 ] && row+=("$(run_ucx)")
     echo "$r ${row[*]}" | tee -a "$W/rounds"
 done
