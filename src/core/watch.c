@@ -105,10 +105,16 @@ madrail_status_t mdr_watch_init(mdr_ctx_t *ctx)
     return st;
 }
 
+/* Every message received stamps its rail, so the stamp is the cheap
+ * clock (about 7 ns against 32-48 for the precise one, on the path from a
+ * message's arrival to its receive's completion), moved forward by the
+ * tick it may lag by: a stamp is then never earlier than the arrival, so a
+ * rail is never judged silent early, only up to a tick late.  A stamp
+ * ahead of a scan's precise clock is taken as that clock (mdr_watch_rail). */
 void mdr_watch_rx(mdr_peer_rail_t *pr)
 {
     if (pr->peer->ctx->cfg.rail_timeout > 0)
-        pr->rx_ns = pr->life_ns = mdr_time_ns();
+        pr->rx_ns = pr->life_ns = mdr_time_coarse_ns() + MDR_WATCH_COARSE_SLACK_NS;
 }
 
 typedef struct {
@@ -258,8 +264,10 @@ static uint64_t mdr_watch_rail(mdr_peer_rail_t *pr, uint64_t now, int wanted)
     }
     if (quiet > now)
         quiet = now;
-    if (pr->life_ns == 0)
+    if (pr->life_ns == 0 || pr->life_ns > now) /* > now: a stamp of mdr_watch_rx */
         pr->life_ns = now;
+    if (pr->rx_ns > now)
+        pr->rx_ns = now;
     if (now - quiet > pr->life_ns) /* the transport was acknowledging until then */
         pr->life_ns = now - quiet;
     if (now - pr->life_ns >= timeout) {
