@@ -624,6 +624,22 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
 
 /* ---------------- user-facing operations ---------------- */
 
+/* A send request for buf (not started). */
+static mdr_req_t *mdr_send_req_new(mdr_ctx_t *ctx, madrail_peer_t peer_idx, const void *buf,
+                                   size_t len, uint64_t tag, unsigned flags)
+{
+    mdr_req_t *req = mdr_req_alloc(ctx, MDR_REQ_SEND);
+
+    if (req) {
+        req->peer = peer_idx;
+        req->buf = (void *)buf;
+        req->len = len;
+        req->tag = tag;
+        req->flags = flags;
+    }
+    return req;
+}
+
 madrail_status_t mdr_tagged_isend(mdr_ctx_t *ctx, madrail_peer_t peer_idx, const void *buf,
                                   size_t len, uint64_t tag, unsigned flags, mdr_req_t **req_p)
 {
@@ -637,14 +653,9 @@ madrail_status_t mdr_tagged_isend(mdr_ctx_t *ctx, madrail_peer_t peer_idx, const
         mdr_error("isend: no peer %u", peer_idx);
         return MADRAIL_ERR_INVALID;
     }
-    req = mdr_req_alloc(ctx, MDR_REQ_SEND);
+    req = mdr_send_req_new(ctx, peer_idx, buf, len, tag, flags);
     if (!req)
         return MADRAIL_ERR_NOMEM;
-    req->peer = peer_idx;
-    req->buf = (void *)buf;
-    req->len = len;
-    req->tag = tag;
-    req->flags = flags;
     return mdr_send_launch(peer, req, req_p);
 }
 
@@ -684,17 +695,13 @@ madrail_status_t madrail_isend_nb(madrail_context_t ctx, madrail_peer_t peer_idx
     /* The rail keeps bytes of it for now: a request watches them, as
      * madrail_isend's would (the send completes once they left, and its
      * copy for a failed rail names it). */
-    req = mdr_req_alloc(ctx, MDR_REQ_SEND);
+    req = mdr_send_req_new(ctx, peer_idx, buf, len, tag, 0);
     if (!req) {
         /* it went: what is lost is only the watch over its last bytes */
         *req_p = NULL;
         *msg_id_p = mdr_msg_id(seq, (uint8_t)(used + 1));
         return MADRAIL_OK;
     }
-    req->peer = peer_idx;
-    req->buf = (void *)buf;
-    req->len = len;
-    req->tag = tag;
     req->seq = seq;
     req->frag_off = len + 1; /* all sent */
     mdr_send_note(req, used);
