@@ -519,8 +519,9 @@ madrail_status_t madrail_send(madrail_context_t ctx, madrail_peer_t peer, const 
                               size_t len, uint64_t tag, unsigned flags)
 {
     madrail_request_t req;
-    madrail_status_t st = madrail_isend(ctx, peer, buf, len, tag, flags, &req);
-    if (st != MADRAIL_OK)
+    uint64_t msg_id;
+    madrail_status_t st = madrail_isend_nb(ctx, peer, buf, len, tag, flags, &req, &msg_id);
+    if (st != MADRAIL_OK || req == NULL) /* NULL: it left in the call */
         return st;
     return madrail_wait(&req, NULL);
 }

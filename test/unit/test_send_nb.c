@@ -87,6 +87,13 @@ static void test_at_once(void)
           (unsigned long long)msg_id);
     CHECK(wait2(&p, &r, &ri) == MADRAIL_OK && ri.length == 0, "empty: received, length %zu",
           ri.length);
+    /* madrail_send goes the same way: no request for what leaves at once */
+    CHECK(madrail_irecv(p.b, p.b2a, rb, sizeof(rb), 9, 0, &r) == MADRAIL_OK, "send: irecv");
+    before = reqs_free(p.a);
+    CHECK(madrail_send(p.a, p.a2b, sb, sizeof(sb), 9, 0) == MADRAIL_OK &&
+              reqs_free(p.a) == before,
+          "madrail_send of 64 bytes: done, the request table did not move");
+    CHECK(wait2(&p, &r, &ri) == MADRAIL_OK && ri.length == sizeof(sb), "send: received");
     CHECK(madrail_isend_nb(p.a, p.a2b, sb, sizeof(sb), 8, 1u << 7, &s, &msg_id) ==
               MADRAIL_ERR_INVALID,
           "unknown flag: refused as madrail_isend refuses it");
