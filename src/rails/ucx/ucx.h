@@ -22,6 +22,10 @@
 #ifndef MDR_UCX_H
 #define MDR_UCX_H
 
+/* Sends of at most this many bytes are tried first as one that UCX
+ * completes in the call, without the pooled copy (ucx_ep.c). */
+#define MDR_UCX_IMM_MAX 2048
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -202,6 +202,36 @@ static madrail_status_t mdr_ucx_am_send(mdr_rail_t *rail, ucp_ep_h h, mdr_ep_t *
 
     for (i = 0; i < iovcnt; i++)
         len += iov[i].iov_len;
+    /* First, from the caller's memory if UCX can finish it in the call (a
+     * short message: it copies it into the transport at once); nothing is
+     * sent when it cannot (UCS_ERR_NO_RESOURCE), and the copy below goes.
+     * Only with nothing of this ep still in UCX's hands, so the order of
+     * the ep's messages is UCX's order of calls either way. */
+    if (ep != NULL && mdr_list_empty(&ep->txs) && len <= MDR_UCX_IMM_MAX) {
+        /* gathered on the stack: UCX completes a contiguous short message
+         * in the call, an iov one not (measured: UCX 1.13, shm) */
+        uint64_t buf[MDR_UCX_IMM_MAX / sizeof(uint64_t)];
+        const void *data = NULL;
+
+        if (iovcnt == 1) {
+            data = iov[0].iov_base;
+        } else if (len > 0) {
+            for (i = 0; i < iovcnt; i++) {
+                if (iov[i].iov_len > 0)
+                    memcpy((uint8_t *)buf + off, iov[i].iov_base, iov[i].iov_len);
+                off += iov[i].iov_len;
+            }
+            off = 0;
+            data = buf;
+        }
+        memset(&prm, 0, sizeof(prm));
+        prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+        prm.flags = UCP_AM_SEND_FLAG_EAGER;
+        req = ucp_am_send_nbx(h, MDR_UCX_AM_ID, hdr, sizeof(*hdr), data, len, &prm);
+        if (req == NULL)
+            return MADRAIL_OK; /* done: UCX has it */
+        /* not possible now: the copy below */
+    }
     cap = sizeof(*tx) + len;
     tx = mdr_pool_get(&rail->pool, cap);
     if (tx == NULL)
