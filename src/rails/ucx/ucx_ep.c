@@ -12,7 +12,11 @@
  * Sends are copied into a pooled buffer before ucp_am_send_nbx, because
  * rail.h lets the caller reuse its buffers at once while UCX keeps a
  * pointer to the data until the request completes.  The copy is at most
- * one slot (8 KiB by default).
+ * one slot (8 KiB by default).  A message of at most MDR_UCX_IMM_MAX
+ * bytes is first offered to UCX to complete inside the call
+ * (UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL, from a stack gather): then no copy and
+ * no request are needed, which is the common case of a small message on
+ * an idle ep.
  *
  * Failures (UCX's error handler, a malformed message, a refused
  * connection) mark the ep failed at once, so nothing more is sent or
