@@ -90,18 +90,8 @@ for l in "${LIBS[@]}"; do
     esac
 done
 
-[ "$(id -u)" -eq 0 ] || skip "needs root to build the namespace cluster (uid $(id -u))"
-[ -x "$MPICH_DIR/bin/mpicc" ] || die "our MPICH is not built ($MPICH_DIR/bin/mpicc; ./quickstart.sh --no-run)"
-if [ $UCX -eq 1 ] && ! command -v mpicc.mpich >/dev/null 2>&1; then
-    echo "$prog: no mpicc.mpich (Debian's mpich, libmpich-dev): ch4:madrail only" >&2
-    UCX=0
-fi
-
-W=$(mktemp -d /tmp/mdr-latmed.XXXXXX)
-CL=$SRC/test/cluster/cluster.sh
-cleanup() { "$CL" --prefix "$PREFIX" down >/dev/null 2>&1; rm -rf "$W"; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$HERE/rounds_common.sh"
+rounds_setup latmed
 
 i=0
 for l in "${LIBS[@]}"; do
@@ -113,10 +103,7 @@ if [ $UCX -eq 1 ]; then
     mpicc.mpich -O2 -o "$W/lat_ucx" "$SRC/bench/mpi/mpi_lat.c" "$SRC/bench/mpi/mpi_bench.c" ||
         die "cannot build mpi_lat with mpicc.mpich"
 fi
-out=$("$CL" --prefix "$PREFIX" up --nodes 2 --rails "$RAILS" --rate 1gbit 2>&1) ||
-    { printf '%s\n' "$out" | tail -n 5 >&2; die "cluster.sh up failed"; }
-eval "$("$CL" --prefix "$PREFIX" env)"
-rails=$(seq -s, 0 $((RAILS - 1)) | sed 's/\([0-9]\)/rail\1/g')
+rounds_cluster
 
 # one run: the median column of mpi_lat, or "-"
 BIND='exec taskset -c $PMI_RANK "$@"'
