@@ -84,6 +84,21 @@ static void bend_all(uint8_t *addr, size_t len, void *arg)
             bend_addr(addr, len, r, bend[r]);
 }
 
+/* Sends go through madrail_isend, or through madrail_isend_nb when set:
+ * a message the rail keeps (a connection being made) must come back as a
+ * request that fails or succeeds exactly as madrail_isend's would. */
+static int use_nb;
+
+static madrail_status_t tsend(pair_t *p, const void *buf, size_t len, uint64_t tag,
+                              madrail_request_t *req)
+{
+    uint64_t msg_id;
+
+    if (use_nb)
+        return madrail_isend_nb(p->a, p->a2b, buf, len, tag, 0, req, &msg_id);
+    return madrail_isend(p->a, p->a2b, buf, len, tag, 0, req);
+}
+
 static int pair_open_bend(pair_t *p, const char *const *ov, const int *bend)
 {
     return pair_open_bent(p, ov, bend_all, (void *)bend);
@@ -174,8 +189,9 @@ static void test_connect_timeout(void)
     }
     pair_fill(buf, sizeof(buf), 1);
     madrail_irecv(p.a, p.a2b, rb, sizeof(rb), 9, 0, &rr); /* to fail with the peer */
-    st = madrail_isend(p.a, p.a2b, buf, sizeof(buf), 3, 0, &sr);
+    st = tsend(&p, buf, sizeof(buf), 3, &sr);
     check(st == MADRAIL_OK, "isend accepted (%s)", madrail_status_str(st));
+    check(sr != NULL, "the connection is being made: the send is a request");
     sleep_ms(400); /* no progress anywhere: b never answers the connection */
     st = madrail_wait(&sr, NULL);
     check(st == MADRAIL_ERR_PEER_UNREACHABLE,
@@ -214,11 +230,11 @@ static void test_refused_rail(void)
         rst[i] = MADRAIL_INPROGRESS;
     }
     for (i = 0; i < N; i++) {
-        sst[i] = madrail_isend(p.a, p.a2b, sb[i], sizeof(sb[i]), 100 + (uint64_t)i, 0, &sr[i]);
+        sst[i] = tsend(&p, sb[i], sizeof(sb[i]), 100 + (uint64_t)i, &sr[i]);
         if (sst[i] != MADRAIL_OK)
             sr[i] = NULL;
-        else
-            sst[i] = MADRAIL_INPROGRESS;
+        else if (sr[i] != NULL)
+            sst[i] = MADRAIL_INPROGRESS; /* (NULL: isend_nb's message left at once) */
     }
     for (spins = 0, sdone = 0; spins < 2000000 && sdone < N; spins++) {
         madrail_progress(p.b);
@@ -520,6 +536,11 @@ int main(void)
     test_connect_timeout();
     printf("-- a rail refused after sends were queued on it\n");
     test_refused_rail();
+    use_nb = 1;
+    printf("-- the same two through madrail_isend_nb\n");
+    test_connect_timeout();
+    test_refused_rail();
+    use_nb = 0;
     printf("-- a message lost with a connection that was up\n");
     test_sequence_hole();
     printf("-- an active message lost with a connection never made\n");
