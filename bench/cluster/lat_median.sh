@@ -22,6 +22,7 @@ set -uo pipefail
 prog=$(basename "$0")
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
+. "$HERE/rounds_common.sh"
 
 usage() {
     cat <<EOF
@@ -52,8 +53,6 @@ Needs root (network namespaces), our MPICH (./quickstart.sh --no-run) and
 for ch4:ucx Debian's mpich and libmpich-dev.  About 1.5 s a run.
 EOF
 }
-die() { echo "$prog: $*" >&2; exit 1; }
-skip() { echo "$prog: SKIP: $*" >&2; exit 77; }
 
 ROUNDS=30 ITERS=5000 RAILS=1 UCX=1 SIZE=8 PREFIX=mdrlat-
 LIBS=()
@@ -90,7 +89,6 @@ for l in "${LIBS[@]}"; do
     esac
 done
 
-. "$HERE/rounds_common.sh"
 rounds_setup latmed
 
 i=0

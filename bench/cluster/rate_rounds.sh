@@ -20,6 +20,7 @@ set -uo pipefail
 prog=$(basename "$0")
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
+. "$HERE/rounds_common.sh"
 
 usage() {
     cat <<EOF
@@ -47,8 +48,6 @@ Needs root (network namespaces), our MPICH (./quickstart.sh --no-run) and
 for ch4:ucx Debian's mpich and libmpich-dev.  A few seconds a run.
 EOF
 }
-die() { echo "$prog: $*" >&2; exit 1; }
-skip() { echo "$prog: SKIP: $*" >&2; exit 77; }
 
 ROUNDS=10 RAILS=1 SIZE=8 WINDOW=64 SLOW=50000 UCX=1 PREFIX=mdrrate-
 while [ $# -gt 0 ]; do
@@ -72,7 +71,6 @@ done
 [ "$RAILS" -le 4 ] || { echo "$prog: --rails $RAILS: at most 4" >&2; exit 2; }
 
 MPICH_DIR=${MDR_MPICH_DIR:-$SRC/_install/mpich}
-. "$HERE/rounds_common.sh"
 rounds_setup rate
 
 "$MPICH_DIR/bin/mpicc" -O2 -o "$W/mr_madrail" "$SRC/bench/mpi/mpi_mbw_mr.c" \

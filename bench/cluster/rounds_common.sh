@@ -1,13 +1,16 @@
 # rounds_common.sh -- what the round-by-round cluster benchmarks share
-# (lat_median.sh, rate_rounds.sh): sourced, not run.  The caller sets
-# prog, SRC, MPICH_DIR, UCX (1: compare with Debian's ch4:ucx), PREFIX and
-# RAILS, and defines die and skip.
+# (lat_median.sh, rate_rounds.sh): sourced, not run, once prog and SRC
+# are set.  rounds_setup needs MPICH_DIR, UCX (1: compare with Debian's
+# ch4:ucx), PREFIX and RAILS too.
 #
 # rounds_setup TAG: checks (root, our MPICH, mpicc.mpich: without it UCX
 # becomes 0), a work directory $W removed at exit with the cluster, and a
 # two-node cluster of RAILS 1 Gbit rails; sets CL (cluster.sh), the
 # variables of `cluster.sh env` and rails ("rail0,rail1").
 # shellcheck shell=bash disable=SC2034,SC2153,SC2154
+
+die() { echo "$prog: $*" >&2; exit 1; }
+skip() { echo "$prog: SKIP: $*" >&2; exit 77; }
 rounds_setup() {
     [ "$(id -u)" -eq 0 ] || skip "needs root to build the namespace cluster (uid $(id -u))"
     [ -x "$MPICH_DIR/bin/mpicc" ] ||
