@@ -38,6 +38,20 @@ int mdr_ack_set(mdr_req_t *req, enum mdr_ack_state to)
     return 0;
 }
 
+/* The header of an EAGER fragment. */
+static void mdr_eager_hdr_init(mdr_eager_hdr_t *e, uint8_t flags, uint64_t seq, uint64_t tag,
+                               uint64_t total, uint64_t offset, uint64_t id)
+{
+    memset(e, 0, sizeof(*e));
+    e->h.type = MDR_MSG_EAGER;
+    e->h.flags = flags;
+    e->seq = seq;
+    e->tag = tag;
+    e->total = total;
+    e->offset = offset;
+    e->id = id;
+}
+
 /* Send eager fragments until done or out of credits. */
 int mdr_eager_send(mdr_peer_t *peer, mdr_req_t *req)
 {
@@ -57,16 +71,13 @@ int mdr_eager_send(mdr_peer_t *peer, mdr_req_t *req)
         }
         if (plen > ctx->eager_max)
             plen = ctx->eager_max;
-        memset(&e, 0, sizeof(e));
-        e.h.type = MDR_MSG_EAGER;
-        e.h.flags = (uint8_t)(((req->flags & MADRAIL_SEND_SYNC) && !req->rfs_consumed ? MDR_HF_SYNC : 0) |
-                              ((req->flags & MDR_FLAG_INTERNAL) ? MDR_HF_INTERNAL : 0) |
-                              (req->rfs_consumed ? MDR_HF_RFS_CONSUMED : 0));
-        e.seq = req->seq;
-        e.tag = req->tag;
-        e.total = req->len;
-        e.offset = req->frag_off;
-        e.id = req->rfs_consumed ? req->peer_req_id : req->id;
+        mdr_eager_hdr_init(
+            &e,
+            (uint8_t)(((req->flags & MADRAIL_SEND_SYNC) && !req->rfs_consumed ? MDR_HF_SYNC : 0) |
+                      ((req->flags & MDR_FLAG_INTERNAL) ? MDR_HF_INTERNAL : 0) |
+                      (req->rfs_consumed ? MDR_HF_RFS_CONSUMED : 0)),
+            req->seq, req->tag, req->len, req->frag_off,
+            req->rfs_consumed ? req->peer_req_id : req->id);
         ctx->tx_sreq_id = req->id; /* its copy (replay.c) names the send */
         used = mdr_ctrl_try_send(peer, -1, &e.h, sizeof(e), (uint8_t *)req->buf + req->frag_off,
                                  plen);
@@ -122,13 +133,9 @@ int mdr_eager_send_now(mdr_peer_t *peer, const void *buf, size_t len, uint64_t t
 
     if (len > ctx->eager_max || !mdr_list_empty(&peer->sendq) || peer->nrfs_stored)
         return -1;
-    memset(&e, 0, sizeof(e));
-    e.h.type = MDR_MSG_EAGER;
-    e.seq = peer->next_send_seq;
-    e.tag = tag;
-    e.total = len;
     /* .id names a request the receiver answers (a synchronous ACK), or
      * the offer a message spends: neither here */
+    mdr_eager_hdr_init(&e, 0, peer->next_send_seq, tag, len, 0, 0);
     used = mdr_ctrl_try_send(peer, -1, &e.h, sizeof(e), buf, len);
     if (used >= 0) {
         peer->next_send_seq++;
