@@ -1938,6 +1938,109 @@ out:
     side_close(&b);
 }
 
+/* epoll_wait calls on s's epoll set so far (its group's counter). */
+static unsigned long set_polls(const side_t *s)
+{
+    return s->rail->group != NULL ? s->rail->group->polls : 0;
+}
+
+/* n progress calls of s alone; returns the epoll_wait calls they made. */
+static unsigned long idle_polls(side_t *s, int n)
+{
+    unsigned long p0 = set_polls(s);
+    int i;
+
+    for (i = 0; i < n; i++)
+        ops->progress(s->rail);
+    return set_polls(s) - p0;
+}
+
+/* MADRAIL_TCP_DIRECT_POLL=bound: while B's epoll set holds at most bound
+ * connections, all open with nothing queued, B's progress reads them
+ * without epoll_wait (one wait every 16th pass, 2 in 32 passes), and a
+ * message is delivered by the first pass after it arrived; a new
+ * connection (C's) is still accepted, by the periodic wait; past the
+ * bound every pass waits on the set again (32 in 32).  0: always. */
+static void test_direct_poll(unsigned bound)
+{
+    char opt[48];
+    const char *ov[] = {opt, NULL};
+    side_t a, b, c;
+    want_t w;
+    unsigned long polls;
+    size_t before;
+    int ok;
+
+    snprintf(opt, sizeof(opt), "MADRAIL_TCP_DIRECT_POLL=%u", bound);
+    printf("---- %s\n", opt);
+    memset(&c, 0, sizeof(c));
+    if (side_open(&a, "Ap", 0xe1, "lo", ov) != MADRAIL_OK ||
+        side_open(&b, "Bp", 0xe2, "lo", ov) != MADRAIL_OK ||
+        side_open(&c, "Cp", 0xe3, "lo", ov) != MADRAIL_OK) {
+        CHECK(0, "open rails");
+        return;
+    }
+    CHECK(b.rail->group != NULL, "B's rail polls a group's set (its counter is read)");
+    if (b.rail->group == NULL)
+        goto out;
+    pump_set(&a, &b);
+    ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.epc, &a.ep);
+    send_msg(&a, 8, 0);
+    w.c = &b.epc;
+    w.n = 1;
+    if (!pump(have_msgs, &w, 5)) {
+        CHECK(0, "connect A to B");
+        goto out;
+    }
+    idle_polls(&b, 16); /* settles the handshake's leftovers */
+    polls = idle_polls(&b, 32);
+    if (bound >= 1)
+        CHECK(polls == 2, "one connection: 32 idle passes waited on the set %lu times (2)",
+              polls);
+    else
+        CHECK(polls == 32, "32 idle passes waited on the set %lu times (32)", polls);
+
+    before = b.epc.nmsgs;
+    send_msg(&a, 8, 1);
+    ops->progress(a.rail);
+    CHECK(set_ready(&b), "the message reached B's socket");
+    ops->progress(b.rail);
+    CHECK(b.epc.nmsgs == before + 1 && check_msg(&b.epc.msgs[before], 8, 1),
+          "B's first pass delivered it (%zu new)", b.epc.nmsgs - before);
+
+    /* a second connection, from C: accepted, and counted */
+    pump_set(&c, &b);
+    ops->ep_create(c.rail, b.uuid, b.addr, b.attr.addr_len, &c.epc, &c.ep);
+    send_msg(&c, 8, 7);
+    w.n = before + 2;
+    ok = pump(have_msgs, &w, 5);
+    CHECK(ok && check_msg(&b.epc.msgs[before + 1], 8, 7), "C's connection accepted, its message "
+          "delivered (%zu messages)", b.epc.nmsgs);
+    idle_polls(&b, 16);
+    polls = idle_polls(&b, 32);
+    if (bound >= 2)
+        CHECK(polls == 2, "two connections: 32 idle passes waited %lu times (2)", polls);
+    else
+        CHECK(polls == 32, "two connections, bound %u: 32 idle passes waited %lu times (32)",
+              bound, polls);
+    before = b.epc.nmsgs;
+    send_msg(&c, 8, 8);
+    send_msg(&a, 8, 9);
+    ops->progress(c.rail);
+    ops->progress(a.rail);
+    ok = set_ready(&b);
+    ops->progress(b.rail);
+    if (b.epc.nmsgs < before + 2) /* the second may still have been on its way */
+        ops->progress(b.rail);
+    CHECK(ok && b.epc.nmsgs == before + 2, "both connections' messages delivered (%zu new)",
+          b.epc.nmsgs - before);
+    CHECK(a.epc.failed == 0 && b.epc.failed == 0 && c.epc.failed == 0, "no failures");
+out:
+    side_close(&a);
+    side_close(&b);
+    side_close(&c);
+}
+
 int main(int argc, char **argv)
 {
     side_t a, b;
@@ -1996,6 +2099,9 @@ int main(int argc, char **argv)
     test_shared_poll(0);
     test_direct_first(1);
     test_direct_first(0);
+    test_direct_poll(2);
+    test_direct_poll(1);
+    test_direct_poll(0);
 
     return rt_finish();
 }

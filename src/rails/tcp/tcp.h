@@ -115,6 +115,12 @@ enum {
 #define MDR_TCP_COALESCE_FLUSH (64 * 1024)
 #define MDR_TCP_MAX_IOV 64
 #define MDR_TCP_MAX_EVENTS 64
+/* Direct polling (tcp_rail.c): at most this many connections read per
+ * pass without epoll (MADRAIL_TCP_DIRECT_POLL's bound), and the epoll set
+ * still waited on every this many passes (new connections, anything the
+ * reads do not see). */
+#define MDR_TCP_DIRECT_MAX 8
+#define MDR_TCP_DIRECT_EPOLL_EVERY 16
 
 /* A put's payload leaves in frames of at most MADRAIL_TCP_PUT_FRAME bytes
  * (each with its own PUT header), so a control frame waits for at most one
@@ -139,6 +145,7 @@ typedef struct mdr_tcp_config {
                              * both ways, 0 = never set */
     int shared_poll;        /* MADRAIL_TCP_SHARED_POLL: one epoll set for the context's rails */
     int direct_first;       /* MADRAIL_TCP_DIRECT_FIRST: first small frame per pass written at once */
+    unsigned direct_poll;   /* MADRAIL_TCP_DIRECT_POLL: most connections read without epoll */
 } mdr_tcp_config_t;
 
 /* The tcp rails of one context (same params->uuid) that share one epoll
@@ -279,6 +286,8 @@ struct mdr_rail {
     mdr_list_t group_link;
     unsigned long seen_polls; /* group->polls at this rail's last progress */
     unsigned long passes;     /* progress calls (ep->direct_pass) */
+    unsigned nconns;          /* connections in the epoll set (live, any state) */
+    unsigned direct_polls;    /* passes that read directly since the last epoll_wait */
     uint64_t uuid;
     const uint8_t *job_key; /* the core's, MDR_JOB_KEY_LEN bytes */
     mdr_drv_refusals_t refusals;
