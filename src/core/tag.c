@@ -344,7 +344,8 @@ static void mdr_drain_reorder(mdr_ctx_t *ctx, mdr_peer_rail_t *pr)
 {
     mdr_peer_t *peer = pr->peer;
     mdr_inmsg_t *m;
-    while ((m = mdr_hash_get(&peer->inflight, peer->expected_seq)) && !m->in_order)
+    while (peer->inflight.count && (m = mdr_hash_get(&peer->inflight, peer->expected_seq)) &&
+           !m->in_order)
         mdr_in_order(ctx, pr, m);
 }
 
@@ -505,7 +506,7 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
         return;
     }
 
-    m = mdr_hash_get(&peer->inflight, seq);
+    m = peer->inflight.count ? mdr_hash_get(&peer->inflight, seq) : NULL; /* empty: common */
     if (m) {
         /* another fragment of a known message */
         if (hdr->type != MDR_MSG_EAGER || m->type != MDR_MSG_EAGER || m->has_am || m->tag != tag ||
