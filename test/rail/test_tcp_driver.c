@@ -1758,6 +1758,20 @@ static int set_ready(side_t *s)
     return poll(&p, 1, 5000) == 1;
 }
 
+/* tx sends seq (8 bytes); once it is in rx's socket, one progress of rx.
+ * 1 when that pass delivered it, intact. */
+static int first_pass_delivers(side_t *tx, side_t *rx, unsigned seq)
+{
+    size_t before = rx->epc.nmsgs;
+
+    send_msg(tx, 8, seq);
+    ops->progress(tx->rail);
+    if (!set_ready(rx))
+        return 0;
+    ops->progress(rx->rail);
+    return rx->epc.nmsgs == before + 1 && check_msg(&rx->epc.msgs[before], 8, seq);
+}
+
 /* Two contexts A and B in one process, each with two tcp rails on lo.
  * shared=1: a context's rails share one epoll set; the progress of either
  * rail delivers what arrives on the other, the core's pass (rail 0, then
@@ -1866,12 +1880,7 @@ static void test_shared_poll(int shared)
     /* the rail that made the set closes; the other keeps polling it */
     side_close(&b0);
     side_close(&a0);
-    before = b1.epc.nmsgs;
-    send_msg(&a1, 8, 400);
-    ops->progress(a1.rail);
-    CHECK(set_ready(&b1), "after closing rail 0, the message reached B1's socket");
-    ops->progress(b1.rail);
-    CHECK(b1.epc.nmsgs == before + 1 && check_msg(&b1.epc.msgs[before], 8, 400),
+    CHECK(first_pass_delivers(&a1, &b1, 400),
           "after closing rail 0, rail 1's first progress delivered");
     CHECK(a1.epc.failed == 0 && b1.epc.failed == 0, "no failures");
 out:
@@ -1879,6 +1888,20 @@ out:
     side_close(&a1);
     side_close(&b0);
     side_close(&b1);
+}
+
+/* Connect a to b by a first message (seq 0), progressing both: 1 when b
+ * has it. */
+static int connect_first(side_t *a, side_t *b)
+{
+    want_t w;
+
+    pump_set(a, b);
+    ops->ep_create(a->rail, b->uuid, b->addr, b->attr.addr_len, &a->epc, &a->ep);
+    send_msg(a, 8, 0);
+    w.c = &b->epc;
+    w.n = 1;
+    return pump(have_msgs, &w, 5);
 }
 
 /* MADRAIL_TCP_DIRECT_FIRST: on an open connection the first small frame
@@ -1901,12 +1924,7 @@ static void test_direct_first(int direct)
         CHECK(0, "open rails");
         return;
     }
-    pump_set(&a, &b);
-    ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.epc, &a.ep);
-    send_msg(&a, 8, 0);
-    w.c = &b.epc;
-    w.n = 1;
-    if (!pump(have_msgs, &w, 5)) {
+    if (!connect_first(&a, &b)) {
         CHECK(0, "connect");
         goto out;
     }
@@ -1928,6 +1946,7 @@ static void test_direct_first(int direct)
         CHECK(u1 > 0 && u3 == 0 && ops->ep_unsent(a.ep) > 0,
               "every frame waits for the next progress (unsent %zu %zu %zu)", u1, u3,
               ops->ep_unsent(a.ep));
+    w.c = &b.epc;
     w.n = 5;
     ok = pump(have_msgs, &w, 5) && b.epc.nmsgs == 5;
     for (i = 0; ok && i < 5; i++)
@@ -1983,15 +2002,11 @@ static void test_direct_poll(unsigned bound)
     CHECK(b.rail->group != NULL, "B's rail polls a group's set (its counter is read)");
     if (b.rail->group == NULL)
         goto out;
-    pump_set(&a, &b);
-    ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.epc, &a.ep);
-    send_msg(&a, 8, 0);
-    w.c = &b.epc;
-    w.n = 1;
-    if (!pump(have_msgs, &w, 5)) {
+    if (!connect_first(&a, &b)) {
         CHECK(0, "connect A to B");
         goto out;
     }
+    w.c = &b.epc;
     idle_polls(&b, 16); /* settles the handshake's leftovers */
     polls = idle_polls(&b, 32);
     if (bound >= 1)
@@ -2001,12 +2016,7 @@ static void test_direct_poll(unsigned bound)
         CHECK(polls == 32, "32 idle passes waited on the set %lu times (32)", polls);
 
     before = b.epc.nmsgs;
-    send_msg(&a, 8, 1);
-    ops->progress(a.rail);
-    CHECK(set_ready(&b), "the message reached B's socket");
-    ops->progress(b.rail);
-    CHECK(b.epc.nmsgs == before + 1 && check_msg(&b.epc.msgs[before], 8, 1),
-          "B's first pass delivered it (%zu new)", b.epc.nmsgs - before);
+    CHECK(first_pass_delivers(&a, &b, 1), "B's first pass delivered A's message");
 
     /* a second connection, from C: accepted, and counted */
     pump_set(&c, &b);
