@@ -117,8 +117,8 @@ enum {
 #define MDR_TCP_MAX_EVENTS 64
 /* Direct polling (tcp_rail.c): at most this many connections read per
  * pass without epoll (MADRAIL_TCP_DIRECT_POLL's bound), and the epoll set
- * still waited on every this many passes (new connections, anything the
- * reads do not see). */
+ * still waited on every this many passes, and once per tick of the coarse
+ * clock (new connections, anything the reads do not see). */
 #define MDR_TCP_DIRECT_MAX 8
 #define MDR_TCP_DIRECT_EPOLL_EVERY 16
 
@@ -288,6 +288,7 @@ struct mdr_rail {
     unsigned long passes;     /* progress calls (ep->direct_pass) */
     unsigned nconns;          /* connections in the epoll set (live, any state) */
     unsigned direct_polls;    /* passes that read directly since the last epoll_wait */
+    uint64_t wait_tick;       /* the coarse clock at the last epoll_wait (direct polling) */
     uint64_t uuid;
     const uint8_t *job_key; /* the core's, MDR_JOB_KEY_LEN bytes */
     mdr_drv_refusals_t refusals;

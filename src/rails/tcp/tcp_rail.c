@@ -109,8 +109,8 @@ static const mdr_cfg_entry_t mdr_tcp_cfg_entries[] = {
                 "tcp rails: while the epoll set holds at most this many connections, all "
                 "open and with nothing queued to write, a progress pass reads them directly "
                 "(one read each, no epoll_wait: a message that arrives costs one system call "
-                "fewer) and waits on the epoll set only every 16th pass (new connections); "
-                "0 = always epoll."),
+                "fewer) and waits on the epoll set only every 16th pass and once a clock "
+                "tick (new connections); 0 = always epoll."),
 };
 
 const mdr_cfg_table_t mdr_tcp_cfg_table = MDR_CFG_TABLE("tcp", mdr_tcp_cfg_entries);
@@ -773,9 +773,12 @@ static int mdr_tcp_poll_direct(mdr_rail_t *rail, int *need_epoll)
  * every rail of the group counts as in progress, so a connection another
  * rail's upcall closes becomes a zombie (freed by its own rail's next
  * progress) rather than freed under an event not handled yet.  With direct polling
- * (above) the wait happens only when a connection needs it, or every
- * MDR_TCP_DIRECT_EPOLL_EVERY passes (the listener, and anything a read
- * does not report). */
+ * (above) the wait happens only when a connection needs it, every
+ * MDR_TCP_DIRECT_EPOLL_EVERY passes, and at the first pass in each tick
+ * of the coarse clock (the listener, and anything a read does not
+ * report): a process that calls progress seldom (a long computation
+ * between calls) still accepts a connection at its next call, as
+ * before, not 16 calls later. */
 static int mdr_tcp_poll(mdr_rail_t *rail)
 {
     struct epoll_event evs[MDR_TCP_MAX_EVENTS];
@@ -793,13 +796,15 @@ static int mdr_tcp_poll(mdr_rail_t *rail)
     if (rail->cfg.direct_poll > 0 && mdr_tcp_set_conns(rail) <= rail->cfg.direct_poll) {
         int need = 0;
         got = mdr_tcp_poll_direct(rail, &need);
-        if (!need && ++rail->direct_polls < MDR_TCP_DIRECT_EPOLL_EVERY) {
+        if (!need && ++rail->direct_polls < MDR_TCP_DIRECT_EPOLL_EVERY &&
+            mdr_time_coarse_ns() == rail->wait_tick) {
             if (g != NULL)
                 rail->seen_polls = g->polls; /* the next wait is this rail's own */
             return got;
         }
     }
     rail->direct_polls = 0;
+    rail->wait_tick = mdr_time_coarse_ns();
     if (g != NULL && g->nrails > 1 && rail->seen_polls != g->polls) {
         rail->seen_polls = g->polls;
         return got;
