@@ -156,6 +156,7 @@ typedef struct mdr_tcp_group {
     unsigned nrails;
     mdr_list_t rails;           /* mdr_rail_t.group_link */
     unsigned long polls;        /* epoll_wait calls on the set so far */
+    unsigned nconns;            /* connections in the set (live, any state) */
     struct mdr_tcp_group *next; /* registry of every group in the process */
 } mdr_tcp_group_t;
 
@@ -286,7 +287,7 @@ struct mdr_rail {
     mdr_list_t group_link;
     unsigned long seen_polls; /* group->polls at this rail's last progress */
     unsigned long passes;     /* progress calls (ep->direct_pass) */
-    unsigned nconns;          /* connections in the epoll set (live, any state) */
+    unsigned nconns;          /* connections in its own epoll set (no group) */
     unsigned direct_polls;    /* passes that read directly since the last epoll_wait */
     uint64_t wait_tick;       /* the coarse clock at the last epoll_wait (direct polling) */
     uint64_t uuid;
@@ -315,6 +316,14 @@ struct mdr_rail {
 /* epoll data of a listener: the rail's address with the low bit set
  * (conn pointers, malloc'ed, have it clear). */
 #define MDR_TCP_LISTENER_BIT ((uintptr_t)1)
+
+/* The count of connections in the epoll set rail's sockets go to (its
+ * group's, or its own): kept as they are added and closed, read by every
+ * progress pass (direct polling, tcp_rail.c). */
+static inline unsigned *mdr_tcp_set_nconns(mdr_rail_t *rail)
+{
+    return rail->group != NULL ? &rail->group->nconns : &rail->nconns;
+}
 
 /* tcp_rail.c */
 void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h);

@@ -166,7 +166,7 @@ madrail_status_t mdr_tcp_conn_new(mdr_rail_t *rail, int fd, int outgoing, mdr_tc
         mdr_error("rail %s: epoll_ctl(ADD): %m", rail->log_name);
         goto err_part;
     }
-    rail->nconns++;
+    (*mdr_tcp_set_nconns(rail))++;
     mdr_list_push_tail(&rail->conns, &conn->link);
     *conn_p = conn;
     return MADRAIL_OK;
@@ -241,7 +241,7 @@ void mdr_tcp_conn_close(mdr_tcp_conn_t *conn)
     if (conn->state == MDR_TCP_CONN_WAIT_HELLO && rail->nwait_hello > 0)
         rail->nwait_hello--;
     epoll_ctl(rail->epfd, EPOLL_CTL_DEL, conn->fd, NULL);
-    rail->nconns--;
+    (*mdr_tcp_set_nconns(rail))--;
     close(conn->fd);
     conn->fd = -1;
     conn->state = MDR_TCP_CONN_CLOSED;

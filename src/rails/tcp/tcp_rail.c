@@ -717,20 +717,6 @@ static void mdr_tcp_timeouts(mdr_rail_t *rail)
     }
 }
 
-/* Connections in the epoll set this rail polls (its group's, or its own). */
-static unsigned mdr_tcp_set_conns(const mdr_rail_t *rail)
-{
-    const mdr_tcp_group_t *g = rail->group;
-    const mdr_list_t *l;
-    unsigned n = 0;
-
-    if (g == NULL)
-        return rail->nconns;
-    mdr_list_for_each(l, &g->rails)
-        n += mdr_container_of(l, mdr_rail_t, group_link)->nconns;
-    return n;
-}
-
 /* Direct polling: read this rail's open connections without asking epoll
  * first.  With one connection, an idle pass costs a read that finds
  * nothing instead of an epoll_wait that finds nothing, and a message that
@@ -793,7 +779,7 @@ static int mdr_tcp_poll(mdr_rail_t *rail)
                 return 0; /* nested in another rail's progress: it polls */
         }
     }
-    if (rail->cfg.direct_poll > 0 && mdr_tcp_set_conns(rail) <= rail->cfg.direct_poll) {
+    if (rail->cfg.direct_poll > 0 && *mdr_tcp_set_nconns(rail) <= rail->cfg.direct_poll) {
         int need = 0;
         got = mdr_tcp_poll_direct(rail, &need);
         if (!need && ++rail->direct_polls < MDR_TCP_DIRECT_EPOLL_EVERY &&
