@@ -227,6 +227,13 @@ static int have_msgs(void *arg)
     return w->c->nmsgs >= w->n;
 }
 
+/* w->c saw at least w->n failures */
+static int have_failures(void *arg)
+{
+    want_t *w = arg;
+    return (size_t)w->c->failed >= w->n;
+}
+
 static int have_fail(void *arg)
 {
     return ((epc_t *)arg)->failed > 0;
@@ -2003,7 +2010,7 @@ static void test_direct_poll(unsigned bound)
     unsigned long polls;
     unsigned ticks;
     size_t before;
-    int i, ok;
+    int i, ok, failed;
 
     snprintf(opt, sizeof(opt), "MADRAIL_TCP_DIRECT_POLL=%u", bound);
     printf("---- %s\n", opt);
@@ -2091,6 +2098,25 @@ static void test_direct_poll(unsigned bound)
     CHECK(b.epc.nmsgs == before + 1 && check_msg(&b.epc.msgs[before], 8, 11) && i <= 4,
           "B progressing every 25 ms accepted D and delivered its message in %d passes (at "
           "most 4)", i);
+
+    /* the peers go: C and D first, then A, B's last connection, whose end
+     * a direct read must see (recv returns 0) at B's next pass */
+    failed = b.epc.failed;
+    side_close(&c);
+    side_close(&d);
+    pump_set(&b, NULL);
+    w.c = &b.epc;
+    w.n = (size_t)failed + 2;
+    ok = pump(have_failures, &w, 5);
+    CHECK(ok && *mdr_tcp_set_nconns(b.rail) == 1, "C and D closed: B lost both connections "
+          "(%d failures), A's is left (%u in the set)", b.epc.failed - failed,
+          *mdr_tcp_set_nconns(b.rail));
+    side_close(&a);
+    CHECK(set_ready(&b), "A's end reached B's socket");
+    polls = set_polls(&b);
+    ops->progress(b.rail);
+    CHECK(b.epc.failed == failed + 3, "B's first pass after A closed reported it (%d failures; "
+          "%lu waits on the set in that pass)", b.epc.failed - failed, set_polls(&b) - polls);
 out:
     side_close(&a);
     side_close(&b);
