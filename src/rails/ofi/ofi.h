@@ -85,6 +85,8 @@ typedef struct mdr_ofi_bye {
 #define MDR_OFI_MAGIC 0x4f32u /* "O2": version 2, the HELLO carries the job key */
 #define MDR_OFI_HDR_LEN 16
 #define MDR_OFI_PAD8(_n) ((8 - ((_n) & 7)) & 7)
+/* the longest message sent with fi_inject, from a stack buffer */
+#define MDR_OFI_INJECT_MAX 256
 
 /* Packed address: mark(4) provider-name hash(4) name length(2) pad(2),
  * then the provider's fi_getname() bytes. */
@@ -215,6 +217,7 @@ struct mdr_rail {
     size_t tx_size;     /* outstanding operations the provider takes */
     int put_delivery;   /* writes carry FI_DELIVERY_COMPLETE */
     int multi_recv;
+    size_t inject_max;  /* messages this long at most go with fi_inject (0: never) */
     double latency_us, bandwidth_mbs;
 
     uint8_t name_buf[MDR_OFI_NAME_MAX]; /* our fi_getname() */

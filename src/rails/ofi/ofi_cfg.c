@@ -43,6 +43,13 @@ static const mdr_cfg_entry_t mdr_ofi_cfg_entries[] = {
                 "the target rejected (shm, udp;ofi_rxd in libfabric 1.17); "
                 "keep it well above the longest time a peer computes without calling "
                 "madrail, since software providers move data only inside progress."),
+    MDR_OFI_CFG("MADRAIL_OFI_INJECT", MDR_CFG_BOOL, "1", 1, 0, inject,
+                "ofi rails on the shm provider: send a control message of at most 256 bytes "
+                "(and the provider's inject size) with fi_inject when nothing of its "
+                "endpoint is in flight: shm puts it in the peer's queue inside the call, so "
+                "the send is done at once instead of at a completion read by a later "
+                "progress call; 0 = always fi_send with a completion.  Other providers "
+                "always use fi_send (a completion is where they show a dead peer)."),
 };
 
 const mdr_cfg_table_t mdr_ofi_cfg_table = MDR_CFG_TABLE("ofi", mdr_ofi_cfg_entries);

@@ -20,6 +20,7 @@ typedef struct mdr_ofi_config {
     unsigned rx_bufs;    /* MADRAIL_OFI_RX_BUFS: receive buffers posted, 0 = automatic */
     size_t rx_buf_size;  /* MADRAIL_OFI_RX_BUF_SIZE: size of one FI_MULTI_RECV buffer */
     double timeout;      /* MADRAIL_OFI_TIMEOUT: seconds without a completion, 0 = never */
+    int inject;          /* MADRAIL_OFI_INJECT: small messages with fi_inject on shm */
 } mdr_ofi_config_t;
 
 extern const mdr_cfg_table_t mdr_ofi_cfg_table;

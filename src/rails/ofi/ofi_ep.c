@@ -3,10 +3,14 @@
  * connectionless RDM endpoint the connection semantics rail.h promises,
  * control messages (a copy into a pre-registered send buffer and fi_send
  * with a completion) and puts (fi_writemsg straight from the caller's
- * memory).  No fi_inject: a completion is where a dead peer shows (rxm
- * takes fi_inject to a dead peer forever, silently), and fi_sendmsg with
- * FI_INJECT | FI_COMPLETION broke send-after-send order in rxm 1.17
- * (conformance ctrl-burst); measured, fi_send costs no more here.
+ * memory).  fi_inject only on shm (MADRAIL_OFI_INJECT), for a small
+ * message when nothing of its ep is in flight: shm puts it in the peer's
+ * queue inside the call, so the send is done there, where fi_send would
+ * leave it held until a later progress call reads its completion (0.5 us
+ * of an 8-byte ping-pong's 1.4).  Elsewhere no fi_inject: a completion is
+ * where a dead peer shows (rxm takes fi_inject to a dead peer forever,
+ * silently), and fi_sendmsg with FI_INJECT | FI_COMPLETION broke
+ * send-after-send order in rxm 1.17 (conformance ctrl-burst).
  *
  * Nothing is queued inside the driver: when the provider says -FI_EAGAIN
  * the operation returns MADRAIL_ERR_NORESOURCE and the core retries after
@@ -301,6 +305,42 @@ int mdr_ofi_ep_idle(mdr_ep_t *ep)
 
 /* ---------------- sending ---------------- */
 
+/* A message of at most rail->inject_max bytes with fi_inject: done when
+ * the call returns (shm only, see the top of the file).  The order with
+ * the ep's other messages holds because nothing of it is in flight. */
+static madrail_status_t mdr_ofi_inject_msg(mdr_ep_t *ep, uint8_t type, const struct iovec *iov,
+                                           int iovcnt, size_t total, size_t pad)
+{
+    mdr_rail_t *rail = ep->rail;
+    uint64_t buf[MDR_OFI_INJECT_MAX / sizeof(uint64_t)];
+    uint8_t *p = (uint8_t *)buf;
+    mdr_ofi_hdr_t hdr;
+    size_t off = MDR_OFI_HDR_LEN;
+    ssize_t ret;
+    int i;
+
+    hdr.type = type;
+    hdr.pad = (uint8_t)pad;
+    hdr.magic = MDR_OFI_MAGIC;
+    hdr.epid = ep->epid;
+    hdr.uuid = rail->uuid;
+    memcpy(p, &hdr, MDR_OFI_HDR_LEN);
+    for (i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > 0)
+            memcpy(p + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    memset(p + off, 0, pad);
+    ret = fi_inject(rail->ep, p, total, ep->peer->fa);
+    if (ret == 0)
+        return MADRAIL_OK;
+    if (ret == -FI_EAGAIN)
+        return MADRAIL_ERR_NORESOURCE;
+    mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "fi_inject of %zu bytes: %s", total,
+                    fi_strerror((int)-ret));
+    return MADRAIL_ERR_RAIL_DOWN;
+}
+
 /* Send one message: header + the pieces of iov + padding to 8 bytes.
  * Returns OK, NORESOURCE (nothing sent) or RAIL_DOWN (ep failed). */
 static madrail_status_t mdr_ofi_send_msg(mdr_ep_t *ep, uint8_t type, const struct iovec *iov,
@@ -316,6 +356,8 @@ static madrail_status_t mdr_ofi_send_msg(mdr_ep_t *ep, uint8_t type, const struc
 
     if (total > rail->msg_max)
         return MADRAIL_ERR_INVALID;
+    if (total <= rail->inject_max && ep->pending == 0 && !is_bye)
+        return mdr_ofi_inject_msg(ep, type, iov, iovcnt, total, pad);
     if (rail->tx_inflight >= rail->tx_size)
         return MADRAIL_ERR_NORESOURCE;
     txb = mdr_ofi_txb_get(rail);

@@ -634,6 +634,15 @@ static madrail_status_t mdr_ofi_open(const char *spec, const mdr_rail_params_t *
     rail->mr_key_size = rail->info->domain_attr->mr_key_size;
     rail->max_msg = rail->info->ep_attr->max_msg_size;
     rail->tx_size = rail->info->tx_attr->size ? rail->info->tx_attr->size : 256;
+    /* fi_inject only where it completes in the call: shm places the
+     * message in the peer's queue (or says -FI_EAGAIN), so nothing is
+     * held and no completion is owed; elsewhere (rxm) an inject to a dead
+     * peer is taken and lost silently, a completion is where it shows */
+    if (rail->cfg.inject && strcmp(rail->prov, "shm") == 0) {
+        rail->inject_max = rail->info->tx_attr->inject_size;
+        if (rail->inject_max > MDR_OFI_INJECT_MAX)
+            rail->inject_max = MDR_OFI_INJECT_MAX;
+    }
     if (rail->max_msg < rail->msg_max) {
         mdr_error("rail %s: the provider's largest message (%zu bytes) is smaller than a "
                   "slot (MADRAIL_SLOT_SIZE=%zu)", rail->name, rail->max_msg, rail->slot_size);
