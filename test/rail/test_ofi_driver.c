@@ -7,7 +7,9 @@
  * send-after-write put mode, a peer that destroys its endpoint and comes
  * back (the hello/bye incarnations), addresses of another provider, and a
  * peer process that dies without a goodbye (tcp;ofi_rxm reports it; shm
- * needs MADRAIL_OFI_TIMEOUT).  Two rails in one process on tcp;ofi_rxm
+ * needs MADRAIL_OFI_TIMEOUT), and on shm the small messages that
+ * MADRAIL_OFI_INJECT sends with fi_inject (done in the call, in order with
+ * the longer ones).  Two rails in one process on tcp;ofi_rxm or shm
  * over lo, or two processes (fork) for the deaths.  Each check prints a
  * line; exit 0 = pass, 1 = fail, 77 = skip (no tcp;ofi_rxm provider).
  */
@@ -490,15 +492,15 @@ static void run_isolated(int which)
 }
 
 /* Both directions, many messages of odd lengths, through one receive mode. */
-static void check_traffic(const char *label, const char *const *ov)
+static void check_traffic(const char *spec, const char *label, const char *const *ov)
 {
     const uint64_t n = 3000;
     side_t a, b;
     madrail_status_t st;
     uint64_t i;
 
-    if (side_open(&a, 0x1001, SPEC, ov) != MADRAIL_OK ||
-        side_open(&b, 0x2002, SPEC, ov) != MADRAIL_OK) {
+    if (side_open(&a, 0x1001, spec, ov) != MADRAIL_OK ||
+        side_open(&b, 0x2002, spec, ov) != MADRAIL_OK) {
         CHECK(0, "%s: open", label);
         side_close(&a);
         return;
@@ -528,6 +530,66 @@ static void check_traffic(const char *label, const char *const *ov)
     CHECK(b.acc[0].misaligned == 0 && a.own.misaligned == 0,
           "%s: every message 8-byte aligned (%d, %d misaligned)", label, b.acc[0].misaligned,
           a.own.misaligned);
+    CHECK(a.own.failed == 0 && b.acc[0].failed == 0, "%s: no failure %s%s", label,
+          a.own.fail_reason, b.acc[0].fail_reason);
+out:
+    side_close(&a);
+    side_close(&b);
+}
+
+/* MADRAIL_OFI_INJECT on shm: a message of at most 256 bytes sent while
+ * nothing of the ep is in flight is done in the call (ep_unsent 0 before
+ * any progress); a longer one, or any with the knob off, is held until
+ * progress reads its completion.  Both arrive intact. */
+static void check_shm_inject(int on)
+{
+    const char *ov[] = {on ? "MADRAIL_OFI_INJECT=1" : "MADRAIL_OFI_INJECT=0", NULL};
+    const char *label = on ? "shm inject on" : "shm inject off";
+    uint8_t buf[SLOT];
+    struct iovec iov;
+    size_t held, held_first = 0;
+    uint64_t seq, done_in_call = 0;
+    side_t a, b;
+    madrail_status_t st;
+
+    if (side_open(&a, 0x3003, "shm", ov) != MADRAIL_OK ||
+        side_open(&b, 0x4004, "shm", ov) != MADRAIL_OK) {
+        CHECK(0, "%s: open", label);
+        side_close(&a);
+        return;
+    }
+    st = ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.own, &a.own.ep);
+    CHECK(st == MADRAIL_OK, "%s: ep_create", label);
+    if (st != MADRAIL_OK)
+        goto out;
+    st = send_seq(&a, &b, a.own.ep, 0);
+    CHECK(st == MADRAIL_OK && WAIT(&a, &b, b.acc[0].nrecv >= 1 && ops->ep_unsent(a.own.ep) == 0),
+          "%s: connected, nothing in flight", label);
+    /* messages 1..8 are 29..232 bytes (header and padding: at most 256),
+     * sent back to back with no progress between them */
+    for (seq = 1; seq <= 8 && st == MADRAIL_OK; seq++) {
+        iov.iov_base = buf;
+        iov.iov_len = msg_make(buf, seq);
+        st = ops->ctrl_send(a.own.ep, &iov, 1);
+        held = ops->ep_unsent(a.own.ep);
+        if (seq == 1)
+            held_first = held;
+        done_in_call += held == 0;
+    }
+    CHECK(st == MADRAIL_OK && (on ? done_in_call == 8 : held_first > 0 && done_in_call == 0),
+          "%s: %llu of 8 messages of 29-232 bytes done in the call (first held %zu bytes)",
+          label, (unsigned long long)done_in_call, held_first);
+    /* message 9 is 261 bytes: fi_send, held until its completion */
+    iov.iov_base = buf;
+    iov.iov_len = msg_make(buf, 9);
+    st = ops->ctrl_send(a.own.ep, &iov, 1);
+    held = ops->ep_unsent(a.own.ep);
+    CHECK(st == MADRAIL_OK && held > 0, "%s: a %zu-byte message is held until its completion "
+          "(%zu bytes)", label, iov.iov_len, held);
+    CHECK(WAIT(&a, &b, (b.acc[0].nrecv >= 10 && ops->ep_unsent(a.own.ep) == 0) || b.acc[0].bad),
+          "%s: all arrived, nothing held (%llu messages)", label,
+          (unsigned long long)b.acc[0].nrecv);
+    CHECK(!b.acc[0].bad, "%s: in order, exact bytes %s", label, b.acc[0].why);
     CHECK(a.own.failed == 0 && b.acc[0].failed == 0, "%s: no failure %s%s", label,
           a.own.fail_reason, b.acc[0].fail_reason);
 out:
@@ -718,8 +780,19 @@ int main(void)
         static const char *const mrecv[] = {"MADRAIL_OFI_MULTI_RECV=1", NULL};
         static const char *const single[] = {"MADRAIL_OFI_MULTI_RECV=0",
                                              "MADRAIL_OFI_RX_BUFS=8", NULL};
-        check_traffic("FI_MULTI_RECV buffers", mrecv);
-        check_traffic("8 single-message buffers", single);
+        check_traffic(SPEC, "FI_MULTI_RECV buffers", mrecv);
+        check_traffic(SPEC, "8 single-message buffers", single);
+    }
+    if (provider_exists("shm", 1)) {
+        static const char *const inject_on[] = {"MADRAIL_OFI_INJECT=1", NULL};
+        static const char *const inject_off[] = {"MADRAIL_OFI_INJECT=0", NULL};
+        /* lengths 8 to 2047: injected and fi_send messages interleaved */
+        check_traffic("shm", "shm, small messages injected", inject_on);
+        check_traffic("shm", "shm, no inject", inject_off);
+        check_shm_inject(1);
+        check_shm_inject(0);
+    } else {
+        printf("SKIP: no shm provider: the fi_inject checks\n");
     }
     check_reincarnation();
     check_put_order_mode();
