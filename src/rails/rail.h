@@ -60,7 +60,12 @@ typedef struct mdr_rail_attr {
 } mdr_rail_attr_t;
 
 /* Upcalls from driver to core.  They may be called only from inside the
- * driver's progress() (never from inside ctrl_send/put/ep_create). */
+ * driver's progress() (never from inside ctrl_send/put/ep_create).  An
+ * upcall may call the driver back: ctrl_send, put, ep_create and
+ * ep_destroy, also of the ep it names (the core answers messages, returns
+ * credits and closes eps from upcalls); never progress, flush or close.
+ * A driver that delivers from inside its network library's own callback
+ * must make those calls safe there (ucx defers ucp_ep closes). */
 typedef struct mdr_rail_upcalls {
     /* A control message arrived on ep.  data is 8-byte aligned and valid
      * only during the call; the core copies what it keeps.  This frees the

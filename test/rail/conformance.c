@@ -1447,6 +1447,133 @@ out:
     return rc;
 }
 
+/* Upcalls may call the driver back (rail.h): the core answers a message,
+ * returns credits and closes eps from inside ctrl_recv.  A ping-pong whose
+ * every reply is sent from the receive upcall, then an upcall that
+ * destroys its own ep: no upcall names that ep afterwards, and the peer
+ * learns that the ep is gone. */
+#define T_UPCALL_ROUNDS 2000
+typedef struct t_role {
+    int echo;            /* 1: answer seq with seq (b); 0: with seq + 1 (a) */
+    uint64_t destroy_at; /* destroy the ep in the upcall of this message */
+    int has_pending;     /* the driver said no-resource in the upcall: */
+    uint64_t pending;    /* this reply goes from the test loop (t_role_kick) */
+} t_role_t;
+
+/* A reply the upcall could not send (no-resource), sent outside progress
+ * as the core's queue would; always 0, for use inside T_WAIT's condition. */
+static int t_role_kick(t_ep_t *te)
+{
+    t_role_t *role = te->arg;
+    uint8_t buf[T_SLOT];
+    struct iovec iov;
+
+    if (!role->has_pending || te->ep == NULL)
+        return 0;
+    iov.iov_base = buf;
+    iov.iov_len = t_make_msg(buf, role->pending, t_msg_len(role->pending));
+    if (te->side->ops->ctrl_send(te->ep, &iov, 1) != MADRAIL_ERR_NORESOURCE)
+        role->has_pending = 0;
+    return 0;
+}
+
+static void t_recv_reply(t_ep_t *te, const void *data, size_t len)
+{
+    t_role_t *role = te->arg;
+    madrail_status_t st;
+    uint8_t buf[T_SLOT];
+    struct iovec iov;
+    uint64_t seq, next;
+
+    t_recv_seq(te, data, len);
+    if (te->bad)
+        return;
+    memcpy(&seq, data, 8);
+    if (seq == role->destroy_at) {
+        te->side->ops->ep_destroy(te->ep); /* from inside the upcall */
+        te->ep = NULL;
+        te->destroyed = 1;
+        return;
+    }
+    next = role->echo ? seq : seq + 1;
+    if (next >= T_UPCALL_ROUNDS)
+        return;
+    iov.iov_base = buf;
+    iov.iov_len = t_make_msg(buf, next, t_msg_len(next));
+    st = te->side->ops->ctrl_send(te->ep, &iov, 1);
+    if (st == MADRAIL_ERR_NORESOURCE) {
+        role->has_pending = 1;
+        role->pending = next;
+    } else if (st != MADRAIL_OK) {
+        te->bad = 1;
+        snprintf(te->why, sizeof(te->why), "ctrl_send from the upcall failed after %llu",
+                 (unsigned long long)seq);
+    }
+}
+
+static int chk_upcall_calls(const t_spec_t *sp, char *why)
+{
+    t_role_t ra = {0, UINT64_MAX, 0, 0}, rb = {1, UINT64_MAX, 0, 0};
+    uint8_t buf[T_SLOT];
+    struct iovec iov;
+    madrail_status_t st;
+    int rc = T_PASS, i, before;
+    uint64_t seq;
+    double dl;
+    t_pair_t p;
+
+    if (t_pair_open(&p, sp, why) != 0)
+        return T_FAIL;
+    p.a.own.on_recv = t_recv_reply;
+    p.a.own.arg = &ra;
+    p.b.acc.on_recv = t_recv_reply;
+    p.b.acc.arg = &rb;
+    st = t_connect(&p.a, &p.b);
+    T_CHECK(st == MADRAIL_OK, "ep_create: %s", madrail_status_str(st));
+    st = t_send_seq(&p, &p.a.own, 0, NULL);
+    T_CHECK(st == MADRAIL_OK, "ctrl_send: %s", madrail_status_str(st));
+    T_CHECK(T_WAIT(&p, t_role_kick(&p.a.own) + t_role_kick(&p.b.acc) ||
+                           (p.a.own.nrecv >= T_UPCALL_ROUNDS &&
+                            p.b.acc.nrecv >= T_UPCALL_ROUNDS) ||
+                           p.a.own.bad || p.b.acc.bad),
+            "upcall ping-pong stopped at %llu/%llu of %d rounds",
+            (unsigned long long)p.a.own.nrecv, (unsigned long long)p.b.acc.nrecv,
+            T_UPCALL_ROUNDS);
+    T_CHECK(!p.a.own.bad && !p.b.acc.bad, "replies sent from upcalls: %.200s%.200s",
+            p.a.own.why, p.b.acc.why);
+    T_CHECK(p.a.own.nfailed == 0 && p.b.acc.nfailed == 0, "an ep failed: %.200s%.200s",
+            p.a.own.fail_reason, p.b.acc.fail_reason);
+    /* b destroys its ep in the upcall of the next message */
+    rb.destroy_at = T_UPCALL_ROUNDS;
+    before = t_dead_upcalls;
+    st = t_send_seq(&p, &p.a.own, T_UPCALL_ROUNDS, NULL);
+    T_CHECK(st == MADRAIL_OK, "ctrl_send of the last message: %s", madrail_status_str(st));
+    iov.iov_base = buf;
+    T_CHECK(T_WAIT(&p, p.b.acc.destroyed), "the message that destroys b's ep never arrived");
+    for (i = 0; i < 200; i++)
+        t_prog2(&p);
+    T_CHECK(t_dead_upcalls == before, "%d upcalls named the ep destroyed in its upcall",
+            t_dead_upcalls - before);
+    /* a learns it: its ep fails, at the latest when it sends */
+    dl = mdr_time_sec() + T_TIMEOUT;
+    seq = T_UPCALL_ROUNDS + 1;
+    while (p.a.own.nfailed == 0 && mdr_time_sec() < dl) {
+        iov.iov_len = t_make_msg(buf, seq, t_msg_len(seq));
+        st = p.a.ops->ctrl_send(p.a.own.ep, &iov, 1);
+        if (st != MADRAIL_OK && st != MADRAIL_ERR_NORESOURCE)
+            break;
+        seq++;
+        for (i = 0; i < 50; i++)
+            t_prog2(&p);
+    }
+    T_CHECK(p.a.own.nfailed > 0 || (st != MADRAIL_OK && st != MADRAIL_ERR_NORESOURCE),
+            "the peer's ep was destroyed in an upcall; ours never failed (%llu sent after)",
+            (unsigned long long)(seq - T_UPCALL_ROUNDS - 1));
+out:
+    t_pair_close(&p);
+    return rc;
+}
+
 /* ---------------- loop knobs ---------------- */
 
 static int t_loop_pair(t_pair_t *p, const t_spec_t *sp, const char *a, const char *b,
@@ -2184,6 +2311,7 @@ static void t_run_spec(const t_spec_t *sp, int *loop_knobs_done)
     T_RUN(sp, NULL, "put-stale-key", chk_put_bad(sp, why, 2));
     T_RUN(sp, NULL, "drain-backlog-idle", chk_drain_idle(sp, why));
     T_RUN(sp, NULL, "destroy-with-pending", chk_destroy_pending(sp, why));
+    T_RUN(sp, NULL, "upcall-sends-and-destroys", chk_upcall_calls(sp, why));
     T_RUN(sp, NULL, "close-with-pending", chk_close_pending(sp, why));
     T_RUN(sp, NULL, "peer-closes", chk_peer_close(sp, why));
     if (strcmp(sp->drv, "loop") == 0 && !*loop_knobs_done) {

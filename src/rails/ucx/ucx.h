@@ -177,8 +177,9 @@ typedef struct mdr_ucx_uep {
     mdr_ep_t *ep;      /* NULL once detached (ep destroyed, or a one-shot REFUSE ep) */
     ucp_ep_h h;        /* NULL once closed */
     void *close_req;
-    mdr_list_t link;   /* rail->closing while the close runs */
+    mdr_list_t link;   /* rail->closing while the close runs (rail->close_later before) */
     int failed;        /* UCX reported an error */
+    int close_force;   /* the close deferred in rail->close_later forces */
 } mdr_ucx_uep_t;
 
 /* A sent control message whose send UCX has not completed yet. */
@@ -316,14 +317,21 @@ struct mdr_rail {
     uint32_t next_conn;
     unsigned ntx;            /* sends UCX has not completed (every ep, and orphans) */
     int closing_rail;        /* close() runs: no upcalls, arrivals dropped */
+    int in_worker;           /* progress() runs ucp_worker_progress: an in-order control
+                              * message goes up from the handler (ucx_rail.c) */
+    unsigned direct_n;       /* messages that went up so, this progress call */
+    mdr_list_t close_later;  /* ueps closed by an upcall inside the worker's progress */
+    uint8_t *rx_scratch;     /* slot_size bytes: an unaligned message realigned for its upcall */
     mdr_pool_t pool;         /* tx and rx buffers */
 
     mdr_region_tab_t regions; /* registrations (mdr_memh_t.reg) */
 };
 
 /* ucx_rail.c */
-/* The worker's active-message handler (arg = the rail): copies the message
- * out and queues it; progress() handles it.  test/fuzz/fuzz_ucx calls it. */
+/* The worker's active-message handler (arg = the rail): inside progress(),
+ * an in-order control message goes up at once from UCX's buffer; anything
+ * else is copied out and queued for progress() to handle.
+ * test/fuzz/fuzz_ucx calls it (outside progress: every message queued). */
 ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_length, void *data,
                            size_t length, const ucp_am_recv_param_t *param);
 void mdr_ucx_rx_free(mdr_rail_t *rail, mdr_ucx_rx_t *rx);
@@ -370,6 +378,8 @@ void mdr_ucx_hello(mdr_rail_t *rail, mdr_ucx_rx_t *rx);
 void mdr_ucx_refused(mdr_rail_t *rail, mdr_ucx_rx_t *rx);
 /* Poll ueps whose close runs; frees the finished ones.  Returns how many finished. */
 int mdr_ucx_closing_poll(mdr_rail_t *rail);
+/* Close the ueps an upcall closed inside the worker's progress. */
+void mdr_ucx_close_later(mdr_rail_t *rail);
 /* Close a uep's ucp_ep (force: without flushing) and detach it. */
 void mdr_ucx_uep_close(mdr_ucx_uep_t *uep, int force);
 const char *mdr_ucx_type_str(int type);

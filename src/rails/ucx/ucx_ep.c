@@ -127,6 +127,13 @@ void mdr_ucx_uep_close(mdr_ucx_uep_t *uep, int force)
         free(uep);
         return;
     }
+    if (rail->in_worker) {
+        /* an upcall from the active-message handler: no ucp_ep close
+         * inside the worker's progress; progress() does it right after */
+        uep->close_force = force;
+        mdr_list_push_tail(&rail->close_later, &uep->link);
+        return;
+    }
     memset(&prm, 0, sizeof(prm));
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     /* A failed ucp_ep must be closed by force; a healthy one flushes first
@@ -142,6 +149,17 @@ void mdr_ucx_uep_close(mdr_ucx_uep_t *uep, int force)
         return;
     }
     free(uep);
+}
+
+void mdr_ucx_close_later(mdr_rail_t *rail)
+{
+    mdr_list_t *l;
+
+    while ((l = mdr_list_pop_head(&rail->close_later)) != NULL) {
+        mdr_ucx_uep_t *uep = mdr_container_of(l, mdr_ucx_uep_t, link);
+        mdr_list_init(&uep->link);
+        mdr_ucx_uep_close(uep, uep->close_force);
+    }
 }
 
 int mdr_ucx_closing_poll(mdr_rail_t *rail)

@@ -408,7 +408,42 @@ static void mdr_ucx_rndv_done(void *request, ucs_status_t status, size_t length,
     rx->ready = 1;
 }
 
-/* The active-message handler: copy out and queue; nothing else here.
+/* An in-order control message of an open connection, called from the
+ * handler inside progress(): up to the core at once, from UCX's buffer,
+ * with no copy and no queue.  Only when nothing of the rail waits in rxq
+ * (arrival order) and nothing of the ep in ooo, the message carries no
+ * SYNC to answer.  UCX's buffer is 4-byte aligned here (UCX 1.13, shm):
+ * such a message goes up from the rail's aligned scratch copy, which no
+ * other upcall uses meanwhile (progress does not nest).  The upcall may send (UCX allows it from a handler) and
+ * may close eps (mdr_ucx_uep_close defers the ucp_ep close until the
+ * worker's progress returned); progress() itself, and flush(), cannot run
+ * (in_progress).  Returns 1 when it went up. */
+static int mdr_ucx_direct(mdr_rail_t *rail, const mdr_ucx_hdr_t *hdr, const void *data,
+                          size_t length)
+{
+    mdr_ep_t *ep;
+
+    if (!rail->in_worker || hdr->type != MDR_UCX_M_CTRL || hdr->version != MDR_UCX_VERSION ||
+        (hdr->flags & MDR_UCX_HF_SYNC) || length > rail->slot_size ||
+        !mdr_list_empty(&rail->rxq))
+        return 0;
+    ep = mdr_ucx_ep_lookup(rail, hdr->uuid);
+    if (ep == NULL || ep->base.destroyed || ep->state != MDR_UCX_EP_OPEN || ep->rx_conn == 0 ||
+        ep->rx_conn != hdr->conn || hdr->seq != ep->rx_seq || !mdr_list_empty(&ep->ooo) ||
+        ep->base.cookie == NULL)
+        return 0;
+    if (((uintptr_t)data & 7) != 0) {
+        memcpy(rail->rx_scratch, data, length);
+        data = rail->rx_scratch;
+    }
+    ep->rx_seq++;
+    rail->direct_n++;
+    rail->upcalls->ctrl_recv(ep->base.cookie, data, length); /* ep may be gone after */
+    return 1;
+}
+
+/* The active-message handler: an in-order control message goes up at once
+ * (inside progress); anything else is copied out and queued.
  * (Not static: the fuzz target calls it as the worker does.) */
 ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_length, void *data,
                            size_t length, const ucp_am_recv_param_t *param)
@@ -429,6 +464,8 @@ ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_length, 
         return UCS_OK;
     }
     memcpy(&hdr, header, sizeof(hdr));
+    if (!rndv && mdr_ucx_direct(rail, &hdr, data, length))
+        return UCS_OK;
     if (hdr.version != MDR_UCX_VERSION || length > max_len) {
         /* still queued, as an invalid message, so that the sender's ep fails in order */
         hdr.type = 0;
@@ -703,9 +740,15 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     mdr_list_init(&rail->syncq);
     mdr_list_init(&rail->rxq);
     mdr_list_init(&rail->closing);
+    mdr_list_init(&rail->close_later);
     mdr_list_init(&rail->orphan_ops);
     mdr_list_init(&rail->orphan_txs);
     mdr_pool_init(&rail->pool, 64);
+    rail->rx_scratch = malloc(rail->slot_size > 0 ? rail->slot_size : 1);
+    if (rail->rx_scratch == NULL) {
+        st = MADRAIL_ERR_NOMEM;
+        goto err_free;
+    }
     mdr_ucx_profile(rail, &s);
     st = mdr_rail_base_init(&rail->base, rail->name, params, mdr_ucx_ep_free);
     if (st != MADRAIL_OK)
@@ -826,6 +869,7 @@ err_hash:
     mdr_rail_base_cleanup(&rail->base);
 err_free:
     mdr_pool_cleanup(&rail->pool);
+    free(rail->rx_scratch);
     free(rail);
     return st;
 }
@@ -886,6 +930,7 @@ static void mdr_ucx_close(mdr_rail_t *rail)
     ucp_cleanup(rail->ctx);
     mdr_rail_base_cleanup(&rail->base);
     mdr_pool_cleanup(&rail->pool);
+    free(rail->rx_scratch);
     free(rail);
 }
 
@@ -925,13 +970,18 @@ static int mdr_ucx_progress(mdr_rail_t *rail)
      * completion is queued, deliver it at once.  Each ucp_worker_progress
      * on tcp is an epoll_wait system call; one more before a ping-pong's
      * message goes up cost about 0.4 us per one-way trip. */
+    rail->direct_n = 0;
     for (i = 0; i < MDR_UCX_PROGRESS_SPINS; i++) {
+        rail->in_worker = 1;
         n = (int)ucp_worker_progress(rail->worker);
+        rail->in_worker = 0;
         count += n;
-        if (n == 0 || !mdr_list_empty(&rail->rxq) || !mdr_list_empty(&rail->doneq) ||
-            !mdr_list_empty(&rail->base.failq))
+        if (n == 0 || rail->direct_n > 0 || !mdr_list_empty(&rail->rxq) ||
+            !mdr_list_empty(&rail->doneq) || !mdr_list_empty(&rail->base.failq))
             break;
     }
+    if (!mdr_list_empty(&rail->close_later))
+        mdr_ucx_close_later(rail);
     if (!mdr_list_empty(&rail->closing))
         mdr_ucx_closing_poll(rail);
     if (!mdr_list_empty(&rail->retryq))
