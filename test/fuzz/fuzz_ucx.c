@@ -54,7 +54,9 @@ enum {
 };
 
 enum {
-    FZ_OP_MSG = 0,      /* hlen(u8) header dlen(u16) data npatch(u8) {off(u16) sel(u8)}* */
+    FZ_OP_MSG = 0,      /* hlen(u8) header dlen(u16) data npatch(u8) {off(u16) sel(u8)}*
+                         * (npatch & 8: delivered as inside progress, where an in-order
+                         * control message goes up from the handler itself) */
     FZ_OP_PROGRESS = 1, /* n(u8) */
     FZ_OP_V_SEND = 2,   /* which(u8) len(u16): V sends on one of its eps */
     FZ_OP_P_SEND = 3,   /* len(u16): P sends to V for real */
@@ -235,13 +237,15 @@ static void fz_msg(fz_ucx_t *s, fz_in_t *in)
     uint8_t hdr[64];
     size_t hlen = fz_u8(in) % sizeof(hdr);
     size_t dlen;
-    unsigned npatch, k;
+    unsigned npatch, k, in_worker;
     ucp_am_recv_param_t prm;
 
     fz_bytes(in, hdr, hlen);
     dlen = fz_u16(in);
     fz_bytes(in, data, dlen);
-    npatch = fz_u8(in) & 7;
+    npatch = fz_u8(in);
+    in_worker = (npatch & 8) != 0;
+    npatch &= 7;
     for (k = 0; k < npatch; k++) {
         uint16_t off = fz_u16(in);
         uint8_t sel = fz_u8(in);
@@ -263,7 +267,14 @@ static void fz_msg(fz_ucx_t *s, fz_in_t *in)
             memcpy(dst + off, src, n);
     }
     memset(&prm, 0, sizeof(prm)); /* eager: no rendezvous flag, no reply ep */
+    /* as from V's progress (its worker's progress runs the handler) or not */
+    s->v->in_worker = (int)in_worker;
+    s->v->base.in_progress = (int)in_worker;
     (void)mdr_ucx_am_cb(s->v, hdr, hlen, data, dlen, &prm);
+    s->v->in_worker = 0;
+    s->v->base.in_progress = 0;
+    if (!mdr_list_empty(&s->v->close_later))
+        mdr_ucx_close_later(s->v);
 }
 
 static void fz_reset(fz_ucx_t *s)
@@ -393,6 +404,9 @@ typedef struct sd_patch {
     uint8_t sel;
 } sd_patch_t;
 
+/* 8: the seed's messages are delivered as from inside progress */
+static uint8_t sd_npatch_flags;
+
 static void sd_msg(fz_seed_t *sd, uint8_t type, uint16_t flags, uint32_t conn, uint32_t seq,
                    uint32_t aux, const void *body, size_t blen, const sd_patch_t *pt,
                    unsigned npt)
@@ -413,7 +427,7 @@ static void sd_msg(fz_seed_t *sd, uint8_t type, uint16_t flags, uint32_t conn, u
     sd_put(sd, &h, sizeof(h));
     sd_u16(sd, (uint16_t)blen);
     sd_put(sd, body, blen);
-    sd_u8(sd, (uint8_t)npt);
+    sd_u8(sd, (uint8_t)(npt | sd_npatch_flags));
     for (k = 0; k < npt; k++) {
         sd_u16(sd, pt[k].off);
         sd_u8(sd, pt[k].sel);
@@ -462,12 +476,15 @@ static int fz_ucx_seeds(const char *dir)
 
     memset(ctl, 0x43, sizeof(ctl));
 
-    /* a HELLO with P's worker address, control messages in and out of order */
-    for (k = 0; k < 4; k++) {
-        static const uint8_t setups[4] = {0, FZ_S_V_FIRST, FZ_S_REPLY, FZ_S_REFUSE};
-        static const char *const names[4] = {"hello-ctrl", "hello-joins-ep", "hello-reply",
-                                             "hello-refused"};
+    /* a HELLO with P's worker address, control messages in and out of order
+     * (the last seed: delivered as inside progress, in order ones going up
+     * from the handler) */
+    for (k = 0; k < 5; k++) {
+        static const uint8_t setups[5] = {0, FZ_S_V_FIRST, FZ_S_REPLY, FZ_S_REFUSE, 0};
+        static const char *const names[5] = {"hello-ctrl", "hello-joins-ep", "hello-reply",
+                                             "hello-refused", "hello-ctrl-direct"};
         memset(&sd, 0, sizeof(sd));
+        sd_npatch_flags = k == 4 ? 8 : 0;
         sd_u8(&sd, setups[k]);
         sd_hello(&sd, 7, FZ_V_UUID, 0, 1);
         sd_msg(&sd, MDR_UCX_M_CTRL, 0, 7, 1, 0, ctl, 16, NULL, 0);
@@ -480,6 +497,7 @@ static int fz_ucx_seeds(const char *dir)
         sd_u8(&sd, 3);
         rc |= sd_save(dir, names[k], &sd);
     }
+    sd_npatch_flags = 0;
     /* HELLOs that must be refused or dropped: another target, our uuid, a
      * worker address that is not one, sequence not 0, connection 0 */
     {

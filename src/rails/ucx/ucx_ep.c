@@ -563,11 +563,55 @@ int mdr_ucx_send_syncs(mdr_rail_t *rail)
     return n;
 }
 
+/* The common case of mdr_ucx_ctrl_send, in one piece: a message of at
+ * most two pieces and MDR_UCX_IMM_MAX bytes on an open, connected ep with
+ * nothing of it in UCX's hands and no SYNC owed, which UCX completes in
+ * the call.  Returns MADRAIL_INPROGRESS when the case does not apply or
+ * UCX cannot complete it now: the general path then does it all. */
+static madrail_status_t mdr_ucx_ctrl_send_imm(mdr_ep_t *ep, const struct iovec *iov,
+                                              int iovcnt)
+{
+    uint64_t buf[MDR_UCX_IMM_MAX / sizeof(uint64_t)];
+    size_t l0, l1;
+    ucp_request_param_t prm;
+    mdr_ucx_hdr_t hdr;
+    void *req;
+
+    if (iovcnt < 1 || iovcnt > 2 || ep->base.destroyed || ep->state != MDR_UCX_EP_OPEN ||
+        ep->peer_closed || ep->uep == NULL || ep->need_sync || !mdr_list_empty(&ep->txs))
+        return MADRAIL_INPROGRESS;
+    l0 = iov[0].iov_len;
+    l1 = iovcnt == 2 ? iov[1].iov_len : 0;
+    if (l0 + l1 > MDR_UCX_IMM_MAX || l0 + l1 > ep->rail->slot_size ||
+        (l0 != 0 && iov[0].iov_base == NULL) || (l1 != 0 && iov[1].iov_base == NULL))
+        return MADRAIL_INPROGRESS;
+    if (l0 != 0)
+        memcpy(buf, iov[0].iov_base, l0);
+    if (l1 != 0)
+        memcpy((uint8_t *)buf + l0, iov[1].iov_base, l1);
+    hdr.type = MDR_UCX_M_CTRL;
+    hdr.version = MDR_UCX_VERSION;
+    hdr.flags = 0;
+    hdr.conn = ep->tx_conn;
+    hdr.seq = ep->tx_seq;
+    hdr.aux = 0;
+    hdr.uuid = ep->rail->uuid;
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+    prm.flags = UCP_AM_SEND_FLAG_EAGER;
+    req = ucp_am_send_nbx(ep->uep->h, MDR_UCX_AM_ID, &hdr, sizeof(hdr), buf, l0 + l1, &prm);
+    if (req != NULL)
+        return MADRAIL_INPROGRESS; /* not now (no resource): the general path */
+    ep->tx_seq++;
+    return MADRAIL_OK;
+}
+
 madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt)
 {
     madrail_status_t st;
     size_t len;
 
+    if (ep != NULL && mdr_ucx_ctrl_send_imm(ep, iov, iovcnt) == MADRAIL_OK)
+        return MADRAIL_OK;
     if (ep == NULL || ep->base.destroyed || iovcnt < 0 || (iovcnt > 0 && iov == NULL))
         return MADRAIL_ERR_INVALID;
     if (ep->state != MDR_UCX_EP_OPEN || mdr_ucx_ep_closed_check(ep))
