@@ -586,6 +586,8 @@ struct madrail_context {
     uint32_t *peer_free;           /* indices of retired peers, never shown to the user */
     uint32_t npeer_free, peer_free_cap;
     uint64_t watch_next_ns;        /* watch.c: next liveness scan */
+    uint64_t pass_coarse_ns;       /* the coarse clock at the start of this progress pass
+                                    * (with MADRAIL_RAIL_TIMEOUT): arrivals' life stamps */
     uint64_t watch_gen;            /* its count */
     uint32_t nrejoin;              /* rejoin.c: peer-rails with reconnections scheduled */
     uint32_t nclose_pending;       /* watch.c: peer-rails whose ep waits to be closed */

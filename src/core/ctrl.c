@@ -115,7 +115,10 @@ static madrail_status_t mdr_pr_send(mdr_peer_rail_t *pr, mdr_hdr_t *hdr, size_t 
     if (!is_credit) {
         if (--pr->credits == 0)
             mdr_health_credits_out(pr);
-        mdr_replay_keep(pr, hdr, hdr_len, payload, payload_len); /* until its credit returns */
+        if (ctx->nrails < 2)
+            pr->tx_count++; /* one rail keeps no copy (mdr_replay_keep) */
+        else
+            mdr_replay_keep(pr, hdr, hdr_len, payload, payload_len); /* until its credit returns */
     }
     pr->ret_pending -= ret;
     rs->stats.tx_msgs++;
@@ -130,6 +133,24 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
     int i, r;
     madrail_status_t st;
 
+    if (ctx->nrails == 1) {
+        /* one rail, no choice: what the static and round-robin passes
+         * below come to with a single rail, with the sequence read once */
+        mdr_peer_rail_t *pr = &peer->rails[0];
+        uint64_t seq;
+        int has_seq = mdr_hdr_seq(hdr, hdr_len, &seq);
+
+        if ((has_seq && seq > peer->tx_seq_started) ||
+            (peer->nreplay && !(hdr->flags & MDR_HF_RESENT)))
+            return -1;
+        if (rail < 0 && (!mdr_peer_rail_usable(pr) || pr->credits == 0))
+            return -1;
+        if (mdr_pr_send(pr, hdr, hdr_len, payload, payload_len, 0) != MADRAIL_OK)
+            return -1;
+        if (has_seq && seq == peer->tx_seq_started)
+            peer->tx_seq_started++;
+        return 0;
+    }
     if (mdr_seq_blocked(peer, hdr, hdr_len))
         return -1;
     if (peer->nreplay && !(hdr->flags & MDR_HF_RESENT))

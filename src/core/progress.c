@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "util/clock.h"
 
 /* A peer on ctx->active: its deferred failure, its queued control
  * messages, then its sends with fragments or puts left (after the txq:
@@ -46,6 +47,8 @@ int madrail_progress(madrail_context_t ctx)
     if (!ctx || ctx->in_progress)
         return 0;
     ctx->in_progress = 1;
+    if (ctx->cfg.rail_timeout > 0)
+        ctx->pass_coarse_ns = mdr_time_coarse_ns(); /* one clock read a pass (watch.c) */
     for (r = 0; r < ctx->nrails; r++)
         n += ctx->rails[r].ops->progress(ctx->rails[r].rail);
     if (!mdr_list_empty(&ctx->retired))

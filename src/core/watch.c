@@ -113,8 +113,10 @@ madrail_status_t mdr_watch_init(mdr_ctx_t *ctx)
  * ahead of a scan's precise clock is taken as that clock (mdr_watch_rail). */
 void mdr_watch_rx(mdr_peer_rail_t *pr)
 {
+    /* upcalls run inside a progress pass, which read the coarse clock as
+     * it started: the stamp is early by at most that pass */
     if (pr->peer->ctx->cfg.rail_timeout > 0)
-        pr->rx_ns = pr->life_ns = mdr_time_coarse_ns() + MDR_WATCH_COARSE_SLACK_NS;
+        pr->rx_ns = pr->life_ns = pr->peer->ctx->pass_coarse_ns + MDR_WATCH_COARSE_SLACK_NS;
 }
 
 typedef struct {
@@ -319,7 +321,7 @@ void mdr_watch_progress(mdr_ctx_t *ctx)
      * the precise one).  It lags by up to one tick (at most 10 ms at
      * HZ >= 100), so within that of the deadline the precise clock decides:
      * a scan is never late for the coarse clock's sake. */
-    if (mdr_time_coarse_ns() + MDR_WATCH_COARSE_SLACK_NS < ctx->watch_next_ns)
+    if (ctx->pass_coarse_ns + MDR_WATCH_COARSE_SLACK_NS < ctx->watch_next_ns)
         return;
     now = mdr_time_ns();
     if (now < ctx->watch_next_ns)
