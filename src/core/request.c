@@ -115,10 +115,13 @@ void mdr_req_release(mdr_req_t *req)
     if (ctx->reqgen[idx] == 0)
         ctx->reqgen[idx] = 1;
     ctx->reqfree[ctx->nreqfree++] = idx;
-    mdr_rndv_reg_release(req); /* a request released without completing (isend error) */
-    free(req->cts);
-    free(req->puts);
-    free(req->am);
+    if (req->has_reg)
+        mdr_rndv_reg_release(req); /* a request released without completing (isend error) */
+    if (req->cts != NULL || req->puts != NULL || req->am != NULL) { /* a rendezvous's */
+        free(req->cts);
+        free(req->puts);
+        free(req->am);
+    }
     if (ctx->nreq_cache < MDR_REQ_CACHE_MAX) {
         *(mdr_req_t **)req = ctx->req_cache;
         ctx->req_cache = req;
@@ -158,7 +161,8 @@ void mdr_req_complete(mdr_req_t *req, madrail_status_t status)
      * of it is in flight.  Held past this point they would stay
      * referenced, hence never evicted, until the user collects the
      * request. */
-    mdr_rndv_reg_release(req);
+    if (req->has_reg)
+        mdr_rndv_reg_release(req);
     if (req->type == MDR_REQ_SEND) {
         req->ctx->active_sends--;
         req->info.msg_id = mdr_cancel_msg_id(req);
