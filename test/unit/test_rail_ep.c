@@ -152,10 +152,36 @@ int main(void)
     destroy_in_upcall = NULL;
     rb.in_progress = 0;
 
+    /* the last ep looked up answers first: never once it left the table */
+    {
+        mdr_ep_t *x = new_ep(&rb, 21, &cookie, 1), *y = new_ep(&rb, 22, &cookie, 1), *x2;
+        int ok = x && y && mdr_rail_ep_lookup(&rb, 21) == &x->base &&
+                 mdr_rail_ep_lookup(&rb, 22) == &y->base &&
+                 mdr_rail_ep_lookup(&rb, 21) == &x->base &&
+                 mdr_rail_ep_lookup(&rb, 21) == &x->base && rb.hot == &x->base;
+        check(ok, "lookups alternate between two uuids and repeat (hot %p)", (void *)rb.hot);
+        mdr_rail_ep_fail_setf(&x->base, MADRAIL_ERR_RAIL_DOWN, "gone");
+        check(rb.hot == NULL && mdr_rail_ep_lookup(&rb, 21) == NULL,
+              "a failed ep that was the last looked up is not found any more");
+        x2 = new_ep(&rb, 21, &cookie, 1);
+        check(x2 && mdr_rail_ep_lookup(&rb, 21) == &x2->base && rb.hot == &x2->base,
+              "its successor is");
+        mdr_rail_ep_retire(&x2->base);
+        check(rb.hot == NULL && mdr_rail_ep_lookup(&rb, 21) == NULL &&
+                  mdr_rail_ep_lookup(&rb, 22) == &y->base,
+              "a retired ep is not found either");
+        rb.in_progress = 1;
+        n = mdr_rail_base_report(&rb, hold, after); /* x's failure */
+        rb.in_progress = 0;
+        mdr_rail_ep_retire(&x->base);
+        mdr_rail_ep_retire(&y->base);
+        check(rb.hot == NULL && mdr_rail_ep_lookup(&rb, 22) == NULL, "nor the last one");
+    }
+
     mdr_rail_ep_retire(&a->base);
     mdr_rail_ep_retire(&c->base);
     mdr_rail_base_cleanup(&rb); /* frees the zombie of the GONE offer */
-    check(nfreed == 6, "every ep freed once (%d)", nfreed);
+    check(nfreed == 9, "every ep freed once (%d)", nfreed);
 
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;

@@ -24,6 +24,7 @@ madrail_status_t mdr_rail_base_init(mdr_rail_base_t *rb, const char *log_name,
     rb->rail_cookie = params->rail_cookie;
     rb->ep_free = ep_free;
     rb->in_progress = 0;
+    rb->hot = NULL;
     mdr_list_init(&rb->eps_all);
     mdr_list_init(&rb->zombie_eps);
     mdr_list_init(&rb->failq);
@@ -35,13 +36,18 @@ void mdr_rail_base_reap(mdr_rail_base_t *rb)
 {
     mdr_list_t *l;
 
-    while ((l = mdr_list_pop_head(&rb->zombie_eps)) != NULL)
-        rb->ep_free(mdr_container_of(l, mdr_rail_ep_t, link));
+    while ((l = mdr_list_pop_head(&rb->zombie_eps)) != NULL) {
+        mdr_rail_ep_t *ep = mdr_container_of(l, mdr_rail_ep_t, link);
+        if (rb->hot == ep) /* freed mapped (a driver's teardown): never named again */
+            rb->hot = NULL;
+        rb->ep_free(ep);
+    }
 }
 
 void mdr_rail_base_cleanup(mdr_rail_base_t *rb)
 {
     mdr_rail_base_reap(rb);
+    rb->hot = NULL;
     mdr_hash_cleanup(&rb->eps);
 }
 
@@ -63,9 +69,16 @@ madrail_status_t mdr_rail_ep_init(mdr_rail_base_t *rb, mdr_rail_ep_t *ep, uint64
     return MADRAIL_OK;
 }
 
-mdr_rail_ep_t *mdr_rail_ep_lookup(const mdr_rail_base_t *rb, uint64_t uuid)
+mdr_rail_ep_t *mdr_rail_ep_lookup(mdr_rail_base_t *rb, uint64_t uuid)
 {
-    return mdr_hash_get(&rb->eps, uuid);
+    mdr_rail_ep_t *ep = rb->hot;
+
+    if (ep != NULL && ep->uuid == uuid)
+        return ep; /* mapped under uuid: unmapping clears hot */
+    ep = mdr_hash_get(&rb->eps, uuid);
+    if (ep != NULL)
+        rb->hot = ep;
+    return ep;
 }
 
 void mdr_rail_ep_map(mdr_rail_ep_t *ep)
@@ -82,6 +95,8 @@ void mdr_rail_ep_unmap(mdr_rail_ep_t *ep)
         return;
     if (mdr_hash_get(&ep->rb->eps, ep->uuid) == ep)
         mdr_hash_del(&ep->rb->eps, ep->uuid);
+    if (ep->rb->hot == ep)
+        ep->rb->hot = NULL;
     ep->mapped = 0;
 }
 

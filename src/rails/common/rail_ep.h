@@ -50,6 +50,8 @@ typedef struct mdr_rail_base {
     const mdr_rail_upcalls_t *upcalls;
     void *rail_cookie;
     mdr_hash_t eps;        /* uuid -> ep that is not failed */
+    mdr_rail_ep_t *hot;    /* the last ep looked up, while mapped: a message's
+                            * sender is most often the last one's */
     mdr_list_t eps_all;    /* every ep not yet destroyed */
     mdr_list_t zombie_eps; /* destroyed inside progress, freed at its end */
     mdr_list_t failq;      /* eps whose failure is still to be reported */
@@ -88,7 +90,7 @@ void mdr_rail_base_reap(mdr_rail_base_t *rb);
 madrail_status_t mdr_rail_ep_init(mdr_rail_base_t *rb, mdr_rail_ep_t *ep, uint64_t uuid,
                                   void *cookie, int map);
 /* The live ep of a uuid, or NULL. */
-mdr_rail_ep_t *mdr_rail_ep_lookup(const mdr_rail_base_t *rb, uint64_t uuid);
+mdr_rail_ep_t *mdr_rail_ep_lookup(mdr_rail_base_t *rb, uint64_t uuid);
 /* File ep under its uuid if no other ep is (mapped afterwards or not). */
 void mdr_rail_ep_map(mdr_rail_ep_t *ep);
 /* Take ep out of the uuid table (if it is the one filed there). */
