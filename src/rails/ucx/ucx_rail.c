@@ -986,14 +986,16 @@ static int mdr_ucx_progress(mdr_rail_t *rail)
         mdr_ucx_closing_poll(rail);
     if (!mdr_list_empty(&rail->retryq))
         count += mdr_ucx_retry_ops(rail);
-    /* upcalls may queue more of each: repeat until quiet */
-    for (;;) {
+    /* upcalls may queue more of each: repeat until quiet (most passes
+     * find all three queues empty) */
+    while (!mdr_list_empty(&rail->rxq) || !mdr_list_empty(&rail->doneq) ||
+           !mdr_list_empty(&rail->base.failq)) {
         n = mdr_ucx_rx_process(rail);
         n += mdr_ucx_report_done(rail);
         n += mdr_ucx_report_failures(rail);
         count += n;
         if (n == 0)
-            break;
+            break; /* a rendezvous receive not ready yet heads rxq */
     }
     if (!mdr_list_empty(&rail->syncq))
         count += mdr_ucx_send_syncs(rail);
