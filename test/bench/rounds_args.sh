@@ -1,8 +1,9 @@
 #!/bin/sh
-# rounds_args.sh -- the command lines of the round-by-round cluster
-# benchmarks (bench/cluster/lat_median.sh, rate_rounds.sh), without a
-# cluster or root: --help, and every bad value refused with exit 2 and a
-# message that names it, before anything is built or started.
+# rounds_args.sh -- the command lines of the round-by-round benchmarks
+# (bench/cluster/lat_median.sh, rate_rounds.sh, and on one machine
+# bench/lat_loopback.sh), without a cluster or root: --help, and every bad
+# value refused with exit 2 and a message that names it, before anything
+# is built or started.
 SRC=${MDR_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 name=rounds_args
 fail=0
@@ -44,6 +45,17 @@ refused "lat_median.sh --lib to no directory" "/nonexistent-dir" $LAT --lib a=/n
 refused "lat_median.sh --lib with no MPICH there" "/nonexistent-mpich" \
     $LAT --lib "a=$SRC,/nonexistent-mpich"
 refused "rate_rounds.sh --slow 0" "'0'" $RATE --slow 0
+
+LOOP="bash $SRC/bench/lat_loopback.sh"
+if $LOOP --help | grep -q "^Usage: bench/lat_loopback.sh"; then ok "lat_loopback.sh --help"; else bad "lat_loopback.sh --help"; fi
+refused "lat_loopback.sh --rounds 0" "'0'" $LOOP --rounds 0
+refused "lat_loopback.sh --iters x" "'x'" $LOOP --iters x
+refused "lat_loopback.sh --path ib-verbs" "'ib-verbs'" $LOOP --path ib-verbs
+refused "lat_loopback.sh --lib without =" "'x'" $LOOP --lib x
+refused "lat_loopback.sh --lib to no directory" "/nonexistent-dir" $LOOP --lib a=/nonexistent-dir
+refused "lat_loopback.sh --env naming no --lib" "'b=MADRAIL_X=1'" $LOOP --lib "a=$SRC" --env b=MADRAIL_X=1
+refused "lat_loopback.sh --env without a setting" "'a=1'" $LOOP --lib "a=$SRC" --env a=1
+refused "lat_loopback.sh --frobnicate" "'--frobnicate'" $LOOP --frobnicate
 
 [ $fail -eq 0 ] && echo "PASS: $name" || echo "FAIL: $name"
 exit $fail
