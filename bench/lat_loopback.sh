@@ -8,8 +8,8 @@
 # gives a few rounds of every path, unpinned; this one gives one path,
 # with rank i (and the tool's server and client) bound to core i, the
 # systems alternating run by run, and as the verdict the median over the
-# rounds of the per-round difference to the first system.  It measures and
-# prints; nothing is asserted.
+# rounds of the per-round difference to the first system and to the
+# tool.  It measures and prints; nothing is asserted.
 set -u
 prog=lat_loopback.sh
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -145,10 +145,14 @@ for r in $(seq 1 "$ROUNDS"); do
     echo "$prog: round $r of $ROUNDS done" >&2
 done
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+# the tool is the last column: each build's paired difference to it too
+t=0
+[ $TOOL -eq 1 ] && t=$((${#COLS[@]} + 1))
 k=2
 for c in "${COLS[@]}"; do
-    awk -v k=$k -v name="$c" '
-        { if ($k != "-") v[n++] = $k; if ($k != "-" && $2 != "-") d[m++] = $k - $2 }
+    awk -v k=$k -v t=$t -v name="$c" '
+        { if ($k != "-") v[n++] = $k; if ($k != "-" && $2 != "-") d[m++] = $k - $2
+          if (t > 0 && k < t && $k != "-" && $t != "-") dt[mt++] = $k - $t }
         function med(a, n,   i, j, t) {
             for (i = 1; i < n; i++) for (j = i; j > 0 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
             return n % 2 ? a[(n - 1) / 2] : (a[n / 2 - 1] + a[n / 2]) / 2 }
@@ -156,6 +160,7 @@ for c in "${COLS[@]}"; do
             if (n == 0) { printf "%-28s no run succeeded\n", name; exit }
             printf "%-28s median %.3f us over %d runs", name, med(v, n), n
             if (k > 2 && m > 0) printf "; minus the first, median of the paired differences: %+.3f us", med(d, m)
+            if (mt > 0) printf "; minus the tool: %+.3f us", med(dt, mt)
             printf "\n" }' "$OUT"
     k=$((k + 1))
 done
