@@ -492,6 +492,23 @@ static void run_isolated(int which)
 }
 
 /* Both directions, many messages of odd lengths, through one receive mode. */
+/* Open rails a and b of spec and a's ep to b (checked, named by label);
+ * 0 when all went, else -1 (side_close both either way). */
+static int pair_open(const char *spec, uint64_t ua, uint64_t ub, const char *const *ov,
+                     const char *label, side_t *a, side_t *b)
+{
+    madrail_status_t st;
+
+    memset(b, 0, sizeof(*b));
+    if (side_open(a, ua, spec, ov) != MADRAIL_OK || side_open(b, ub, spec, ov) != MADRAIL_OK) {
+        CHECK(0, "%s: open", label);
+        return -1;
+    }
+    st = ops->ep_create(a->rail, b->uuid, b->addr, b->attr.addr_len, &a->own, &a->own.ep);
+    CHECK(st == MADRAIL_OK, "%s: ep_create", label);
+    return st == MADRAIL_OK ? 0 : -1;
+}
+
 static void check_traffic(const char *spec, const char *label, const char *const *ov)
 {
     const uint64_t n = 3000;
@@ -499,15 +516,7 @@ static void check_traffic(const char *spec, const char *label, const char *const
     madrail_status_t st;
     uint64_t i;
 
-    if (side_open(&a, 0x1001, spec, ov) != MADRAIL_OK ||
-        side_open(&b, 0x2002, spec, ov) != MADRAIL_OK) {
-        CHECK(0, "%s: open", label);
-        side_close(&a);
-        return;
-    }
-    st = ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.own, &a.own.ep);
-    CHECK(st == MADRAIL_OK, "%s: ep_create", label);
-    if (st != MADRAIL_OK)
+    if (pair_open(spec, 0x1001, 0x2002, ov, label, &a, &b) != 0)
         goto out;
     st = send_seq(&a, &b, a.own.ep, 0);
     CHECK(st == MADRAIL_OK && WAIT(&a, &b, b.acc[0].nrecv >= 1) && b.naccepted == 1,
@@ -552,15 +561,7 @@ static void check_shm_inject(int on)
     side_t a, b;
     madrail_status_t st;
 
-    if (side_open(&a, 0x3003, "shm", ov) != MADRAIL_OK ||
-        side_open(&b, 0x4004, "shm", ov) != MADRAIL_OK) {
-        CHECK(0, "%s: open", label);
-        side_close(&a);
-        return;
-    }
-    st = ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.own, &a.own.ep);
-    CHECK(st == MADRAIL_OK, "%s: ep_create", label);
-    if (st != MADRAIL_OK)
+    if (pair_open("shm", 0x3003, 0x4004, ov, label, &a, &b) != 0)
         goto out;
     st = send_seq(&a, &b, a.own.ep, 0);
     CHECK(st == MADRAIL_OK && WAIT(&a, &b, b.acc[0].nrecv >= 1 && ops->ep_unsent(a.own.ep) == 0),

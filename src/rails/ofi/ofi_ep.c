@@ -305,6 +305,28 @@ int mdr_ofi_ep_idle(mdr_ep_t *ep)
 
 /* ---------------- sending ---------------- */
 
+/* Lay out one message in dst: header, the pieces of iov, pad zero bytes. */
+static void mdr_ofi_frame(const mdr_ep_t *ep, uint8_t type, const struct iovec *iov, int iovcnt,
+                          size_t pad, uint8_t *dst)
+{
+    mdr_ofi_hdr_t hdr;
+    size_t off = MDR_OFI_HDR_LEN;
+    int i;
+
+    hdr.type = type;
+    hdr.pad = (uint8_t)pad;
+    hdr.magic = MDR_OFI_MAGIC;
+    hdr.epid = ep->epid;
+    hdr.uuid = ep->rail->uuid;
+    memcpy(dst, &hdr, MDR_OFI_HDR_LEN);
+    for (i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > 0)
+            memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    memset(dst + off, 0, pad);
+}
+
 /* A message of at most rail->inject_max bytes with fi_inject: done when
  * the call returns (shm only, see the top of the file).  The order with
  * the ep's other messages holds because nothing of it is in flight. */
@@ -313,25 +335,10 @@ static madrail_status_t mdr_ofi_inject_msg(mdr_ep_t *ep, uint8_t type, const str
 {
     mdr_rail_t *rail = ep->rail;
     uint64_t buf[MDR_OFI_INJECT_MAX / sizeof(uint64_t)];
-    uint8_t *p = (uint8_t *)buf;
-    mdr_ofi_hdr_t hdr;
-    size_t off = MDR_OFI_HDR_LEN;
     ssize_t ret;
-    int i;
 
-    hdr.type = type;
-    hdr.pad = (uint8_t)pad;
-    hdr.magic = MDR_OFI_MAGIC;
-    hdr.epid = ep->epid;
-    hdr.uuid = rail->uuid;
-    memcpy(p, &hdr, MDR_OFI_HDR_LEN);
-    for (i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_len > 0)
-            memcpy(p + off, iov[i].iov_base, iov[i].iov_len);
-        off += iov[i].iov_len;
-    }
-    memset(p + off, 0, pad);
-    ret = fi_inject(rail->ep, p, total, ep->peer->fa);
+    mdr_ofi_frame(ep, type, iov, iovcnt, pad, (uint8_t *)buf);
+    ret = fi_inject(rail->ep, buf, total, ep->peer->fa);
     if (ret == 0)
         return MADRAIL_OK;
     if (ret == -FI_EAGAIN)
@@ -347,12 +354,10 @@ static madrail_status_t mdr_ofi_send_msg(mdr_ep_t *ep, uint8_t type, const struc
                                          int iovcnt, size_t paylen, int is_bye)
 {
     mdr_rail_t *rail = ep->rail;
-    mdr_ofi_hdr_t hdr;
     mdr_ofi_txbuf_t *txb;
     mdr_ofi_op_t *op;
-    size_t pad = MDR_OFI_PAD8(paylen), total = MDR_OFI_HDR_LEN + paylen + pad, off;
+    size_t pad = MDR_OFI_PAD8(paylen), total = MDR_OFI_HDR_LEN + paylen + pad;
     ssize_t ret;
-    int i;
 
     if (total > rail->msg_max)
         return MADRAIL_ERR_INVALID;
@@ -368,19 +373,7 @@ static madrail_status_t mdr_ofi_send_msg(mdr_ep_t *ep, uint8_t type, const struc
         mdr_ofi_txb_release(rail, txb);
         return MADRAIL_ERR_NORESOURCE;
     }
-    hdr.type = type;
-    hdr.pad = (uint8_t)pad;
-    hdr.magic = MDR_OFI_MAGIC;
-    hdr.epid = ep->epid;
-    hdr.uuid = rail->uuid;
-    memcpy(txb->buf, &hdr, MDR_OFI_HDR_LEN);
-    off = MDR_OFI_HDR_LEN;
-    for (i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_len > 0)
-            memcpy(txb->buf + off, iov[i].iov_base, iov[i].iov_len);
-        off += iov[i].iov_len;
-    }
-    memset(txb->buf + off, 0, pad);
+    mdr_ofi_frame(ep, type, iov, iovcnt, pad, txb->buf);
 
     op->ctx.kind = MDR_OFI_OP_SEND;
     op->ep = ep;
