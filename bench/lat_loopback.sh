@@ -17,7 +17,8 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 usage() {
     cat <<EOF
 Usage: bench/lat_loopback.sh [options]
-  --path P        ofi-shm, ucx-shm, ofi-tcp or ucx-tcp (default ucx-shm)
+  --path P        ofi-shm, ucx-shm, ofi-tcp or ucx-tcp (default ucx-shm): the
+                  rails and tool settings of run_drivers.sh
   --rounds N      interleaved rounds (default 15)
   --iters N       round trips per run (default 100000)
   --size BYTES    message size (default 8)
@@ -61,7 +62,7 @@ case $PATH_ID in
     ofi-shm) RAILS=ofi:shm ;;
     ofi-tcp) RAILS='ofi:tcp;ofi_rxm:lo' ;;
     ucx-shm) RAILS=ucx:shm ;;
-    ucx-tcp) RAILS=ucx:lo ;;
+    ucx-tcp) RAILS=ucx:tcp:lo ;;
     *) echo "$prog: --path '$PATH_ID': expected ofi-shm, ucx-shm, ofi-tcp or ucx-tcp" >&2; exit 2 ;;
 esac
 [ ${#LIBS[@]} -gt 0 ] || LIBS=("madrail=$SRC/_install/lib")
@@ -114,13 +115,14 @@ run() {
                                             END { print (u == "" ? "-" : u) }'
         wait ;;
     ucx_perftest)
-        local tls=posix,sysv,cma,self devs=all
-        [ "$PATH_ID" = ucx-tcp ] && tls=tcp,self devs=lo
+        # as run_drivers.sh: on tcp with peer error handling (-e), as the rail has
+        local tls=posix,sysv,cma,self devs=all eh=()
+        [ "$PATH_ID" = ucx-tcp ] && tls=tcp devs=lo eh=(-e)
         UCX_TLS=$tls UCX_NET_DEVICES=$devs taskset -c 0 timeout 120 ucx_perftest -p "$port" \
             >/dev/null 2>&1 &
         sleep 0.3
         UCX_TLS=$tls UCX_NET_DEVICES=$devs taskset -c 1 timeout 120 ucx_perftest 127.0.0.1 \
-            -p "$port" -t ucp_am_lat -s "$SIZE" -n "$ITERS" -w 2000 -f -v 2>&1 |
+            -p "$port" -t ucp_am_lat -s "$SIZE" -n "$ITERS" -w 2000 "${eh[@]}" -f -v 2>&1 |
             awk -F, '$1 ~ /^ *[0-9]+$/ && NF >= 6 { l = $4 } END { print (l == "" ? "-" : l) }'
         wait ;;
     *)
