@@ -74,10 +74,10 @@ static int mdr_seq_blocked(const mdr_peer_t *peer, const mdr_hdr_t *hdr, size_t 
     return mdr_hdr_seq(hdr, hdr_len, &seq) && seq > peer->tx_seq_started;
 }
 
-static void mdr_seq_started(mdr_peer_t *peer, const mdr_hdr_t *hdr, size_t hdr_len)
+/* The sequenced message seq (has_seq) started: the next one may. */
+static void mdr_seq_started(mdr_peer_t *peer, int has_seq, uint64_t seq)
 {
-    uint64_t seq;
-    if (mdr_hdr_seq(hdr, hdr_len, &seq) && seq == peer->tx_seq_started)
+    if (has_seq && seq == peer->tx_seq_started)
         peer->tx_seq_started++;
 }
 
@@ -131,35 +131,25 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
 {
     mdr_ctx_t *ctx = peer->ctx;
     int i, r;
-    madrail_status_t st;
+    uint64_t seq = 0;
+    int has_seq = mdr_hdr_seq(hdr, hdr_len, &seq); /* read once for the whole call */
 
-    if (ctx->nrails == 1) {
-        /* one rail, no choice: what the static and round-robin passes
-         * below come to with a single rail, with the sequence read once */
-        mdr_peer_rail_t *pr = &peer->rails[0];
-        uint64_t seq;
-        int has_seq = mdr_hdr_seq(hdr, hdr_len, &seq);
-
-        if ((has_seq && seq > peer->tx_seq_started) ||
-            (peer->nreplay && !(hdr->flags & MDR_HF_RESENT)))
-            return -1;
-        if (rail < 0 && (!mdr_peer_rail_usable(pr) || pr->credits == 0))
-            return -1;
-        if (mdr_pr_send(pr, hdr, hdr_len, payload, payload_len, 0) != MADRAIL_OK)
-            return -1;
-        if (has_seq && seq == peer->tx_seq_started)
-            peer->tx_seq_started++;
-        return 0;
-    }
-    if (mdr_seq_blocked(peer, hdr, hdr_len))
-        return -1;
+    if (has_seq && seq > peer->tx_seq_started)
+        return -1; /* its predecessor has not started */
     if (peer->nreplay && !(hdr->flags & MDR_HF_RESENT))
         return -1; /* copies of what a failed rail lost go first (replay.c) */
-    if (rail >= 0) {
-        st = mdr_pr_send(&peer->rails[rail], hdr, hdr_len, payload, payload_len, 0);
-        if (st != MADRAIL_OK)
+    if (rail < 0 && ctx->nrails == 1) {
+        /* one rail, no choice: what the static and round-robin passes
+         * below come to with a single rail */
+        rail = 0;
+        if (!mdr_peer_rail_usable(&peer->rails[0]) || peer->rails[0].credits == 0)
             return -1;
-        mdr_seq_started(peer, hdr, hdr_len);
+    }
+    if (rail >= 0) {
+        if (mdr_pr_send(&peer->rails[rail], hdr, hdr_len, payload, payload_len, 0) !=
+            MADRAIL_OK)
+            return -1;
+        mdr_seq_started(peer, has_seq, seq);
         return rail;
     }
     /* adaptive: shortest expected completion (health.c); one rail has no
@@ -170,7 +160,7 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
             return -1; /* the best rail has no credit yet */
         if (r >= 0 && mdr_pr_send(&peer->rails[r], hdr, hdr_len, payload, payload_len, 0) ==
                           MADRAIL_OK) {
-            mdr_seq_started(peer, hdr, hdr_len);
+            mdr_seq_started(peer, has_seq, seq);
             return r;
         }
     }
@@ -182,7 +172,7 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
         if (pr->ep && ctx->rails[pr->rail].ops->ep_backlog(pr->ep) != 0)
             continue;
         if (mdr_pr_send(pr, hdr, hdr_len, payload, payload_len, 0) == MADRAIL_OK) {
-            mdr_seq_started(peer, hdr, hdr_len);
+            mdr_seq_started(peer, has_seq, seq);
             return pr->rail;
         }
     }
@@ -195,7 +185,7 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
             continue;
         if (mdr_pr_send(pr, hdr, hdr_len, payload, payload_len, 0) == MADRAIL_OK) {
             peer->rr = (unsigned)r + 1;
-            mdr_seq_started(peer, hdr, hdr_len);
+            mdr_seq_started(peer, has_seq, seq);
             return r;
         }
     }

@@ -297,19 +297,25 @@ static madrail_status_t mdr_ucx_am_send(mdr_rail_t *rail, ucp_ep_h h, mdr_ep_t *
     return MADRAIL_OK;
 }
 
+/* The header of ep's next message of this type. */
+static void mdr_ucx_hdr_init(const mdr_ep_t *ep, int type, uint32_t aux, mdr_ucx_hdr_t *hdr)
+{
+    hdr->type = (uint8_t)type;
+    hdr->version = MDR_UCX_VERSION;
+    hdr->flags = 0;
+    hdr->conn = ep->tx_conn;
+    hdr->seq = ep->tx_seq;
+    hdr->aux = aux;
+    hdr->uuid = ep->rail->uuid;
+}
+
 static madrail_status_t mdr_ucx_send_iov(mdr_ep_t *ep, int type, uint32_t aux,
                                          const struct iovec *iov, int iovcnt)
 {
     mdr_ucx_hdr_t hdr;
     madrail_status_t st;
 
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.type = (uint8_t)type;
-    hdr.version = MDR_UCX_VERSION;
-    hdr.conn = ep->tx_conn;
-    hdr.seq = ep->tx_seq;
-    hdr.aux = aux;
-    hdr.uuid = ep->rail->uuid;
+    mdr_ucx_hdr_init(ep, type, aux, &hdr);
     if (ep->need_sync && type != MDR_UCX_M_HELLO) {
         /* behind the puts in the lane: the peer answers when it gets here */
         hdr.flags |= MDR_UCX_HF_SYNC;
@@ -589,13 +595,7 @@ static madrail_status_t mdr_ucx_ctrl_send_imm(mdr_ep_t *ep, const struct iovec *
         memcpy(buf, iov[0].iov_base, l0);
     if (l1 != 0)
         memcpy((uint8_t *)buf + l0, iov[1].iov_base, l1);
-    hdr.type = MDR_UCX_M_CTRL;
-    hdr.version = MDR_UCX_VERSION;
-    hdr.flags = 0;
-    hdr.conn = ep->tx_conn;
-    hdr.seq = ep->tx_seq;
-    hdr.aux = 0;
-    hdr.uuid = ep->rail->uuid;
+    mdr_ucx_hdr_init(ep, MDR_UCX_M_CTRL, 0, &hdr);
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
     prm.flags = UCP_AM_SEND_FLAG_EAGER;
     req = ucp_am_send_nbx(ep->uep->h, MDR_UCX_AM_ID, &hdr, sizeof(hdr), buf, l0 + l1, &prm);
