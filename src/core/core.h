@@ -51,6 +51,9 @@ enum {
     MDR_MSG_EAGER_AM = 15,  /* sequenced: a whole small tagged message announced by an
                              * active message (madrail_am_isend): EAGER header with the AM
                              * id in .id, body = AM header then the data (am.c) */
+    MDR_MSG_SHORT = 16,     /* sequenced: a whole message of one fragment that names no
+                             * request (no SYNC, no offer spent, no AM): seq and tag only,
+                             * the payload is the rest (eager.c) */
     MDR_MSG_MAX
 };
 
@@ -84,6 +87,16 @@ typedef struct mdr_eager_hdr {
     uint64_t offset; /* of this fragment's payload */
     uint64_t id;     /* SYNC: sender request id (for ACK); RFS_CONSUMED: receiver request id */
 } mdr_eager_hdr_t;   /* payload follows */
+
+/* SHORT: the EAGER header of a whole message without what it implies
+ * (total = the payload's length, offset 0, no id), 24 bytes shorter: on
+ * shared memory that keeps a message of up to 40 bytes within the
+ * transport's inline size (ucx: the fifo element). */
+typedef struct mdr_short_hdr {
+    mdr_hdr_t h;
+    uint64_t seq;
+    uint64_t tag;
+} mdr_short_hdr_t;   /* payload follows */
 
 typedef struct mdr_rts_hdr {
     mdr_hdr_t h;

@@ -55,11 +55,11 @@ static unsigned mdr_credit_threshold(const mdr_ctx_t *ctx)
     return (ctx->cfg.credits + 1) / 2;
 }
 
-/* The sequence number of a sequenced message (EAGER, EAGER_AM, RTS,
- * RFS_DATA: it follows the common header in all four). */
+/* The sequence number of a sequenced message (EAGER, SHORT, EAGER_AM,
+ * RTS, RFS_DATA: it follows the common header in all five). */
 static int mdr_hdr_seq(const mdr_hdr_t *hdr, size_t hdr_len, uint64_t *seq_p)
 {
-    if ((hdr->type != MDR_MSG_EAGER && hdr->type != MDR_MSG_RTS &&
+    if ((hdr->type != MDR_MSG_EAGER && hdr->type != MDR_MSG_SHORT && hdr->type != MDR_MSG_RTS &&
          hdr->type != MDR_MSG_RFS_DATA && hdr->type != MDR_MSG_EAGER_AM) ||
         hdr_len < sizeof(*hdr) + sizeof(*seq_p))
         return 0;

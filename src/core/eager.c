@@ -2,7 +2,9 @@
  * Eager and medium sends (len < MADRAIL_RNDV_THRESH): the message goes in
  * slot-sized EAGER fragments that share one sequence number; each fragment
  * takes the best rail that has a credit, so a medium message spreads over
- * rails and needs no registration and no round trip.  A synchronous send
+ * rails and needs no registration and no round trip.  A message of one
+ * fragment that names no request (not synchronous, spending no offer)
+ * goes as SHORT, whose header leaves out total, offset and id.  A synchronous send
  * completes on the ACK the receiver sends when the message matched; the
  * ACK may overtake the last fragments (MDR_ACK_GOT).
  */
@@ -52,6 +54,21 @@ static void mdr_eager_hdr_init(mdr_eager_hdr_t *e, uint8_t flags, uint64_t seq, 
     e->id = id;
 }
 
+/* A whole message that names no request of either side goes as SHORT:
+ * the EAGER header without total, offset and id (core.h). */
+static int mdr_short_send(mdr_peer_t *peer, uint8_t flags, uint64_t seq, uint64_t tag,
+                          const void *buf, size_t len)
+{
+    mdr_short_hdr_t sh;
+
+    memset(&sh, 0, sizeof(sh));
+    sh.h.type = MDR_MSG_SHORT;
+    sh.h.flags = flags;
+    sh.seq = seq;
+    sh.tag = tag;
+    return mdr_ctrl_try_send(peer, -1, &sh.h, sizeof(sh), buf, len);
+}
+
 /* Send eager fragments until done or out of credits. */
 int mdr_eager_send(mdr_peer_t *peer, mdr_req_t *req)
 {
@@ -67,6 +84,14 @@ int mdr_eager_send(mdr_peer_t *peer, mdr_req_t *req)
             used = mdr_am_send_eager(peer, req);
             ctx->tx_sreq_id = 0;
             plen = req->len;
+            goto sent;
+        }
+        if (req->frag_off == 0 && plen <= ctx->eager_max && !req->rfs_consumed &&
+            !(req->flags & MADRAIL_SEND_SYNC)) {
+            ctx->tx_sreq_id = req->id; /* its copy (replay.c) names the send */
+            used = mdr_short_send(peer, (req->flags & MDR_FLAG_INTERNAL) ? MDR_HF_INTERNAL : 0,
+                                  req->seq, req->tag, req->buf, plen);
+            ctx->tx_sreq_id = 0;
             goto sent;
         }
         if (plen > ctx->eager_max)
@@ -127,19 +152,16 @@ int mdr_eager_send(mdr_peer_t *peer, mdr_req_t *req)
 int mdr_eager_send_now(mdr_peer_t *peer, const void *buf, size_t len, uint64_t tag,
                        uint64_t *seq_p)
 {
-    mdr_ctx_t *ctx = peer->ctx;
-    mdr_eager_hdr_t e;
+    uint64_t seq = peer->next_send_seq;
     int used;
 
-    if (len > ctx->eager_max || !mdr_list_empty(&peer->sendq) || peer->nrfs_stored)
+    if (len > peer->ctx->eager_max || !mdr_list_empty(&peer->sendq) || peer->nrfs_stored)
         return -1;
-    /* .id names a request the receiver answers (a synchronous ACK), or
-     * the offer a message spends: neither here */
-    mdr_eager_hdr_init(&e, 0, peer->next_send_seq, tag, len, 0, 0);
-    used = mdr_ctrl_try_send(peer, -1, &e.h, sizeof(e), buf, len);
+    /* no synchronous ACK to ask for, no offer to spend: a SHORT message */
+    used = mdr_short_send(peer, 0, seq, tag, buf, len);
     if (used >= 0) {
         peer->next_send_seq++;
-        *seq_p = e.seq;
+        *seq_p = seq;
     }
     return used;
 }

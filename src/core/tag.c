@@ -446,6 +446,25 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
         }
         break;
     }
+    case MDR_MSG_SHORT: {
+        /* a whole message of one fragment: EAGER with total = payload,
+         * offset 0 and no id */
+        const mdr_short_hdr_t *sh = (const mdr_short_hdr_t *)hdr;
+        seq = sh->seq;
+        tag = sh->tag;
+        id = 0;
+        pl = (const uint8_t *)(sh + 1);
+        plen = len - sizeof(*sh);
+        total = plen;
+        if (plen > ctx->eager_max) {
+            mdr_peer_proto_fail(pr, "SHORT message of %zu bytes: more than one fragment's "
+                                "%zu (MADRAIL_SLOT_SIZE=%zu)",
+                                plen, ctx->eager_max, ctx->cfg.slot_size);
+            return;
+        }
+        type = MDR_MSG_EAGER;
+        break;
+    }
     case MDR_MSG_EAGER_AM: {
         /* a whole small message after the header of the active message
          * that announces it; matched as an EAGER message */
@@ -939,6 +958,8 @@ madrail_status_t mdr_tag_init(mdr_ctx_t *ctx)
                                            MDR_HF_INTERNAL | MDR_HF_AM, mdr_match_incoming, 0};
     static const mdr_ctrl_handler_t eager_am = {"EAGER_AM", sizeof(mdr_eager_hdr_t), 1, 0,
                                                 mdr_match_incoming, 0};
+    static const mdr_ctrl_handler_t short_msg = {"SHORT", sizeof(mdr_short_hdr_t), 1,
+                                                 MDR_HF_INTERNAL, mdr_match_incoming, 0};
     static const mdr_ctrl_handler_t rfs_data = {"RFS_DATA", sizeof(mdr_rfs_data_hdr_t), 0,
                                                 MDR_HF_INTERNAL, mdr_match_incoming, 0};
     madrail_status_t st = mdr_ctrl_register(ctx, MDR_MSG_EAGER, &eager);
@@ -948,5 +969,7 @@ madrail_status_t mdr_tag_init(mdr_ctx_t *ctx)
         st = mdr_ctrl_register(ctx, MDR_MSG_RFS_DATA, &rfs_data);
     if (st == MADRAIL_OK)
         st = mdr_ctrl_register(ctx, MDR_MSG_EAGER_AM, &eager_am);
+    if (st == MADRAIL_OK)
+        st = mdr_ctrl_register(ctx, MDR_MSG_SHORT, &short_msg);
     return st;
 }

@@ -1197,6 +1197,40 @@ static int fz_core_seeds(const char *dir)
             snprintf(name, sizeof(name), "cancel-arriving-setup%u", setup);
             rc |= sd_write(dir, name, &sd);
         }
+        /* SHORT: a whole message for the small receive (index 0); then an
+         * EAGER fragment, a SHORT with its sequence number on the other
+         * rail, and a SHORT that claims a synchronous ACK */
+        {
+            mdr_short_hdr_t sh;
+            mdr_eager_hdr_t e;
+            uint8_t smsg[sizeof(sh) + 40], msg[sizeof(e) + 64];
+            const uint8_t pe[] = {1, SEL(FZ_SEL_SEQ, 8)};
+            memset(&sd, 0, sizeof(sd));
+            sd_u8(&sd, setup);
+            memset(smsg, 0x66, sizeof(smsg));
+            sd_hdr(&sh.h, MDR_MSG_SHORT, 0, sizeof(smsg));
+            sh.seq = 0;
+            sh.tag = 1;
+            memcpy(smsg, &sh, sizeof(sh));
+            sd_inject(&sd, 0, smsg, sizeof(smsg), pe, 1);
+            sd_progress(&sd, 7);
+            memset(msg, 0x11, sizeof(msg));
+            sd_hdr(&e.h, MDR_MSG_EAGER, 0, sizeof(msg));
+            e.seq = 0;
+            e.tag = 1;
+            e.total = 200;
+            e.offset = 0;
+            e.id = 0;
+            memcpy(msg, &e, sizeof(e));
+            sd_inject(&sd, 0, msg, sizeof(msg), pe, 1);
+            sd_inject(&sd, 2, smsg, sizeof(smsg), pe, 1);
+            sd_hdr(&sh.h, MDR_MSG_SHORT, MDR_HF_SYNC, sizeof(smsg));
+            memcpy(smsg, &sh, sizeof(sh));
+            sd_inject(&sd, 0, smsg, sizeof(smsg), pe, 1);
+            sd_progress(&sd, 7 | (3 << 3));
+            snprintf(name, sizeof(name), "short-setup%u", setup);
+            rc |= sd_write(dir, name, &sd);
+        }
         /* CANCEL_ANS for B's synchronous send (index 3), before and after B
          * asked for its cancel, with a good and a bad answer, from A and C */
         {

@@ -7,7 +7,9 @@
  * than eager can carry is refused; what a peer makes us hold stays within
  * MADRAIL_RECV_MEM_MAX, counted (peer->held_bytes) and measured (VmRSS of
  * this process); a peer that fails is freed; and legit traffic that
- * reorders heavily over several rails never trips any of it.
+ * reorders heavily over several rails never trips any of it.  Also the
+ * SHORT form of a whole small message: which sends take it (bytes on the
+ * wire) and which SHORT messages are refused.
  */
 #include "mdr_config.h"
 
@@ -266,6 +268,125 @@ static void test_eager_total(void)
     forge_eager(&p, 1, peer->expected_seq, 16 * 1024, 0, 1, 9);
     spin(&p);
     CHECK(peer->rails[1].down, "an EAGER of 16k (the rendezvous threshold) closes the rail");
+    pair_close(&p);
+}
+
+/* SHORT (a whole message, seq and tag only): what a sender puts on the
+ * wire for each kind of small send, counted in the rail's tx_bytes, and
+ * what the receiver refuses. */
+static void forge_short(pair_t *p, int rail, uint64_t seq, size_t plen, uint8_t flags)
+{
+    uint8_t msg[sizeof(mdr_short_hdr_t) + 1024];
+    mdr_short_hdr_t *sh = (mdr_short_hdr_t *)msg;
+    memset(msg, 0, sizeof(msg));
+    if (plen > 1024)
+        plen = 1024;
+    sh->h.type = MDR_MSG_SHORT;
+    sh->h.flags = flags;
+    sh->h.len = (uint32_t)(sizeof(*sh) + plen);
+    sh->seq = seq;
+    sh->tag = 9;
+    memset(sh + 1, 0x5a, plen);
+    mdr_forge_send(p->a, p->a2b, rail, msg, sizeof(*sh) + plen);
+}
+
+/* Bytes a's one rail sent for one send of len bytes (flags), and whether
+ * b received it whole. */
+static uint64_t short_wire(pair_t *p, size_t len, unsigned flags, int nb, int *ok_p)
+{
+    static uint8_t sb[2048], rb[2048];
+    madrail_rail_stats_t s0, s1;
+    madrail_request_t sr = NULL, rr;
+    madrail_info_t info;
+    uint64_t id;
+    size_t i;
+
+    for (i = 0; i < len; i++)
+        sb[i] = (uint8_t)(i * 7 + len);
+    memset(rb, 0, sizeof(rb));
+    madrail_rail_stats(p->a, 0, &s0);
+    madrail_irecv(p->b, p->b2a, rb, sizeof(rb), 5, 0, &rr);
+    if (nb)
+        madrail_isend_nb(p->a, p->a2b, sb, len, 5, flags, &sr, &id);
+    else
+        madrail_isend(p->a, p->a2b, sb, len, 5, flags, &sr);
+    *ok_p = pwait(p, &rr, &info) == MADRAIL_OK && info.length == len &&
+            memcmp(sb, rb, len) == 0 && (sr == NULL || pwait(p, &sr, NULL) == MADRAIL_OK);
+    madrail_rail_stats(p->a, 0, &s1);
+    return s1.tx_bytes - s0.tx_bytes;
+}
+
+static void test_short(void)
+{
+    const char *ov1[] = {"MADRAIL_RAILS=loop:sh0", "MADRAIL_SLOT_SIZE=1k",
+                         "MADRAIL_RNDV_THRESH=16k", "MADRAIL_RAIL_TIMEOUT=0",
+                         "MADRAIL_LOG_LEVEL=error", NULL};
+    const char *ov[] = {"MADRAIL_RAILS=loop:sh0,loop:sh1", "MADRAIL_SLOT_SIZE=1k",
+                        "MADRAIL_RNDV_THRESH=16k", "MADRAIL_LOG_LEVEL=error", NULL};
+    size_t em = 1024 - sizeof(mdr_eager_hdr_t), sh = sizeof(mdr_short_hdr_t),
+           eh = sizeof(mdr_eager_hdr_t);
+    pair_t p;
+    mdr_peer_t *peer;
+    uint64_t n, e;
+    int ok;
+
+    if (pair_open(&p, ov1) != 0 || warm_up(&p) != 0) {
+        CHECK(0, "open");
+        return;
+    }
+    CHECK(sh == 24 && eh == 48, "SHORT header 24 bytes, EAGER 48 (%zu, %zu)", sh, eh);
+    n = short_wire(&p, 8, 0, 1, &ok);
+    CHECK(ok && n == sh + 8, "8 bytes by isend_nb: one SHORT of %zu bytes (%llu sent)", sh + 8,
+          (unsigned long long)n);
+    n = short_wire(&p, 8, 0, 0, &ok);
+    CHECK(ok && n == sh + 8, "8 bytes by isend: one SHORT (%llu bytes sent)",
+          (unsigned long long)n);
+    n = short_wire(&p, 0, 0, 0, &ok);
+    CHECK(ok && n == sh, "0 bytes: a bare SHORT header (%llu bytes sent)", (unsigned long long)n);
+    n = short_wire(&p, 8, MADRAIL_SEND_SYNC, 0, &ok);
+    CHECK(ok && n == eh + 8, "a synchronous send names itself for the ACK: EAGER (%llu sent)",
+          (unsigned long long)n);
+    n = short_wire(&p, em, 0, 0, &ok);
+    CHECK(ok && n == sh + em, "%zu bytes (one fragment's worth): SHORT (%llu sent)", em,
+          (unsigned long long)n);
+    n = short_wire(&p, em + 1, 0, 0, &ok);
+    CHECK(ok && n == 2 * eh + em + 1, "%zu bytes: two EAGER fragments (%llu sent)", em + 1,
+          (unsigned long long)n);
+    pair_close(&p);
+
+    if (pair_open(&p, ov) != 0 || warm_up(&p) != 0) {
+        CHECK(0, "open");
+        return;
+    }
+    peer = bpeer(&p);
+    e = peer->expected_seq;
+    forge_short(&p, 0, e, em, 0);
+    spin(&p);
+    CHECK(!peer->rails[0].down && peer->expected_seq == e + 1,
+          "a forged SHORT of %zu bytes is taken (down %d)", em, peer->rails[0].down);
+    forge_short(&p, 1, e + 1, em + 1, 0);
+    spin(&p);
+    CHECK(peer->rails[1].down && peer->expected_seq == e + 1,
+          "a SHORT of %zu bytes (more than one fragment) closes the rail", em + 1);
+    forge_short(&p, 0, e + 2, 8, MDR_HF_SYNC);
+    spin(&p);
+    CHECK(peer->rails[0].down && peer->expected_seq == e + 1,
+          "a SHORT with SYNC (no request to answer) closes the rail");
+    pair_close(&p);
+
+    /* a SHORT with the sequence number of a message half arrived */
+    if (pair_open(&p, ov) != 0 || warm_up(&p) != 0) {
+        CHECK(0, "open");
+        return;
+    }
+    peer = bpeer(&p);
+    e = peer->expected_seq;
+    forge_eager(&p, 0, e, 64, 0, 32, 9);
+    spin(&p);
+    forge_short(&p, 1, e, 32, 0);
+    spin(&p);
+    CHECK(!peer->rails[0].down && peer->rails[1].down,
+          "a SHORT that reuses the sequence number of a half-arrived message closes its rail");
     pair_close(&p);
 }
 
@@ -536,6 +657,7 @@ int main(void)
     test_credit_messages();
     test_far_ahead();
     test_eager_total();
+    test_short();
     test_flood(FLOOD_HEADERS, "header flood", 20000);
     test_flood(FLOOD_AHEAD, "1-byte fragments ahead", 80000);
     test_legit_cap();
