@@ -316,6 +316,17 @@ static uint64_t short_wire(pair_t *p, size_t len, unsigned flags, int nb, int *o
     return s1.tx_bytes - s0.tx_bytes;
 }
 
+/* A pair opened with ov and warmed up: b's peer record of a, or NULL
+ * (counted as a failed check). */
+static mdr_peer_t *open_warm(pair_t *p, const char *const *ov)
+{
+    if (pair_open(p, ov) != 0 || warm_up(p) != 0) {
+        CHECK(0, "open");
+        return NULL;
+    }
+    return bpeer(p);
+}
+
 static void test_short(void)
 {
     const char *ov1[] = {"MADRAIL_RAILS=loop:sh0", "MADRAIL_SLOT_SIZE=1k",
@@ -330,10 +341,8 @@ static void test_short(void)
     uint64_t n, e;
     int ok;
 
-    if (pair_open(&p, ov1) != 0 || warm_up(&p) != 0) {
-        CHECK(0, "open");
+    if (open_warm(&p, ov1) == NULL)
         return;
-    }
     CHECK(sh == 24 && eh == 48, "SHORT header 24 bytes, EAGER 48 (%zu, %zu)", sh, eh);
     n = short_wire(&p, 8, 0, 1, &ok);
     CHECK(ok && n == sh + 8, "8 bytes by isend_nb: one SHORT of %zu bytes (%llu sent)", sh + 8,
@@ -354,11 +363,8 @@ static void test_short(void)
           (unsigned long long)n);
     pair_close(&p);
 
-    if (pair_open(&p, ov) != 0 || warm_up(&p) != 0) {
-        CHECK(0, "open");
+    if ((peer = open_warm(&p, ov)) == NULL)
         return;
-    }
-    peer = bpeer(&p);
     e = peer->expected_seq;
     forge_short(&p, 0, e, em, 0);
     spin(&p);
@@ -375,11 +381,8 @@ static void test_short(void)
     pair_close(&p);
 
     /* a SHORT with the sequence number of a message half arrived */
-    if (pair_open(&p, ov) != 0 || warm_up(&p) != 0) {
-        CHECK(0, "open");
+    if ((peer = open_warm(&p, ov)) == NULL)
         return;
-    }
-    peer = bpeer(&p);
     e = peer->expected_seq;
     forge_eager(&p, 0, e, 64, 0, 32, 9);
     spin(&p);
