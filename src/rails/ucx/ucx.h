@@ -134,6 +134,8 @@ typedef struct mdr_ucx_rkey_hdr {
 #define MDR_UCX_PROGRESS_SPINS 8         /* ucp_worker_progress calls per progress() at most */
 #define MDR_UCX_CLOSE_WAIT 2.0           /* seconds close() waits for sends to leave */
 #define MDR_UCX_CLOSE_GRACE 0.2          /* then for the peers to acknowledge the closes */
+#define MDR_UCX_LINGER 30.0              /* seconds a destroyed ep's connection waits for the
+                                          * peer's close before it is closed in order anyway */
 #define MDR_UCX_REASON 160
 /* UCX tcp send segment size on tcp rails (spec option seg=; UCX's
  * UCX_TCP_TX_SEG_SIZE, 8 KiB by default): a control slot (8 KiB) and our
@@ -177,8 +179,15 @@ typedef struct mdr_ucx_uep {
     mdr_ep_t *ep;      /* NULL once detached (ep destroyed, or a one-shot REFUSE ep) */
     ucp_ep_h h;        /* NULL once closed */
     void *close_req;
-    mdr_list_t link;   /* rail->closing while the close runs (rail->close_later before) */
+    mdr_list_t link;   /* rail->closing while the close runs (rail->close_later before),
+                        * or rail->lingering */
     int failed;        /* UCX reported an error */
+    int lingering;     /* on rail->lingering: ep destroyed, BYE sent, ucp_ep still open */
+    int peer_done;     /* lingering, and the peer's BYE came: it sends no more */
+    uint64_t peer_uuid;/* lingering: whose BYE ends it, on which of its connections */
+    uint32_t peer_conn;
+    double linger_until;
+    void *flush_req;   /* lingering, closing by force: the flush of what we sent */
     int close_force;   /* the close deferred in rail->close_later forces */
 } mdr_ucx_uep_t;
 
@@ -312,6 +321,7 @@ struct mdr_rail {
     mdr_list_t syncq;        /* eps that owe a SYNC */
     mdr_list_t rxq;          /* arrived messages in arrival order */
     mdr_list_t closing;      /* ueps whose ucp_ep close runs */
+    mdr_list_t lingering;    /* ueps of destroyed healthy eps (ucx_ep.c, mdr_ucx_linger) */
     mdr_list_t orphan_ops;   /* ops of gone eps whose UCX callbacks are still due */
     mdr_list_t orphan_txs;   /* the same for sends */
     uint32_t next_conn;
@@ -382,6 +392,12 @@ int mdr_ucx_closing_poll(mdr_rail_t *rail);
 void mdr_ucx_close_later(mdr_rail_t *rail);
 /* Close a uep's ucp_ep (force: without flushing) and detach it. */
 void mdr_ucx_uep_close(mdr_ucx_uep_t *uep, int force);
+/* Close the lingering ueps whose peer closed or whose time ran out (all:
+ * the rail closes).  Returns how many it closed. */
+int mdr_ucx_linger_poll(mdr_rail_t *rail, int all);
+/* A BYE from uuid on its connection conn found no ep: a lingering uep of
+ * ours it answers may close now. */
+void mdr_ucx_linger_bye(mdr_rail_t *rail, uint64_t uuid, uint32_t conn);
 const char *mdr_ucx_type_str(int type);
 
 /* ucx_mem.c */

@@ -38,6 +38,7 @@
 
 #include "rails/common/drv.h"
 #include "rails/ucx/ucx.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 const char *mdr_ucx_type_str(int type)
@@ -149,6 +150,96 @@ void mdr_ucx_uep_close(mdr_ucx_uep_t *uep, int force)
         return;
     }
     free(uep);
+}
+
+/* A destroyed ep's connection.  UCX gives a connection back only when
+ * the ucp_eps on it are closed by force, or the worker is destroyed: an
+ * orderly close (flush) leaves it to the worker, and a job whose peers
+ * come and go would run out of descriptors (test/rail/test_ucx_driver.c).
+ * Forcing a close while the peer still sends could reset the connection
+ * under data of its we have not read, and lose our last messages with
+ * it.  So each side says BYE when it destroys its ep and keeps the ucp_ep
+ * open ("lingers") until the peer's BYE came too (the first to destroy
+ * finds it when it arrives; the second already had it): then neither
+ * sends any more, and each flushes what it sent and closes by force.  A
+ * connection UCX reports broken closes by force at once; one whose peer
+ * stays silent closes in order after MDR_UCX_LINGER, as it always did.
+ * Shared memory has no peer error handling, so no force: it closes in
+ * order at once. */
+static void mdr_ucx_linger(mdr_ep_t *ep, int peer_done)
+{
+    mdr_ucx_uep_t *uep = ep->uep;
+    mdr_rail_t *rail = ep->rail;
+
+    uep->ep = NULL;
+    uep->lingering = 1;
+    uep->peer_done = peer_done;
+    uep->peer_uuid = ep->base.uuid;
+    uep->peer_conn = ep->rx_conn;
+    uep->linger_until = mdr_time_sec() + MDR_UCX_LINGER;
+    mdr_list_push_tail(&rail->lingering, &uep->link);
+}
+
+/* The end of a lingering uep: off rail->lingering, its ucp_ep closed. */
+static void mdr_ucx_linger_end(mdr_ucx_uep_t *uep, int force)
+{
+    mdr_list_del(&uep->link);
+    mdr_list_init(&uep->link);
+    uep->lingering = 0;
+    if (uep->flush_req != NULL)
+        ucp_request_free(uep->flush_req);
+    uep->flush_req = NULL;
+    mdr_ucx_uep_close(uep, force);
+}
+
+/* One lingering uep: 0 still waiting, 1 closed (freed or closing). */
+static int mdr_ucx_linger_step(mdr_ucx_uep_t *uep, double now, int all)
+{
+    ucp_request_param_t prm;
+    void *req;
+
+    if (all || uep->failed || (!uep->peer_done && now >= uep->linger_until)) {
+        mdr_ucx_linger_end(uep, uep->failed); /* in order, unless broken */
+        return 1;
+    }
+    if (!uep->peer_done)
+        return 0;
+    if (uep->flush_req == NULL) {
+        memset(&prm, 0, sizeof(prm));
+        req = ucp_ep_flush_nbx(uep->h, &prm);
+        if (UCS_PTR_IS_PTR(req)) {
+            uep->flush_req = req;
+            return 0;
+        }
+        if (UCS_PTR_IS_ERR(req))
+            uep->failed = 1;
+    } else if (ucp_request_check_status(uep->flush_req) == UCS_INPROGRESS) {
+        return 0;
+    }
+    mdr_ucx_linger_end(uep, 1); /* both said BYE, ours has left: by force */
+    return 1;
+}
+
+int mdr_ucx_linger_poll(mdr_rail_t *rail, int all)
+{
+    mdr_list_t *l, *tmp;
+    double now = mdr_time_sec();
+    int n = 0;
+
+    mdr_list_for_each_safe(l, tmp, &rail->lingering)
+        n += mdr_ucx_linger_step(mdr_container_of(l, mdr_ucx_uep_t, link), now, all);
+    return n;
+}
+
+void mdr_ucx_linger_bye(mdr_rail_t *rail, uint64_t uuid, uint32_t conn)
+{
+    mdr_list_t *l;
+
+    mdr_list_for_each(l, &rail->lingering) {
+        mdr_ucx_uep_t *uep = mdr_container_of(l, mdr_ucx_uep_t, link);
+        if (uep->peer_uuid == uuid && uep->peer_conn == conn && conn != 0)
+            uep->peer_done = 1;
+    }
 }
 
 void mdr_ucx_close_later(mdr_rail_t *rail)
@@ -504,13 +595,21 @@ void mdr_ucx_ep_destroy(mdr_ep_t *ep)
     while ((l = mdr_list_pop_head(&ep->ooo)) != NULL)
         mdr_ucx_rx_free(rail, mdr_container_of(l, mdr_ucx_rx_t, link));
     if (ep->uep != NULL) {
-        int healthy = ep->state == MDR_UCX_EP_OPEN && !ep->uep->failed && !ep->peer_closed;
-        if (healthy) {
+        int open = ep->state == MDR_UCX_EP_OPEN && !ep->uep->failed;
+        int healthy = open && !ep->peer_closed;
+        /* lingering, the second to destroy says BYE too (it tells the
+         * first to close by force, mdr_ucx_linger) */
+        int linger = open && !rail->shm && !rail->closing_rail;
+        if (healthy || linger) {
             static const char why[] = "endpoint destroyed";
-            (void)mdr_ucx_send(ep, MDR_UCX_M_BYE, 0, why, sizeof(why) - 1, NULL, 0);
+            struct iovec iov = {(void *)why, sizeof(why) - 1};
+            (void)mdr_ucx_send_iov(ep, MDR_UCX_M_BYE, 0, &iov, 1);
         }
         mdr_ucx_ep_drop_rkeys(ep);
-        mdr_ucx_uep_close(ep->uep, !healthy);
+        if (linger)
+            mdr_ucx_linger(ep, ep->peer_closed);
+        else
+            mdr_ucx_uep_close(ep->uep, !healthy);
         ep->uep = NULL;
     } else {
         mdr_ucx_ep_drop_rkeys(ep);

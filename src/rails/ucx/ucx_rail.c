@@ -637,6 +637,8 @@ static void mdr_ucx_rx_handle(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
     }
     if (ep == NULL || ep->state != MDR_UCX_EP_OPEN || ep->rx_conn == 0 ||
         ep->rx_conn != rx->hdr.conn) {
+        if (rx->hdr.type == MDR_UCX_M_BYE && !mdr_list_empty(&rail->lingering))
+            mdr_ucx_linger_bye(rail, rx->hdr.uuid, rx->hdr.conn);
         mdr_debug("rail %s: %s message from %016llx (connection %u) has no endpoint; dropped",
                   rail->name, mdr_ucx_type_str(rx->hdr.type), (unsigned long long)rx->hdr.uuid,
                   rx->hdr.conn);
@@ -740,6 +742,7 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     mdr_list_init(&rail->syncq);
     mdr_list_init(&rail->rxq);
     mdr_list_init(&rail->closing);
+    mdr_list_init(&rail->lingering);
     mdr_list_init(&rail->close_later);
     mdr_list_init(&rail->orphan_ops);
     mdr_list_init(&rail->orphan_txs);
@@ -890,6 +893,7 @@ static void mdr_ucx_close(mdr_rail_t *rail)
     /* Every ep says BYE and flushes; give the flushes a bounded time. */
     while (!mdr_list_empty(&rail->base.eps_all))
         mdr_ucx_ep_destroy(mdr_container_of(rail->base.eps_all.next, mdr_ep_t, base.link));
+    mdr_ucx_linger_poll(rail, 1);
     mdr_ucx_reap(rail);
     /* First until what we sent (the BYEs last) has left, then a short
      * grace for the peers to acknowledge the closes: a peer that does not
@@ -982,6 +986,8 @@ static int mdr_ucx_progress(mdr_rail_t *rail)
     }
     if (!mdr_list_empty(&rail->close_later))
         mdr_ucx_close_later(rail);
+    if (!mdr_list_empty(&rail->lingering))
+        mdr_ucx_linger_poll(rail, 0);
     if (!mdr_list_empty(&rail->closing))
         mdr_ucx_closing_poll(rail);
     if (!mdr_list_empty(&rail->retryq))
