@@ -5,8 +5,9 @@
  * and destroys eps while the rail stays open; every cycle must give its
  * connection back, or a long job runs out of file descriptors.  Two
  * ucx:lo rails (UCX over tcp) in one process; each cycle: a connects to
- * b, one message each way, both destroy their ep (a first, then b, then
- * the other order).  The process's open descriptors are counted before
+ * b, one message each way, both destroy their ep (a first, then b; b
+ * first; a first, and b sends once more, which the BYE fails, before it
+ * destroys its ep).  The process's open descriptors are counted before
  * and after.  Each check prints a line; exit 0 = pass, 1 = fail, 77 =
  * skip (no ucx:lo rail here).
  */
@@ -142,10 +143,13 @@ static madrail_status_t send1(side_t *a, side_t *b, mdr_ep_t *ep)
     return st;
 }
 
-/* One cycle; b_first: b destroys its ep first.  Returns 0 when the
- * messages went both ways. */
-static int cycle(side_t *a, side_t *b, int b_first)
+/* One cycle; order 0: a destroys its ep first, 1: b first, 2: a first,
+ * and b tries to send on its ep before destroying it (as the core does:
+ * the peer's BYE fails an ep when it is next used).  Returns 0 when the
+ * messages went both ways (and in order 2 b's last send failed). */
+static int cycle(side_t *a, side_t *b, int order)
 {
+    int b_first = order == 1;
     int ok;
 
     a->own.nrecv = 0;
@@ -164,6 +168,13 @@ static int cycle(side_t *a, side_t *b, int b_first)
     ops->ep_destroy(a->own.ep);
     a->own.ep = NULL;
     settle(a, b, 0.002);
+    if (order == 2 && b->acc.ep != NULL) {
+        uint64_t v = 7;
+        struct iovec iov = {&v, sizeof(v)};
+        if (ops->ctrl_send(b->acc.ep, &iov, 1) != MADRAIL_ERR_RAIL_DOWN)
+            ok = 0;
+        settle(a, b, 0.002);
+    }
     if (!b_first && b->acc.ep != NULL)
         ops->ep_destroy(b->acc.ep);
     b->acc.ep = NULL;
@@ -173,6 +184,8 @@ static int cycle(side_t *a, side_t *b, int b_first)
 
 int main(int argc, char **argv)
 {
+    static const char *const who[] = {"the connecting side", "the accepting side",
+                                      "the connecting side (the other sends after its BYE)"};
     int n = argc > 1 ? atoi(argv[1]) : 100, i, order, bad, before, after;
     side_t a, b;
 
@@ -181,7 +194,7 @@ int main(int argc, char **argv)
         printf("SKIP: cannot open ucx:%s rails here\n", SPEC);
         return 77;
     }
-    for (order = 0; order < 2; order++) {
+    for (order = 0; order < 3; order++) {
         bad = 0;
         if (cycle(&a, &b, order) != 0) /* the first connection of the rails */
             bad++;
@@ -197,10 +210,10 @@ int main(int argc, char **argv)
             after = nfds();
         }
         CHECK(bad == 0, "%s destroys first: %d cycles, a message each way in each (%d failed)",
-              order ? "the accepting side" : "the connecting side", n + 1, bad);
+              who[order], n + 1, bad);
         CHECK(after - before <= 4,
-              "%s destroys first: open descriptors %d before %d cycles, %d after",
-              order ? "the accepting side" : "the connecting side", before, n, after);
+              "%s destroys first: open descriptors %d before %d cycles, %d after", who[order],
+              before, n, after);
     }
     ops->close(a.rail);
     ops->close(b.rail);

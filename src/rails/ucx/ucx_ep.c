@@ -220,6 +220,32 @@ static int mdr_ucx_linger_step(mdr_ucx_uep_t *uep, double now, int all)
     return 1;
 }
 
+static madrail_status_t mdr_ucx_send_iov(mdr_ep_t *ep, int type, uint32_t aux,
+                                         const struct iovec *iov, int iovcnt);
+
+/* The ep gives up its ucp_ep.  An open connection (or one only the peer's
+ * BYE failed: the connection itself is fine) gets our BYE and lingers on
+ * tcp; on shared memory, or while the rail closes, a healthy one closes
+ * in order (after the BYE), anything else by force. */
+static void mdr_ucx_ep_let_go(mdr_ep_t *ep, const char *why)
+{
+    mdr_rail_t *rail = ep->rail;
+    int open = ep->state == MDR_UCX_EP_OPEN && !ep->uep->failed;
+    int healthy = open && !ep->peer_closed;
+    int linger = (open || (ep->peer_closed && !ep->uep->failed)) && !rail->shm &&
+                 !rail->closing_rail;
+
+    if (healthy || linger) {
+        struct iovec iov = {(void *)why, strlen(why)};
+        (void)mdr_ucx_send_iov(ep, MDR_UCX_M_BYE, 0, &iov, 1);
+    }
+    if (linger)
+        mdr_ucx_linger(ep, ep->peer_closed);
+    else
+        mdr_ucx_uep_close(ep->uep, !healthy);
+    ep->uep = NULL;
+}
+
 int mdr_ucx_linger_poll(mdr_rail_t *rail, int all)
 {
     mdr_list_t *l, *tmp;
@@ -594,26 +620,9 @@ void mdr_ucx_ep_destroy(mdr_ep_t *ep)
     mdr_ucx_ep_drop_ops(ep, 0); /* pending completions are dropped, never called */
     while ((l = mdr_list_pop_head(&ep->ooo)) != NULL)
         mdr_ucx_rx_free(rail, mdr_container_of(l, mdr_ucx_rx_t, link));
-    if (ep->uep != NULL) {
-        int open = ep->state == MDR_UCX_EP_OPEN && !ep->uep->failed;
-        int healthy = open && !ep->peer_closed;
-        /* lingering, the second to destroy says BYE too (it tells the
-         * first to close by force, mdr_ucx_linger) */
-        int linger = open && !rail->shm && !rail->closing_rail;
-        if (healthy || linger) {
-            static const char why[] = "endpoint destroyed";
-            struct iovec iov = {(void *)why, sizeof(why) - 1};
-            (void)mdr_ucx_send_iov(ep, MDR_UCX_M_BYE, 0, &iov, 1);
-        }
-        mdr_ucx_ep_drop_rkeys(ep);
-        if (linger)
-            mdr_ucx_linger(ep, ep->peer_closed);
-        else
-            mdr_ucx_uep_close(ep->uep, !healthy);
-        ep->uep = NULL;
-    } else {
-        mdr_ucx_ep_drop_rkeys(ep);
-    }
+    mdr_ucx_ep_drop_rkeys(ep);
+    if (ep->uep != NULL)
+        mdr_ucx_ep_let_go(ep, "endpoint destroyed");
     /* sends still in UCX's hands: their buffers live on without the ep */
     while ((l = mdr_list_pop_head(&ep->txs)) != NULL) {
         mdr_ucx_tx_t *tx = mdr_container_of(l, mdr_ucx_tx_t, link);
@@ -794,10 +803,8 @@ int mdr_ucx_report_failures(mdr_rail_t *rail)
             continue;
         mdr_ucx_ep_drop_ops(ep, 1);
         mdr_ucx_ep_drop_rkeys(ep);
-        if (ep->uep != NULL) {
-            mdr_ucx_uep_close(ep->uep, 1);
-            ep->uep = NULL;
-        }
+        if (ep->uep != NULL)
+            mdr_ucx_ep_let_go(ep, "endpoint failed after the peer's goodbye");
     }
     return n;
 }
