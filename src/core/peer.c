@@ -432,6 +432,19 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
 
 /* Every rail to peer is gone: fail what depends on it, and free what it
  * made us hold (see the top of this file for what is kept). */
+/* Is a peer other than but reachable (not failed, a rail usable)? */
+static int mdr_peer_any_reachable(const mdr_ctx_t *ctx, const mdr_peer_t *but)
+{
+    uint32_t p;
+
+    for (p = 0; p < ctx->npeers; p++) {
+        const mdr_peer_t *o = ctx->peers[p];
+        if (o != NULL && o != but && !o->broken && mdr_peer_reachable(o))
+            return 1;
+    }
+    return 0;
+}
+
 void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
 {
     mdr_ctx_t *ctx = peer->ctx;
@@ -503,6 +516,16 @@ void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
             continue;
         if (req->type == MDR_REQ_SEND || req->matched)
             mdr_req_complete(req, status);
+    }
+    /* wildcard receives no peer is left to match: they would wait for good */
+    if (status == MADRAIL_ERR_PEER_UNREACHABLE && !mdr_peer_any_reachable(ctx, peer)) {
+        mdr_list_for_each_safe(it, tmp, &ctx->posted) {
+            mdr_req_t *req = mdr_container_of(it, mdr_req_t, link);
+            if (req->peer == MADRAIL_ANY_PEER) {
+                mdr_list_del(it);
+                mdr_req_complete(req, status);
+            }
+        }
     }
 }
 

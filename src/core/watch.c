@@ -3,7 +3,8 @@
  * nftables drop rule the link stays up and TCP retransmits for minutes
  * without an error.  So a rail is also taken down for a peer when it gives
  * no sign of life for MADRAIL_RAIL_TIMEOUT while something waits on that
- * peer (a request bound to it, queued messages, a message half arrived),
+ * peer (a request bound to it, a wildcard receive posted (every peer),
+ * queued messages, a message half arrived),
  * or on that rail (messages sent on it whose credit has not come back:
  * a small send is over once it left, so a black hole that swallows it
  * leaves nobody waiting but its copy in replay.c; the PONG to our PING
@@ -312,6 +313,7 @@ void mdr_watch_progress(mdr_ctx_t *ctx)
 {
     uint64_t now, gen, next;
     uint32_t i, p;
+    int any_wait = 0;
 
     if (ctx->nclose_pending)
         mdr_watch_close_pending(ctx);
@@ -331,8 +333,15 @@ void mdr_watch_progress(mdr_ctx_t *ctx)
     for (i = 0; i < ctx->reqtab_cap; i++) {
         mdr_req_t *req = ctx->reqtab[i];
         mdr_peer_t *peer;
-        if (!req || req->complete || mdr_req_bound_peer(req) == MADRAIL_ANY_PEER)
+        if (!req || req->complete)
             continue;
+        if (mdr_req_bound_peer(req) == MADRAIL_ANY_PEER) {
+            /* a wildcard receive waits on every peer: one whose rails all
+             * went silent must be found, or a process whose only sender
+             * died would wait for good (mdr_peer_fail then fails it) */
+            any_wait |= req->type == MDR_REQ_RECV;
+            continue;
+        }
         peer = mdr_peer_get(ctx, mdr_req_bound_peer(req));
         if (peer)
             peer->watch_gen = gen;
@@ -342,7 +351,7 @@ void mdr_watch_progress(mdr_ctx_t *ctx)
         int r, wanted;
         if (!peer || peer->broken)
             continue;
-        wanted = mdr_watch_wanted(peer, gen);
+        wanted = any_wait || mdr_watch_wanted(peer, gen);
         for (r = 0; r < ctx->nrails; r++) {
             mdr_peer_rail_t *pr = &peer->rails[r];
             if (pr->ep && !pr->down) {

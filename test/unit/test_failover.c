@@ -176,6 +176,46 @@ static void test_idle_then_blackhole(void)
     pair_close(&p);
 }
 
+/* B waits only on a wildcard receive when its one peer's last rail becomes
+ * a black hole: B must find the silence (the wildcard receive waits on
+ * every peer) and, with no peer left to match it, fail the receive: never
+ * wait for good (cl_mpi_failover's header receive from MPI_ANY_SOURCE). */
+static void test_wildcard_blackhole(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:wb0", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_RAIL_TIMEOUT=100ms", NULL};
+    pair_t p;
+    char sbuf[64] = "hello", rbuf[64];
+    madrail_request_t sr, rr;
+    madrail_status_t s;
+    uint64_t t0;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "wildcard: open");
+        return;
+    }
+    CHECK(madrail_irecv(p.b, MADRAIL_ANY_PEER, rbuf, sizeof(rbuf), 1, 0, &rr) == MADRAIL_OK &&
+              madrail_isend(p.a, p.a2b, sbuf, 6, 1, 0, &sr) == MADRAIL_OK &&
+              pwait(&p, &rr, 5) == MADRAIL_OK && pwait(&p, &sr, 5) == MADRAIL_OK,
+          "wildcard: first message");
+    CHECK(madrail_irecv(p.b, MADRAIL_ANY_PEER, rbuf, sizeof(rbuf), 2, 0, &rr) == MADRAIL_OK,
+          "wildcard: a wildcard receive posted, nothing else");
+    spin_for(&p, 0.3);
+    CHECK(!rr->complete && !mdr_peer_get(p.b, p.b2a)->rails[0].down &&
+              p.b->rails[0].stats.pings >= 1,
+          "wildcard: while the peer answers, the receive waits and the rail is probed (%llu "
+          "PINGs)", (unsigned long long)p.b->rails[0].stats.pings);
+    t0 = mdr_time_ns();
+    mdr_loop_rail_blackhole(p.a->rails[0].rail, 1);
+    s = pwait(&p, &rr, 10);
+    printf("  black hole to the wildcard receive's error: %.0f ms (timeout 100 ms)\n",
+           (double)(mdr_time_ns() - t0) / 1e6);
+    CHECK(s == MADRAIL_ERR_PEER_UNREACHABLE,
+          "wildcard: with no peer left, the wildcard receive fails (%s)", sts(s));
+    CHECK(mdr_time_ns() - t0 >= 100000000ull, "wildcard: not before the timeout passed");
+    pair_close(&p);
+}
+
 /* A big put on a slow rail (the loop bandwidth cap: 4 MiB at 8 MB/s, half
  * a second, five timeouts) is busy, not dead: no timeout, exact data. */
 static void test_busy_not_dead(void)
@@ -580,6 +620,7 @@ int main(void)
     test_put_ack_auto("MADRAIL_RAILS=tcp:lo", NULL, 0);
     test_blackhole_put();
     test_idle_then_blackhole();
+    test_wildcard_blackhole();
     test_busy_not_dead();
     test_process_pause();
     test_blackhole_eager();
