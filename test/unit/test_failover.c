@@ -125,6 +125,26 @@ out:
 /* A receive waits on an idle peer: the rails are probed (PINGs counted
  * on the waiting side, PONGs on the other) and never taken down; then a
  * black hole on the only rail ends it with an error on both sides. */
+/* Opens the pair and passes a first message a -> b (b's receive posted
+ * from src: a, or any peer).  0 when it arrived. */
+static int open_first(pair_t *p, const char *const *ov, int wildcard, const char *what)
+{
+    char sbuf[8] = "hello", rbuf[8];
+    madrail_request_t sr, rr;
+    int ok;
+
+    if (pair_open(p, ov) != 0) {
+        CHECK(0, "%s: open", what);
+        return -1;
+    }
+    ok = madrail_irecv(p->b, wildcard ? MADRAIL_ANY_PEER : p->b2a, rbuf, sizeof(rbuf), 1, 0,
+                       &rr) == MADRAIL_OK &&
+         madrail_isend(p->a, p->a2b, sbuf, 6, 1, 0, &sr) == MADRAIL_OK &&
+         pwait(p, &rr, 5) == MADRAIL_OK && pwait(p, &sr, 5) == MADRAIL_OK;
+    CHECK(ok, "%s: first message", what);
+    return ok ? 0 : -1;
+}
+
 static void test_idle_then_blackhole(void)
 {
     const char *ov[] = {"MADRAIL_RAILS=loop:id0", "MADRAIL_LOG_LEVEL=error",
@@ -135,15 +155,9 @@ static void test_idle_then_blackhole(void)
     madrail_status_t s;
     uint64_t t0;
 
-    if (pair_open(&p, ov) != 0) {
-        CHECK(0, "idle: open");
-        return;
-    }
     /* first contact, then a receive that nothing answers for 5 timeouts */
-    CHECK(madrail_irecv(p.b, p.b2a, rbuf, sizeof(rbuf), 1, 0, &rr) == MADRAIL_OK &&
-              madrail_isend(p.a, p.a2b, sbuf, 6, 1, 0, &sr) == MADRAIL_OK &&
-              pwait(&p, &rr, 5) == MADRAIL_OK && pwait(&p, &sr, 5) == MADRAIL_OK,
-          "idle: first message");
+    if (open_first(&p, ov, 0, "idle") != 0)
+        return;
     CHECK(madrail_irecv(p.b, p.b2a, rbuf, sizeof(rbuf), 2, 0, &rr) == MADRAIL_OK,
           "idle: post a receive");
     spin_for(&p, 0.5);
@@ -185,19 +199,13 @@ static void test_wildcard_blackhole(void)
     const char *ov[] = {"MADRAIL_RAILS=loop:wb0", "MADRAIL_LOG_LEVEL=error",
                         "MADRAIL_RAIL_TIMEOUT=100ms", NULL};
     pair_t p;
-    char sbuf[64] = "hello", rbuf[64];
-    madrail_request_t sr, rr;
+    char rbuf[64];
+    madrail_request_t rr;
     madrail_status_t s;
     uint64_t t0;
 
-    if (pair_open(&p, ov) != 0) {
-        CHECK(0, "wildcard: open");
+    if (open_first(&p, ov, 1, "wildcard") != 0)
         return;
-    }
-    CHECK(madrail_irecv(p.b, MADRAIL_ANY_PEER, rbuf, sizeof(rbuf), 1, 0, &rr) == MADRAIL_OK &&
-              madrail_isend(p.a, p.a2b, sbuf, 6, 1, 0, &sr) == MADRAIL_OK &&
-              pwait(&p, &rr, 5) == MADRAIL_OK && pwait(&p, &sr, 5) == MADRAIL_OK,
-          "wildcard: first message");
     CHECK(madrail_irecv(p.b, MADRAIL_ANY_PEER, rbuf, sizeof(rbuf), 2, 0, &rr) == MADRAIL_OK,
           "wildcard: a wildcard receive posted, nothing else");
     spin_for(&p, 0.3);

@@ -182,8 +182,8 @@ typedef struct mdr_ucx_uep {
     mdr_list_t link;   /* rail->closing while the close runs (rail->close_later before),
                         * or rail->lingering */
     int failed;        /* UCX reported an error */
-    int lingering;     /* on rail->lingering: ep destroyed, BYE sent, ucp_ep still open */
-    int peer_done;     /* lingering, and the peer's BYE came: it sends no more */
+    int peer_done;     /* on rail->lingering (ep destroyed, BYE sent, ucp_ep still open),
+                        * and the peer's BYE came: it sends no more */
     uint64_t peer_uuid;/* lingering: whose BYE ends it, on which of its connections */
     uint32_t peer_conn;
     double linger_until;

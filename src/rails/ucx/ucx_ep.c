@@ -172,7 +172,6 @@ static void mdr_ucx_linger(mdr_ep_t *ep, int peer_done)
     mdr_rail_t *rail = ep->rail;
 
     uep->ep = NULL;
-    uep->lingering = 1;
     uep->peer_done = peer_done;
     uep->peer_uuid = ep->base.uuid;
     uep->peer_conn = ep->rx_conn;
@@ -185,7 +184,6 @@ static void mdr_ucx_linger_end(mdr_ucx_uep_t *uep, int force)
 {
     mdr_list_del(&uep->link);
     mdr_list_init(&uep->link);
-    uep->lingering = 0;
     if (uep->flush_req != NULL)
         ucp_request_free(uep->flush_req);
     uep->flush_req = NULL;
