@@ -52,8 +52,9 @@ enum {
                              * active message (madrail_am_isend): EAGER header with the AM
                              * id in .id, body = AM header then the data (am.c) */
     MDR_MSG_SHORT = 16,     /* sequenced: a whole message of one fragment that names no
-                             * request (no SYNC, no offer spent, no AM): seq and tag only,
-                             * the payload is the rest (eager.c) */
+                             * request (no SYNC, no offer spent, no AM): the low 32 bits
+                             * of seq in h.len, then the tag; the payload is the rest
+                             * (eager.c) */
     MDR_MSG_MAX
 };
 
@@ -89,14 +90,25 @@ typedef struct mdr_eager_hdr {
 } mdr_eager_hdr_t;   /* payload follows */
 
 /* SHORT: the EAGER header of a whole message without what it implies
- * (total = the payload's length, offset 0, no id), 24 bytes shorter: on
- * shared memory that keeps a message of up to 40 bytes within the
- * transport's inline size (ucx: the fifo element). */
+ * (total = the payload's length, offset 0, no id), 16 bytes in all.  Its
+ * h.len is not the length (that is what arrived) but the low 32 bits of
+ * the sequence number: the receiver takes the one number at or after the
+ * one it expects with those bits (a peer within its credits is never
+ * 2^32 ahead), the sender the one nearest to its next start.  Why so
+ * small: shared-memory transports carry the first bytes of a message in
+ * the cache line they poll; a message that spills into a second line
+ * costs the receiver one more transfer between cores (about 0.1 us a
+ * message on loopback, docs/performance.md). */
 typedef struct mdr_short_hdr {
-    mdr_hdr_t h;
-    uint64_t seq;
+    mdr_hdr_t h;  /* .len: the sequence number's low 32 bits */
     uint64_t tag;
 } mdr_short_hdr_t;   /* payload follows */
+
+/* The sequence number at or after `base` whose low 32 bits are `lo`. */
+static inline uint64_t mdr_seq_from_lo(uint64_t base, uint32_t lo)
+{
+    return base + (uint32_t)(lo - (uint32_t)base);
+}
 
 typedef struct mdr_rts_hdr {
     mdr_hdr_t h;

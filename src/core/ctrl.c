@@ -55,11 +55,19 @@ static unsigned mdr_credit_threshold(const mdr_ctx_t *ctx)
     return (ctx->cfg.credits + 1) / 2;
 }
 
-/* The sequence number of a sequenced message (EAGER, SHORT, EAGER_AM,
- * RTS, RFS_DATA: it follows the common header in all five). */
-static int mdr_hdr_seq(const mdr_hdr_t *hdr, size_t hdr_len, uint64_t *seq_p)
+/* The sequence number of a sequenced message of ours to peer (EAGER,
+ * EAGER_AM, RTS, RFS_DATA: it follows the common header; SHORT: its low
+ * 32 bits are in h.len, and the message is the one nearest to the next
+ * start, ahead of it or a copy from behind it). */
+static int mdr_hdr_seq(const mdr_peer_t *peer, const mdr_hdr_t *hdr, size_t hdr_len,
+                       uint64_t *seq_p)
 {
-    if ((hdr->type != MDR_MSG_EAGER && hdr->type != MDR_MSG_SHORT && hdr->type != MDR_MSG_RTS &&
+    if (hdr->type == MDR_MSG_SHORT) {
+        *seq_p = peer->tx_seq_started +
+                 (uint64_t)(int64_t)(int32_t)(hdr->len - (uint32_t)peer->tx_seq_started);
+        return 1;
+    }
+    if ((hdr->type != MDR_MSG_EAGER && hdr->type != MDR_MSG_RTS &&
          hdr->type != MDR_MSG_RFS_DATA && hdr->type != MDR_MSG_EAGER_AM) ||
         hdr_len < sizeof(*hdr) + sizeof(*seq_p))
         return 0;
@@ -71,7 +79,7 @@ static int mdr_hdr_seq(const mdr_hdr_t *hdr, size_t hdr_len, uint64_t *seq_p)
 static int mdr_seq_blocked(const mdr_peer_t *peer, const mdr_hdr_t *hdr, size_t hdr_len)
 {
     uint64_t seq;
-    return mdr_hdr_seq(hdr, hdr_len, &seq) && seq > peer->tx_seq_started;
+    return mdr_hdr_seq(peer, hdr, hdr_len, &seq) && seq > peer->tx_seq_started;
 }
 
 /* The sequenced message seq (has_seq) started: the next one may. */
@@ -104,7 +112,8 @@ static madrail_status_t mdr_pr_send(mdr_peer_rail_t *pr, mdr_hdr_t *hdr, size_t 
         ret = pr->ret_pending > 0xffff ? 0xffff : pr->ret_pending;
         hdr->credits = (uint16_t)ret;
     }
-    hdr->len = (uint32_t)(hdr_len + payload_len);
+    if (hdr->type != MDR_MSG_SHORT) /* a SHORT's .len holds its sequence number */
+        hdr->len = (uint32_t)(hdr_len + payload_len);
     iov[0].iov_base = hdr;
     iov[0].iov_len = hdr_len;
     iov[1].iov_base = (void *)payload;
@@ -132,7 +141,7 @@ int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len
     mdr_ctx_t *ctx = peer->ctx;
     int i, r;
     uint64_t seq = 0;
-    int has_seq = mdr_hdr_seq(hdr, hdr_len, &seq); /* read once for the whole call */
+    int has_seq = mdr_hdr_seq(peer, hdr, hdr_len, &seq); /* read once for the whole call */
 
     if (has_seq && seq > peer->tx_seq_started)
         return -1; /* its predecessor has not started */
@@ -372,7 +381,7 @@ void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
         return;
     }
     memcpy(&hdr, data, sizeof(hdr));
-    if (hdr.len != len) {
+    if (hdr.len != len && hdr.type != MDR_MSG_SHORT) { /* a SHORT's .len: core.h */
         mdr_peer_proto_fail(pr, "header says %u bytes, %zu arrived", hdr.len, len);
         return;
     }

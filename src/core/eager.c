@@ -64,7 +64,7 @@ static int mdr_short_send(mdr_peer_t *peer, uint8_t flags, uint64_t seq, uint64_
     memset(&sh, 0, sizeof(sh));
     sh.h.type = MDR_MSG_SHORT;
     sh.h.flags = flags;
-    sh.seq = seq;
+    sh.h.len = (uint32_t)seq; /* the low bits of seq (core.h) */
     sh.tag = tag;
     return mdr_ctrl_try_send(peer, -1, &sh.h, sizeof(sh), buf, len);
 }

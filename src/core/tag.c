@@ -450,7 +450,7 @@ static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t
         /* a whole message of one fragment: EAGER with total = payload,
          * offset 0 and no id */
         const mdr_short_hdr_t *sh = (const mdr_short_hdr_t *)hdr;
-        seq = sh->seq;
+        seq = mdr_seq_from_lo(peer->expected_seq, sh->h.len); /* core.h */
         tag = sh->tag;
         id = 0;
         pl = (const uint8_t *)(sh + 1);

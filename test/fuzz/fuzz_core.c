@@ -45,7 +45,10 @@ enum { FZ_MAXREQ = 64, FZ_MAXOPS = 200, FZ_MAXMSG = 4096 };
 
 /* Operations (low 3 bits of the op byte). */
 enum {
-    FZ_OP_INJECT = 0,   /* src(u8) len(u16) bytes npatch(u8) {off8(u8) sel(u8)}* */
+    FZ_OP_INJECT = 0,   /* src(u8) len(u16) bytes npatch(u8) {off8(u8) sel(u8)}*: each
+                         * patch writes 64-bit word off8 (off8 & 0x80: the low 32 bits
+                         * of the value into the upper half of word off8 & 0x7f, where
+                         * a SHORT keeps its sequence number) */
     FZ_OP_PROGRESS = 1, /* mask(u8): bits 0-2 contexts B A C, bits 3-5 rounds-1 */
     FZ_OP_RECV = 2,     /* kind(u8) tag(u8): B posts a receive */
     FZ_OP_SEND = 3,     /* kind(u8) tag(u8): B sends to A or C */
@@ -314,8 +317,14 @@ static void fz_inject(fz_state_t *s, fz_in_t *in)
     for (k = 0; k < npatch; k++) {
         uint8_t off = fz_u8(in), sel = fz_u8(in);
         uint64_t v = fz_select(s, peer, sel);
-        if ((size_t)off * 8 + 8 <= len)
+        if (off & 0x80) {
+            uint32_t v32 = (uint32_t)v;
+            off &= 0x7f;
+            if ((size_t)off * 8 + 8 <= len)
+                memcpy((uint8_t *)&msg[off] + 4, &v32, sizeof(v32));
+        } else if ((size_t)off * 8 + 8 <= len) {
             msg[off] = v;
+        }
     }
     if (peer == NULL)
         return;
@@ -1205,14 +1214,14 @@ static int fz_core_seeds(const char *dir)
             mdr_eager_hdr_t e;
             uint8_t smsg[sizeof(sh) + 40], msg[sizeof(e) + 64];
             const uint8_t pe[] = {1, SEL(FZ_SEL_SEQ, 8)};
+            const uint8_t ps[] = {0x80, SEL(FZ_SEL_SEQ, 8)}; /* a SHORT's seq: h.len */
             memset(&sd, 0, sizeof(sd));
             sd_u8(&sd, setup);
             memset(smsg, 0x66, sizeof(smsg));
-            sd_hdr(&sh.h, MDR_MSG_SHORT, 0, sizeof(smsg));
-            sh.seq = 0;
+            sd_hdr(&sh.h, MDR_MSG_SHORT, 0, 0);
             sh.tag = 1;
             memcpy(smsg, &sh, sizeof(sh));
-            sd_inject(&sd, 0, smsg, sizeof(smsg), pe, 1);
+            sd_inject(&sd, 0, smsg, sizeof(smsg), ps, 1);
             sd_progress(&sd, 7);
             memset(msg, 0x11, sizeof(msg));
             sd_hdr(&e.h, MDR_MSG_EAGER, 0, sizeof(msg));
@@ -1223,10 +1232,10 @@ static int fz_core_seeds(const char *dir)
             e.id = 0;
             memcpy(msg, &e, sizeof(e));
             sd_inject(&sd, 0, msg, sizeof(msg), pe, 1);
-            sd_inject(&sd, 2, smsg, sizeof(smsg), pe, 1);
-            sd_hdr(&sh.h, MDR_MSG_SHORT, MDR_HF_SYNC, sizeof(smsg));
+            sd_inject(&sd, 2, smsg, sizeof(smsg), ps, 1);
+            sd_hdr(&sh.h, MDR_MSG_SHORT, MDR_HF_SYNC, 0);
             memcpy(smsg, &sh, sizeof(sh));
-            sd_inject(&sd, 0, smsg, sizeof(smsg), pe, 1);
+            sd_inject(&sd, 0, smsg, sizeof(smsg), ps, 1);
             sd_progress(&sd, 7 | (3 << 3));
             snprintf(name, sizeof(name), "short-setup%u", setup);
             rc |= sd_write(dir, name, &sd);
