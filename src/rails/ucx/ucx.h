@@ -18,6 +18,17 @@
  * "merge" of rail.h.  Every message also carries the sender's connection
  * id and a sequence number, and the receiver delivers each connection's
  * messages in sequence order whatever lane UCX used.
+ *
+ * The short form.  A receiver that joins an incoming connection gives it
+ * an active-message id of its own (MDR_UCX_AM_SHORT_BASE + a slot) and
+ * tells the sender so (SHORT_ID, on its own connection).  From then on the
+ * sender's control messages that UCX completes in the call go with that id
+ * and a 4-byte header (the low bits of seq and conn) instead of the 24-byte
+ * one: the id says who sent it, and the receiver rebuilds the full header
+ * from its ep.  Why: UCX's shared-memory transports carry the first 28
+ * bytes of a message (header and data) in the cache line the receiver
+ * polls; 8 bytes of payload, the core's 16 and our 24 spilled into a
+ * second line, which costs one more transfer between cores a message.
  */
 #ifndef MDR_UCX_H
 #define MDR_UCX_H
@@ -42,8 +53,11 @@
 
 /* ---------------- wire format (host byte order, homogeneous job) ---------------- */
 
-#define MDR_UCX_AM_ID 7        /* the one active-message id of a rail's worker */
-#define MDR_UCX_VERSION 2 /* 2: the HELLO carries the job key */
+#define MDR_UCX_AM_ID 7        /* the active-message id of the full form */
+#define MDR_UCX_AM_SHORT_BASE 8 /* short form: id 8 + the receiver's slot for the connection */
+#define MDR_UCX_SHORT_SLOTS 1024 /* incoming connections of a rail with a short form; more
+                                  * (at once) use the full form */
+#define MDR_UCX_VERSION 3 /* 2: the HELLO carries the job key; 3: SHORT_ID and the short form */
 
 enum {
     MDR_UCX_M_HELLO = 1,      /* first on a connection: mdr_ucx_hello_t + worker address */
@@ -56,6 +70,8 @@ enum {
     MDR_UCX_M_KEY_REVOKE = 8, /* mdr_ucx_revoke_t: the region was deregistered */
     MDR_UCX_M_SYNC = 9,       /* nothing but MDR_UCX_HF_SYNC, when no other message carries it */
     MDR_UCX_M_SYNC_ACK = 10,  /* uint32_t: the sync number answered */
+    MDR_UCX_M_SHORT_ID = 11,  /* mdr_ucx_short_id_t: send your connection's control
+                               * messages to me in the short form, with this id */
     MDR_UCX_M_MAX
 };
 
@@ -69,6 +85,32 @@ typedef struct mdr_ucx_hdr {
     uint32_t aux;   /* REFUSE: the refused connection id; HF_SYNC: the sync number */
     uint64_t uuid;  /* sender's uuid */
 } mdr_ucx_hdr_t;
+
+/* The short form's header (an active message of id MDR_UCX_AM_SHORT_BASE +
+ * slot): a control message of the core, no flags, sequenced.  The receiver
+ * takes the sequence number at or after the one it expects to deliver next
+ * with these low bits (a sender never has 2^16 messages undelivered: the
+ * core's credits bound them far lower), and drops one whose conn bits are
+ * not its connection's (a late message of a connection the slot served
+ * before). */
+typedef struct mdr_ucx_short_hdr {
+    uint16_t seq;  /* low 16 bits of the full header's seq */
+    uint16_t conn; /* low 16 bits of the sender's connection id */
+} mdr_ucx_short_hdr_t;
+
+/* SHORT_ID: sent by the receiver of connection `conn` (the sender ignores
+ * it unless conn is its current one). */
+typedef struct mdr_ucx_short_id {
+    uint32_t conn;
+    uint32_t am_id; /* MDR_UCX_AM_SHORT_BASE .. + MDR_UCX_SHORT_SLOTS - 1 */
+} mdr_ucx_short_id_t;
+
+/* A receive slot of the short form: its id's handler argument. */
+typedef struct mdr_ucx_short_slot {
+    mdr_rail_t *rail;
+    mdr_ep_t *ep;    /* the ep whose incoming connection it serves, or NULL */
+    int registered;  /* its handler is set on the worker (kept once set) */
+} mdr_ucx_short_slot_t;
 
 /* mdr_ucx_hdr_t.flags */
 enum {
@@ -286,6 +328,13 @@ struct mdr_ep {
     uint32_t rx_seq;     /* next expected sequence number */
     mdr_list_t ooo;      /* mdr_ucx_rx_t that came early, by seq */
 
+    /* short form (see the top): tx_short_am is the id the peer gave our
+     * connection (0: none yet, the full form); rx_short our slot + 1 for
+     * its connection (0: none), short_owed: its SHORT_ID still to send */
+    uint32_t tx_short_am;
+    unsigned rx_short;
+    int short_owed;
+
     /* the peer said BYE while nothing was pending: reported as a failure
      * only when the ep is used again (an orderly close is not an error) */
     int peer_closed;
@@ -332,6 +381,9 @@ struct mdr_rail {
     unsigned direct_n;       /* messages that went up so, this progress call */
     mdr_list_t close_later;  /* ueps closed by an upcall inside the worker's progress */
     uint8_t *rx_scratch;     /* slot_size bytes: an unaligned message realigned for its upcall */
+    mdr_ucx_short_slot_t *short_slots; /* MDR_UCX_SHORT_SLOTS, allocated with the first */
+    unsigned short_next;     /* where the search for a free slot starts (oldest freed first) */
+    uint64_t short_tx, short_rx; /* messages sent and received in the short form */
     mdr_pool_t pool;         /* tx and rx buffers */
 
     mdr_region_tab_t regions; /* registrations (mdr_memh_t.reg) */
@@ -344,6 +396,14 @@ struct mdr_rail {
  * test/fuzz/fuzz_ucx calls it (outside progress: every message queued). */
 ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_length, void *data,
                            size_t length, const ucp_am_recv_param_t *param);
+/* The handler of a short-form id (arg = its mdr_ucx_short_slot_t): the full
+ * header rebuilt from the slot's ep, then as mdr_ucx_am_cb. */
+ucs_status_t mdr_ucx_short_cb(void *arg, const void *header, size_t header_length, void *data,
+                              size_t length, const ucp_am_recv_param_t *param);
+/* Give ep's incoming connection a short-form slot (SHORT_ID sent when ep
+ * can send); none when every slot is taken.  Release it (ep destroyed). */
+void mdr_ucx_short_assign(mdr_ep_t *ep);
+void mdr_ucx_short_release(mdr_ep_t *ep);
 void mdr_ucx_rx_free(mdr_rail_t *rail, mdr_ucx_rx_t *rx);
 /* Handle one in-order message of ep's incoming connection. */
 void mdr_ucx_dispatch(mdr_ep_t *ep, mdr_ucx_rx_t *rx);
@@ -364,6 +424,10 @@ mdr_ep_t *mdr_ucx_ep_lookup(mdr_rail_t *rail, uint64_t uuid);
 size_t mdr_ucx_ep_backlog(mdr_ep_t *ep);
 int mdr_ucx_ep_idle(mdr_ep_t *ep);
 madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);
+/* Send ep's SHORT_ID if it is owed and ep is connected. */
+void mdr_ucx_short_offer(mdr_ep_t *ep);
+/* A SHORT_ID arrived on ep's incoming connection. */
+void mdr_ucx_short_id_got(mdr_ep_t *ep, const mdr_ucx_rx_t *rx);
 /* Connect ep's ucp_ep if not yet done (sends the HELLO). */
 madrail_status_t mdr_ucx_ep_connect(mdr_ep_t *ep);
 /* A put of ep completed locally in order=lane mode: a SYNC must follow. */

@@ -45,7 +45,7 @@ const char *mdr_ucx_type_str(int type)
 {
     static const char *const names[MDR_UCX_M_MAX] = {
         "invalid", "HELLO", "CTRL", "BYE", "REFUSE", "KEY_CHECK", "KEY_OK", "KEY_BAD",
-        "KEY_REVOKE", "SYNC", "SYNC_ACK"};
+        "KEY_REVOKE", "SYNC", "SYNC_ACK", "SHORT_ID"};
     return type > 0 && type < MDR_UCX_M_MAX ? names[type] : "invalid";
 }
 
@@ -611,6 +611,7 @@ void mdr_ucx_ep_destroy(mdr_ep_t *ep)
         return;
     rail = ep->rail;
     ep->base.destroyed = 1;
+    mdr_ucx_short_release(ep);
     mdr_rail_ep_fail_unqueue(&ep->base);
     mdr_list_del(&ep->sync_link);
     ep->need_sync = 0;
@@ -678,8 +679,9 @@ int mdr_ucx_send_syncs(mdr_rail_t *rail)
 /* The common case of mdr_ucx_ctrl_send, in one piece: a message of at
  * most two pieces and MDR_UCX_IMM_MAX bytes on an open, connected ep with
  * nothing of it in UCX's hands and no SYNC owed, which UCX completes in
- * the call.  Returns MADRAIL_INPROGRESS when the case does not apply or
- * UCX cannot complete it now: the general path then does it all. */
+ * the call; in the short form once the peer gave us an id (ucx.h).
+ * Returns MADRAIL_INPROGRESS when the case does not apply or UCX cannot
+ * complete it now: the general path then does it all. */
 static madrail_status_t mdr_ucx_ctrl_send_imm(mdr_ep_t *ep, const struct iovec *iov,
                                               int iovcnt)
 {
@@ -690,7 +692,8 @@ static madrail_status_t mdr_ucx_ctrl_send_imm(mdr_ep_t *ep, const struct iovec *
     void *req;
 
     if (iovcnt < 1 || iovcnt > 2 || ep->base.destroyed || ep->state != MDR_UCX_EP_OPEN ||
-        ep->peer_closed || ep->uep == NULL || ep->need_sync || !mdr_list_empty(&ep->txs))
+        ep->peer_closed || ep->uep == NULL || ep->need_sync || ep->short_owed ||
+        !mdr_list_empty(&ep->txs))
         return MADRAIL_INPROGRESS;
     l0 = iov[0].iov_len;
     l1 = iovcnt == 2 ? iov[1].iov_len : 0;
@@ -701,10 +704,19 @@ static madrail_status_t mdr_ucx_ctrl_send_imm(mdr_ep_t *ep, const struct iovec *
         memcpy(buf, iov[0].iov_base, l0);
     if (l1 != 0)
         memcpy((uint8_t *)buf + l0, iov[1].iov_base, l1);
-    mdr_ucx_hdr_init(ep, MDR_UCX_M_CTRL, 0, &hdr);
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
     prm.flags = UCP_AM_SEND_FLAG_EAGER;
-    req = ucp_am_send_nbx(ep->uep->h, MDR_UCX_AM_ID, &hdr, sizeof(hdr), buf, l0 + l1, &prm);
+    if (ep->tx_short_am != 0) {
+        mdr_ucx_short_hdr_t sh;
+        sh.seq = (uint16_t)ep->tx_seq;
+        sh.conn = (uint16_t)ep->tx_conn;
+        req = ucp_am_send_nbx(ep->uep->h, ep->tx_short_am, &sh, sizeof(sh), buf, l0 + l1, &prm);
+        if (req == NULL)
+            ep->rail->short_tx++;
+    } else {
+        mdr_ucx_hdr_init(ep, MDR_UCX_M_CTRL, 0, &hdr);
+        req = ucp_am_send_nbx(ep->uep->h, MDR_UCX_AM_ID, &hdr, sizeof(hdr), buf, l0 + l1, &prm);
+    }
     if (req != NULL)
         return MADRAIL_INPROGRESS; /* not now (no resource): the general path */
     ep->tx_seq++;
@@ -730,7 +742,47 @@ madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
     st = mdr_ucx_ep_connect(ep);
     if (st != MADRAIL_OK)
         return st;
+    mdr_ucx_short_offer(ep);
     return mdr_ucx_send_iov(ep, MDR_UCX_M_CTRL, 0, iov, iovcnt);
+}
+
+void mdr_ucx_short_offer(mdr_ep_t *ep)
+{
+    mdr_ucx_short_id_t m;
+    struct iovec iov;
+
+    if (!ep->short_owed || ep->uep == NULL || ep->base.destroyed ||
+        ep->state != MDR_UCX_EP_OPEN || ep->rx_short == 0)
+        return;
+    m.conn = ep->rx_conn;
+    m.am_id = MDR_UCX_AM_SHORT_BASE + ep->rx_short - 1;
+    iov.iov_base = &m;
+    iov.iov_len = sizeof(m);
+    if (mdr_ucx_send_iov(ep, MDR_UCX_M_SHORT_ID, 0, &iov, 1) == MADRAIL_OK)
+        ep->short_owed = 0; /* else again with the next control message */
+}
+
+void mdr_ucx_short_id_got(mdr_ep_t *ep, const mdr_ucx_rx_t *rx)
+{
+    mdr_ucx_short_id_t m;
+
+    if (rx->len != sizeof(m)) {
+        mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "SHORT_ID of %zu bytes", rx->len);
+        return;
+    }
+    memcpy(&m, rx->data, sizeof(m));
+    if (m.am_id < MDR_UCX_AM_SHORT_BASE ||
+        m.am_id - MDR_UCX_AM_SHORT_BASE >= MDR_UCX_SHORT_SLOTS) {
+        mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "SHORT_ID with active-message id %u",
+                        m.am_id);
+        return;
+    }
+    if (m.conn != ep->tx_conn) {
+        mdr_debug("rail %s peer %016llx: SHORT_ID for our connection %u, not %u; ignored",
+                  ep->rail->name, (unsigned long long)ep->base.uuid, m.conn, ep->tx_conn);
+        return;
+    }
+    ep->tx_short_am = m.am_id;
 }
 
 /* ---------------- failures ---------------- */
@@ -884,6 +936,7 @@ void mdr_ucx_hello(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
             ep->rx_seq = 1;
             mdr_debug("rail %s peer %016llx: incoming connection %u joins our endpoint",
                       rail->name, (unsigned long long)u, conn);
+            mdr_ucx_short_assign(ep);
             return;
         }
         if (ep->rx_conn == conn)
@@ -912,6 +965,7 @@ void mdr_ucx_hello(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
     }
     mdr_debug("rail %s peer %016llx: accepted connection %u", rail->name,
               (unsigned long long)u, conn);
+    mdr_ucx_short_assign(ep);
 }
 
 void mdr_ucx_refused(mdr_rail_t *rail, mdr_ucx_rx_t *rx)

@@ -442,6 +442,9 @@ static int mdr_ucx_direct(mdr_rail_t *rail, const mdr_ucx_hdr_t *hdr, const void
     return 1;
 }
 
+static ucs_status_t mdr_ucx_arrived(mdr_rail_t *rail, mdr_ucx_hdr_t hdr, void *data,
+                                   size_t length, int rndv);
+
 /* The active-message handler: an in-order control message goes up at once
  * (inside progress); anything else is copied out and queued.
  * (Not static: the fuzz target calls it as the worker does.) */
@@ -450,9 +453,7 @@ ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_length, 
 {
     mdr_rail_t *rail = arg;
     int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
-    size_t max_len = rail->slot_size + sizeof(mdr_ucx_hello_t) + MDR_UCX_ADDR_LEN + 256;
     mdr_ucx_hdr_t hdr;
-    mdr_ucx_rx_t *rx;
 
     if (rail->closing_rail || header_length != sizeof(hdr)) {
         if (!rail->closing_rail)
@@ -464,6 +465,117 @@ ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_length, 
         return UCS_OK;
     }
     memcpy(&hdr, header, sizeof(hdr));
+    return mdr_ucx_arrived(rail, hdr, data, length, rndv);
+}
+
+/* A message in the short form (ucx.h): the full header it stands for is
+ * rebuilt from the slot's ep, then it is handled as any other. */
+ucs_status_t mdr_ucx_short_cb(void *arg, const void *header, size_t header_length, void *data,
+                              size_t length, const ucp_am_recv_param_t *param)
+{
+    mdr_ucx_short_slot_t *slot = arg;
+    mdr_rail_t *rail = slot->rail;
+    mdr_ep_t *ep = slot->ep;
+    int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+    mdr_ucx_short_hdr_t sh;
+    mdr_ucx_hdr_t hdr;
+
+    if (rail->closing_rail || header_length != sizeof(sh) || rndv || ep == NULL ||
+        ep->base.destroyed) {
+        if (!rail->closing_rail && (header_length != sizeof(sh) || rndv))
+            mdr_drv_refusal(&rail->refusals, rail->name, "?",
+                            "short-form message with a %zu-byte header (want %zu)%s",
+                            header_length, sizeof(sh), rndv ? " by rendezvous" : "");
+        else if (!rail->closing_rail)
+            mdr_debug("rail %s: short-form message for a free slot; dropped", rail->name);
+        if (rndv)
+            ucp_am_data_release(rail->worker, data);
+        return UCS_OK;
+    }
+    memcpy(&sh, header, sizeof(sh));
+    if (sh.conn != (uint16_t)ep->rx_conn) {
+        mdr_debug("rail %s peer %016llx: short-form message of connection %#x, the slot "
+                  "serves %u; dropped",
+                  rail->name, (unsigned long long)ep->base.uuid, sh.conn, ep->rx_conn);
+        return UCS_OK;
+    }
+    hdr.type = MDR_UCX_M_CTRL;
+    hdr.version = MDR_UCX_VERSION;
+    hdr.flags = 0;
+    hdr.conn = ep->rx_conn;
+    hdr.seq = ep->rx_seq + (uint16_t)(sh.seq - (uint16_t)ep->rx_seq);
+    hdr.aux = 0;
+    hdr.uuid = ep->base.uuid;
+    rail->short_rx++;
+    return mdr_ucx_arrived(rail, hdr, data, length, 0);
+}
+
+void mdr_ucx_short_assign(mdr_ep_t *ep)
+{
+    mdr_rail_t *rail = ep->rail;
+    mdr_ucx_short_slot_t *slot = NULL;
+    unsigned k, i = 0;
+
+    if (ep->rx_short != 0 || ep->base.destroyed || ep->state != MDR_UCX_EP_OPEN)
+        return;
+    if (rail->short_slots == NULL) {
+        rail->short_slots = calloc(MDR_UCX_SHORT_SLOTS, sizeof(*rail->short_slots));
+        if (rail->short_slots == NULL)
+            return; /* the full form */
+    }
+    /* the next free slot after the last one given: a freed slot is given
+     * again as late as possible (a late message of its old connection then
+     * finds it free, or serving a connection whose conn bits differ) */
+    for (k = 0; k < MDR_UCX_SHORT_SLOTS; k++) {
+        i = (rail->short_next + k) % MDR_UCX_SHORT_SLOTS;
+        if (rail->short_slots[i].ep == NULL) {
+            slot = &rail->short_slots[i];
+            break;
+        }
+    }
+    if (slot == NULL)
+        return; /* every slot taken: the full form */
+    if (!slot->registered) {
+        ucp_am_handler_param_t hp;
+        ucs_status_t us;
+        memset(&hp, 0, sizeof(hp));
+        hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                        UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+        hp.id = MDR_UCX_AM_SHORT_BASE + i;
+        hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+        hp.cb = mdr_ucx_short_cb;
+        hp.arg = slot;
+        slot->rail = rail;
+        us = ucp_worker_set_am_recv_handler(rail->worker, &hp);
+        if (us != UCS_OK) {
+            mdr_debug("rail %s: ucp_worker_set_am_recv_handler(%u): %s; the full form",
+                      rail->name, hp.id, ucs_status_string(us));
+            return;
+        }
+        slot->registered = 1;
+    }
+    slot->ep = ep;
+    ep->rx_short = i + 1;
+    rail->short_next = (i + 1) % MDR_UCX_SHORT_SLOTS;
+    ep->short_owed = 1;
+    mdr_ucx_short_offer(ep); /* now if ep can send, else with its next control message */
+}
+
+void mdr_ucx_short_release(mdr_ep_t *ep)
+{
+    if (ep->rx_short != 0 && ep->rail->short_slots != NULL)
+        ep->rail->short_slots[ep->rx_short - 1].ep = NULL;
+    ep->rx_short = 0;
+    ep->short_owed = 0;
+}
+
+/* Handle a message with its full header (given or rebuilt). */
+static ucs_status_t mdr_ucx_arrived(mdr_rail_t *rail, mdr_ucx_hdr_t hdr, void *data,
+                                   size_t length, int rndv)
+{
+    size_t max_len = rail->slot_size + sizeof(mdr_ucx_hello_t) + MDR_UCX_ADDR_LEN + 256;
+    mdr_ucx_rx_t *rx;
+
     if (!rndv && mdr_ucx_direct(rail, &hdr, data, length))
         return UCS_OK;
     if (hdr.version != MDR_UCX_VERSION || length > max_len) {
@@ -586,6 +698,9 @@ void mdr_ucx_dispatch(mdr_ep_t *ep, mdr_ucx_rx_t *rx)
         mdr_ucx_key_revoke(ep, rx);
         break;
     case MDR_UCX_M_SYNC: /* only the flag, answered in mdr_ucx_deliver */
+        break;
+    case MDR_UCX_M_SHORT_ID:
+        mdr_ucx_short_id_got(ep, rx);
         break;
     case MDR_UCX_M_SYNC_ACK: {
         uint32_t n;
@@ -873,6 +988,7 @@ err_hash:
 err_free:
     mdr_pool_cleanup(&rail->pool);
     free(rail->rx_scratch);
+    free(rail->short_slots);
     free(rail);
     return st;
 }
@@ -935,6 +1051,7 @@ static void mdr_ucx_close(mdr_rail_t *rail)
     mdr_rail_base_cleanup(&rail->base);
     mdr_pool_cleanup(&rail->pool);
     free(rail->rx_scratch);
+    free(rail->short_slots);
     free(rail);
 }
 
