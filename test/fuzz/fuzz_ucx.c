@@ -56,7 +56,9 @@ enum {
 enum {
     FZ_OP_MSG = 0,      /* hlen(u8) header dlen(u16) data npatch(u8) {off(u16) sel(u8)}*
                          * (npatch & 8: delivered as inside progress, where an in-order
-                         * control message goes up from the handler itself) */
+                         * control message goes up from the handler itself; npatch &
+                         * 16: in the short form, to the handler of V's slot npatch >> 5
+                         * among those serving a connection, else among those set) */
     FZ_OP_PROGRESS = 1, /* n(u8) */
     FZ_OP_V_SEND = 2,   /* which(u8) len(u16): V sends on one of its eps */
     FZ_OP_P_SEND = 3,   /* len(u16): P sends to V for real */
@@ -72,6 +74,7 @@ enum {
     FZ_SEL_P_UUID = 3,
     FZ_SEL_V_CONN = 4,      /* 4 bytes: V's connection id toward P (REFUSE, SYNC_ACK) */
     FZ_SEL_P_CONN = 5,      /* 4 bytes: P's connection id toward V */
+    FZ_SEL_P_CONN16 = 6,    /* 2 bytes: its low 16 bits (the short form's header) */
     FZ_NSEL
 };
 
@@ -231,13 +234,35 @@ static uint32_t fz_conn(fz_ucx_t *s, int v)
     return 0;
 }
 
+/* V's short-form slot k among those serving a connection, else among
+ * those whose handler is set; NULL when there is none. */
+static mdr_ucx_short_slot_t *fz_slot(fz_ucx_t *s, unsigned k)
+{
+    mdr_ucx_short_slot_t *sl = s->v->short_slots;
+    unsigned i, nuse = 0, nreg = 0;
+
+    if (sl == NULL)
+        return NULL;
+    for (i = 0; i < MDR_UCX_SHORT_SLOTS; i++) {
+        nuse += sl[i].ep != NULL;
+        nreg += sl[i].registered;
+    }
+    if (nreg == 0)
+        return NULL;
+    k %= nuse ? nuse : nreg;
+    for (i = 0; i < MDR_UCX_SHORT_SLOTS; i++)
+        if ((nuse ? sl[i].ep != NULL : sl[i].registered) && k-- == 0)
+            return &sl[i];
+    return NULL;
+}
+
 static void fz_msg(fz_ucx_t *s, fz_in_t *in)
 {
     static uint64_t data[65536 / 8];
     uint8_t hdr[64];
     size_t hlen = fz_u8(in) % sizeof(hdr);
     size_t dlen;
-    unsigned npatch, k, in_worker;
+    unsigned npatch, k, in_worker, short_form, slot_k;
     ucp_am_recv_param_t prm;
 
     fz_bytes(in, hdr, hlen);
@@ -245,6 +270,8 @@ static void fz_msg(fz_ucx_t *s, fz_in_t *in)
     fz_bytes(in, data, dlen);
     npatch = fz_u8(in);
     in_worker = (npatch & 8) != 0;
+    short_form = (npatch & 16) != 0;
+    slot_k = npatch >> 5;
     npatch &= 7;
     for (k = 0; k < npatch; k++) {
         uint16_t off = fz_u16(in);
@@ -261,6 +288,7 @@ static void fz_msg(fz_ucx_t *s, fz_in_t *in)
         case FZ_SEL_V_UUID: v64 = FZ_V_UUID; break;
         case FZ_SEL_P_UUID: v64 = FZ_P_UUID; break;
         case FZ_SEL_V_CONN: v32 = fz_conn(s, 1); src = &v32; n = 4; break;
+        case FZ_SEL_P_CONN16: v32 = fz_conn(s, 0); src = &v32; n = 2; break;
         default: v32 = fz_conn(s, 0); src = &v32; n = 4; break;
         }
         if ((size_t)off + n <= cap)
@@ -270,7 +298,14 @@ static void fz_msg(fz_ucx_t *s, fz_in_t *in)
     /* as from V's progress (its worker's progress runs the handler) or not */
     s->v->in_worker = (int)in_worker;
     s->v->base.in_progress = (int)in_worker;
-    (void)mdr_ucx_am_cb(s->v, hdr, hlen, data, dlen, &prm);
+    if (!short_form) {
+        (void)mdr_ucx_am_cb(s->v, hdr, hlen, data, dlen, &prm);
+    } else {
+        /* as UCX would: only to an id whose handler is set */
+        mdr_ucx_short_slot_t *slot = fz_slot(s, slot_k);
+        if (slot != NULL)
+            (void)mdr_ucx_short_cb(slot, hdr, hlen, data, dlen, &prm);
+    }
     s->v->in_worker = 0;
     s->v->base.in_progress = 0;
     if (!mdr_list_empty(&s->v->close_later))
@@ -450,6 +485,29 @@ static int sd_save(const char *dir, const char *name, const fz_seed_t *sd)
     return fclose(f);
 }
 
+/* A short-form message (ucx.h) of hlen header bytes to V's slot k, its
+ * connection bits P's when patch_conn (else 0x7777). */
+static void sd_short(fz_seed_t *sd, unsigned hlen, uint16_t seq, const void *body, size_t blen,
+                     int patch_conn, unsigned k)
+{
+    uint8_t h[8] = {0};
+    mdr_ucx_short_hdr_t sh;
+
+    sh.seq = seq;
+    sh.conn = 0x7777;
+    memcpy(h, &sh, sizeof(sh));
+    sd_u8(sd, FZ_OP_MSG);
+    sd_u8(sd, (uint8_t)hlen);
+    sd_put(sd, h, hlen);
+    sd_u16(sd, (uint16_t)blen);
+    sd_put(sd, body, blen);
+    sd_u8(sd, (uint8_t)((patch_conn ? 1 : 0) | 16 | (k << 5) | sd_npatch_flags));
+    if (patch_conn) {
+        sd_u16(sd, offsetof(mdr_ucx_short_hdr_t, conn));
+        sd_u8(sd, 0x80 | FZ_SEL_P_CONN16);
+    }
+}
+
 /* The HELLO of connection conn: target and P's worker address (patched). */
 static void sd_hello(fz_seed_t *sd, uint32_t conn, uint64_t target, uint32_t seq, int addr)
 {
@@ -613,6 +671,40 @@ static int fz_ucx_seeds(const char *dir)
         sd_u16(&sd, 30);
         rc |= sd_save(dir, "bye", &sd);
     }
+    /* the short form: P connected for real (V gave its connection a slot);
+     * messages to that slot in and out of order, a duplicate, one of
+     * another connection, a bad header length; SHORT_IDs on P's connection
+     * for V's own: good, bad id, bad length; one past a slot (the last
+     * seed: delivered as inside progress) */
+    for (k = 0; k < 2; k++) {
+        const sd_patch_t vconn[] = {{0, FZ_SEL_V_CONN},
+                                    {offsetof(mdr_ucx_hdr_t, conn), 0x80 | FZ_SEL_P_CONN}};
+        mdr_ucx_short_id_t id;
+        memset(&sd, 0, sizeof(sd));
+        sd_npatch_flags = k == 1 ? 8 : 0;
+        sd_u8(&sd, FZ_S_P_FIRST | FZ_S_V_FIRST | (k == 1 ? FZ_S_REPLY : 0));
+        sd_short(&sd, 4, 2, ctl, 16, 1, 0);
+        sd_short(&sd, 4, 4, ctl, 8, 1, 0); /* early */
+        sd_short(&sd, 4, 3, ctl, 24, 1, 0);
+        sd_short(&sd, 4, 3, ctl, 8, 1, 0); /* duplicate */
+        sd_short(&sd, 4, 5, ctl, 8, 0, 0); /* another connection */
+        sd_short(&sd, 6, 5, ctl, 8, 1, 0); /* header of 6 bytes */
+        id.conn = 0;
+        id.am_id = MDR_UCX_AM_SHORT_BASE + 3;
+        sd_msg(&sd, MDR_UCX_M_SHORT_ID, 0, 9, 5, 0, &id, sizeof(id), vconn, 2);
+        sd_short(&sd, 4, 6, ctl, 8, 1, 0);
+        id.am_id = 3;
+        sd_msg(&sd, MDR_UCX_M_SHORT_ID, 0, 9, 7, 0, &id, sizeof(id), vconn, 2);
+        sd_msg(&sd, MDR_UCX_M_SHORT_ID, 0, 9, 8, 0, &id, 5, vconn, 2);
+        sd_short(&sd, 4, 9, ctl, FZ_SLOT + 1, 1, 0);
+        sd_u8(&sd, FZ_OP_V_SEND);
+        sd_u8(&sd, 0);
+        sd_u16(&sd, 30);
+        sd_u8(&sd, FZ_OP_PROGRESS);
+        sd_u8(&sd, 3);
+        rc |= sd_save(dir, k == 0 ? "short-form" : "short-form-direct", &sd);
+    }
+    sd_npatch_flags = 0;
     return rc;
 }
 

@@ -8,8 +8,15 @@
  * b, one message each way, both destroy their ep (a first, then b; b
  * first; a first, and b sends once more, which the BYE fails, before it
  * destroys its ep).  The process's open descriptors are counted before
- * and after.  Each check prints a line; exit 0 = pass, 1 = fail, 77 =
- * skip (no ucx:lo rail here).
+ * and after.
+ *
+ * Then the short form (ucx.h): once each side told the other its id,
+ * control messages go in it; mixed with full-form ones they keep their
+ * order; what comes for a freed slot, or for a slot from another
+ * connection, is dropped; destroyed eps give their slots back.
+ *
+ * Each check prints a line; exit 0 = pass, 1 = fail, 77 = skip (no ucx:lo
+ * rail here).
  */
 #include "mdr_config.h"
 
@@ -20,11 +27,12 @@
 #include <string.h>
 
 #include "rails/rail.h"
+#include "rails/ucx/ucx.h"
 #include "util/clock.h"
 
 #include "rail_test_util.h"
 
-#define SLOT 2048
+#define SLOT 8192 /* above MDR_UCX_IMM_MAX: a whole slot goes in the full form */
 #define SPEC "lo"
 
 typedef struct side side_t;
@@ -34,6 +42,8 @@ typedef struct epc {
     mdr_ep_t *ep;
     uint64_t nrecv;
     int failed;
+    int seqcheck;       /* messages carry 1, 2, 3, ... in their first 8 bytes */
+    uint64_t last, out_of_order;
 } epc_t;
 
 struct side {
@@ -51,9 +61,15 @@ static const mdr_rail_ops_t *ops = &mdr_ucx_ops;
 static void up_recv(void *cookie, const void *data, size_t len)
 {
     epc_t *c = cookie;
-    (void)data;
-    (void)len;
     c->nrecv++;
+    if (c->seqcheck) {
+        uint64_t v = 0;
+        if (len >= sizeof(v))
+            memcpy(&v, data, sizeof(v));
+        if (v != c->last + 1)
+            c->out_of_order++;
+        c->last = v;
+    }
 }
 
 static void *up_accepted(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
@@ -182,6 +198,133 @@ static int cycle(side_t *a, side_t *b, int order)
     return ok ? 0 : -1;
 }
 
+/* Send n numbered messages on ep (the sizes alternate between 8 bytes
+ * and a whole slot when mixed). */
+static int send_numbered(side_t *a, side_t *b, mdr_ep_t *ep, uint64_t *next, int n, int mixed)
+{
+    static uint64_t buf[SLOT / 8];
+    int i;
+
+    for (i = 0; i < n; i++) {
+        struct iovec iov = {buf, mixed && (i & 1) ? SLOT : 8};
+        madrail_status_t st;
+        double dl = mdr_time_sec() + 20.0;
+        buf[0] = (*next)++;
+        while ((st = ops->ctrl_send(ep, &iov, 1)) == MADRAIL_ERR_NORESOURCE &&
+               mdr_time_sec() < dl)
+            prog2(a, b);
+        if (st != MADRAIL_OK)
+            return -1;
+    }
+    return 0;
+}
+
+static unsigned slots_used(const side_t *s)
+{
+    unsigned i, n = 0;
+    if (s->rail->short_slots == NULL)
+        return 0;
+    for (i = 0; i < MDR_UCX_SHORT_SLOTS; i++)
+        n += s->rail->short_slots[i].ep != NULL;
+    return n;
+}
+
+static void test_short_form(side_t *a, side_t *b)
+{
+    uint64_t na = 1, nb = 1, tx0, rx0, v = 99;
+    ucp_am_recv_param_t prm;
+    mdr_ucx_short_hdr_t sh;
+    mdr_ucx_short_slot_t *slot;
+    int ok;
+
+    if (ops->ep_create(a->rail, b->uuid, b->addr, b->attr.addr_len, &a->own, &a->own.ep) !=
+        MADRAIL_OK) {
+        CHECK(0, "short form: ep_create");
+        return;
+    }
+    a->own.nrecv = 0;
+    b->acc.ep = NULL;
+    /* the first message each way goes in the full form; each side sends its
+     * SHORT_ID as soon as it joined the other's connection and can send */
+    ok = send_numbered(a, b, a->own.ep, &na, 1, 0) == 0 && WAIT(a, b, b->acc.ep != NULL);
+    if (ok) {
+        b->acc.seqcheck = 1;
+        b->acc.last = 0;
+        b->acc.nrecv = 0;
+    }
+    ok = ok && WAIT(a, b, b->acc.nrecv == 0 || b->acc.nrecv == 1);
+    a->own.seqcheck = 1;
+    ok = ok && send_numbered(b, a, b->acc.ep, &nb, 1, 0) == 0 &&
+         WAIT(a, b, a->own.nrecv == 1 && a->own.ep->tx_short_am != 0);
+    ok = ok && WAIT(a, b, b->acc.ep->tx_short_am != 0);
+    CHECK(ok && a->own.ep->tx_short_am >= MDR_UCX_AM_SHORT_BASE &&
+              b->acc.ep->tx_short_am >= MDR_UCX_AM_SHORT_BASE,
+          "short form: after a message each way, each side holds the other's id for its "
+          "connection (%u, %u)",
+          ok ? a->own.ep->tx_short_am : 0, ok && b->acc.ep ? b->acc.ep->tx_short_am : 0);
+    if (!ok)
+        goto out;
+    b->acc.last = 1;
+    b->acc.nrecv = 1;
+    tx0 = a->rail->short_tx;
+    rx0 = b->rail->short_rx;
+    ok = send_numbered(a, b, a->own.ep, &na, 100, 0) == 0 && WAIT(a, b, b->acc.nrecv == 101);
+    CHECK(ok && a->rail->short_tx - tx0 >= 99 && b->rail->short_rx - rx0 == a->rail->short_tx - tx0 &&
+              b->acc.out_of_order == 0,
+          "short form: 100 messages of 8 bytes a->b arrive in order, %llu of them sent and "
+          "%llu received in the short form",
+          (unsigned long long)(a->rail->short_tx - tx0),
+          (unsigned long long)(b->rail->short_rx - rx0));
+    tx0 = b->rail->short_tx;
+    ok = send_numbered(b, a, b->acc.ep, &nb, 100, 0) == 0 && WAIT(a, b, a->own.nrecv == 101);
+    CHECK(ok && b->rail->short_tx - tx0 == 100 && a->own.out_of_order == 0,
+          "short form: 100 messages b->a, all in the short form (%llu) and in order",
+          (unsigned long long)(b->rail->short_tx - tx0));
+    tx0 = a->rail->short_tx;
+    ok = send_numbered(a, b, a->own.ep, &na, 400, 1) == 0 && WAIT(a, b, b->acc.nrecv == 501);
+    CHECK(ok && b->acc.out_of_order == 0 && b->acc.last == 501 &&
+              a->rail->short_tx - tx0 == 200,
+          "short form: 400 messages of 8 bytes and of a whole slot mixed arrive in order "
+          "(%llu received, %llu out of order; %llu in the short form, the whole slots full)",
+          (unsigned long long)b->acc.nrecv, (unsigned long long)b->acc.out_of_order,
+          (unsigned long long)(a->rail->short_tx - tx0));
+
+    /* forged: the slot of b's connection with other connection bits, then a free slot */
+    memset(&prm, 0, sizeof(prm));
+    slot = &b->rail->short_slots[a->own.ep->tx_short_am - MDR_UCX_AM_SHORT_BASE];
+    sh.seq = (uint16_t)a->own.ep->tx_seq;
+    sh.conn = (uint16_t)(a->own.ep->tx_conn + 1);
+    (void)mdr_ucx_short_cb(slot, &sh, sizeof(sh), &na, sizeof(na), &prm);
+    settle(a, b, 0.01);
+    CHECK(b->acc.nrecv == 501 && b->acc.failed == 0,
+          "short form: a message with another connection's bits is dropped (%llu received)",
+          (unsigned long long)b->acc.nrecv);
+    /* the slot before it served a connection of the cycles above */
+    sh.conn = (uint16_t)a->own.ep->tx_conn;
+    slot = &b->rail->short_slots[(slot - b->rail->short_slots + MDR_UCX_SHORT_SLOTS - 1) %
+                                 MDR_UCX_SHORT_SLOTS];
+    if (slot->registered)
+        (void)mdr_ucx_short_cb(slot, &sh, sizeof(sh), &v, sizeof(v), &prm);
+    settle(a, b, 0.01);
+    CHECK(slot->registered && slot->ep == NULL && b->acc.nrecv == 501 && b->acc.failed == 0,
+          "short form: a message for a free slot is dropped (%llu received)",
+          (unsigned long long)b->acc.nrecv);
+    CHECK(slots_used(a) == 1 && slots_used(b) == 1, "short form: one slot taken on each side "
+          "(%u, %u)", slots_used(a), slots_used(b));
+out:
+    if (a->own.ep != NULL)
+        ops->ep_destroy(a->own.ep);
+    a->own.ep = NULL;
+    if (b->acc.ep != NULL)
+        ops->ep_destroy(b->acc.ep);
+    b->acc.ep = NULL;
+    a->own.seqcheck = b->acc.seqcheck = 0;
+    settle(a, b, 0.01);
+    CHECK(slots_used(a) == 0 && slots_used(b) == 0,
+          "short form: destroyed eps give their slots back (%u, %u taken)", slots_used(a),
+          slots_used(b));
+}
+
 int main(int argc, char **argv)
 {
     static const char *const who[] = {"the connecting side", "the accepting side",
@@ -215,6 +358,7 @@ int main(int argc, char **argv)
               "%s destroys first: open descriptors %d before %d cycles, %d after", who[order],
               before, n, after);
     }
+    test_short_form(&a, &b);
     ops->close(a.rail);
     ops->close(b.rail);
     return rt_finish();
