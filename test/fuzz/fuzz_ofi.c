@@ -51,7 +51,10 @@ enum {
 };
 
 enum {
-    FZ_OP_MSG = 0,      /* align(u8) len(u16) bytes npatch(u8) {off(u16) sel(u8)}* */
+    FZ_OP_MSG = 0,      /* align(u8) len(u16) bytes npatch(u8) {off(u16) sel(u8)}*
+                         * [cq data(u64) when npatch & 8]: npatch & 8 delivers it in the
+                         * short form with that CQ data (npatch & 16: its slot and
+                         * incarnation bits made V's ep to P's and P's) */
     FZ_OP_PROGRESS = 1, /* n(u8) */
     FZ_OP_V_SEND = 2,   /* which(u8) len(u16): V sends on one of its eps */
     FZ_OP_P_SEND = 3,   /* len(u16): P sends to V for real */
@@ -236,12 +239,14 @@ static void fz_msg(fz_ofi_t *s, fz_in_t *in, uint8_t *buf, size_t cap)
     uint8_t align = fz_u8(in) & 7;
     size_t len = fz_u16(in);
     uint8_t *m = buf + align;
-    unsigned npatch, k;
+    unsigned npatch, k, flags;
+    uint64_t data = 0;
 
     if (len > cap - 8)
         len = cap - 8;
     fz_bytes(in, m, len);
-    npatch = fz_u8(in) & 7;
+    flags = fz_u8(in);
+    npatch = flags & 7;
     for (k = 0; k < npatch; k++) {
         uint16_t off = fz_u16(in);
         uint8_t sel = fz_u8(in) % FZ_NSEL;
@@ -260,7 +265,20 @@ static void fz_msg(fz_ofi_t *s, fz_in_t *in, uint8_t *buf, size_t cap)
         if ((size_t)off + n <= len)
             memcpy(m + off, src, n);
     }
-    mdr_ofi_recv_msg(s->v, m, len);
+    if (!(flags & 8)) {
+        mdr_ofi_recv_msg(s->v, m, len);
+        return;
+    }
+    fz_bytes(in, &data, sizeof(data));
+    if (flags & 16) {
+        uint32_t slot = 0xffffffffu;
+        for (k = 0; k < FZ_MAXEP; k++)
+            if (s->vep[k].ep != NULL && s->vep[k].ep->base.uuid == FZ_P_UUID &&
+                s->vep[k].ep->rx_short != 0)
+                slot = s->vep[k].ep->rx_short - 1;
+        data = (data & 0xffff000000000000ull) | ((uint64_t)(fz_epid(s, 0) & 0xffff) << 32) | slot;
+    }
+    mdr_ofi_recv_short(s->v, m, len, data);
 }
 
 static fz_ofi_t fz_state;
@@ -314,6 +332,9 @@ static void fz_ofi_run(const uint8_t *data, size_t size)
             fprintf(stderr, "fuzz: cannot open ofi rails on %s\n", FZ_SPEC);
             exit(1);
         }
+        /* V receives the short form (its slots, its SHORT_IDs) although
+         * tcp;ofi_rxm does not inject: the receive side is what is fuzzed */
+        s->v->short_form = 1;
         mdr_ofi_ops.query(s->p, &s->pattr);
         if (s->pattr.addr_len > sizeof(s->paddr) ||
             mdr_ofi_ops.addr_pack(s->p, s->paddr, s->pattr.addr_len) != MADRAIL_OK) {
@@ -638,6 +659,45 @@ static int fz_ofi_seeds(const char *dir)
         sd_u8(&sd, FZ_OP_DESTROY);
         sd_u8(&sd, 0);
         rc |= sd_save(dir, "hello-new-incarnation", &sd);
+    }
+    /* the short form: P's real HELLO gave its incarnation a slot at V; then
+     * messages in it (good, then with padding 3, padding 9, one past a
+     * slot), one with another mark, one for a free slot, one of another
+     * incarnation; a SHORT_ID for V's ep (good, bad slot, bad length) */
+    {
+        mdr_ofi_short_id_t id;
+        const sd_patch_t v_epid[] = {{4, FZ_SEL_P_EPID}, {MDR_OFI_HDR_LEN, FZ_SEL_V_EPID}};
+        const struct {
+            size_t len;
+            uint64_t data;
+            uint8_t flags;
+        } m[] = {{16, 0xa500000000000000ull, 16},      {16, 0xa503000000000000ull, 16},
+                 {16, 0xa509000000000000ull, 16},      {FZ_SLOT + 8, 0xa500000000000000ull, 16},
+                 {16, 0x5a00000000000000ull, 16},      {16, 0xa5000000000007ffull, 0},
+                 {16, 0xa500777700000000ull, 0}};
+        size_t j;
+        memset(&sd, 0, sizeof(sd));
+        sd_u8(&sd, FZ_S_P_FIRST | FZ_S_V_FIRST | FZ_S_REPLY);
+        for (j = 0; j < sizeof(m) / sizeof(m[0]); j++) {
+            sd_u8(&sd, FZ_OP_MSG);
+            sd_u8(&sd, 0);
+            sd_u16(&sd, (uint16_t)m[j].len);
+            sd_put(&sd, ctl, m[j].len);
+            sd_u8(&sd, (uint8_t)(8 | m[j].flags));
+            sd_put(&sd, &m[j].data, sizeof(m[j].data));
+        }
+        id.target_epid = 0;
+        id.slot = 5;
+        sd_msg(&sd, 0, MDR_OFI_M_SHORT_ID, MDR_OFI_MAGIC, 0, 0, &id, sizeof(id), v_epid, 2);
+        sd_u8(&sd, FZ_OP_V_SEND);
+        sd_u8(&sd, 0);
+        sd_u16(&sd, 8);
+        id.slot = MDR_OFI_SHORT_SLOTS;
+        sd_msg(&sd, 0, MDR_OFI_M_SHORT_ID, MDR_OFI_MAGIC, 0, 0, &id, sizeof(id), v_epid, 2);
+        sd_msg(&sd, 0, MDR_OFI_M_SHORT_ID, MDR_OFI_MAGIC, 3, 0, &id, 5, v_epid, 2);
+        sd_u8(&sd, FZ_OP_PROGRESS);
+        sd_u8(&sd, 3);
+        rc |= sd_save(dir, "short-form", &sd);
     }
     return rc;
 }

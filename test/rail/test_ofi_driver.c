@@ -9,7 +9,8 @@
  * peer process that dies without a goodbye (tcp;ofi_rxm reports it; shm
  * needs MADRAIL_OFI_TIMEOUT), and on shm the small messages that
  * MADRAIL_OFI_INJECT sends with fi_inject (done in the call, in order with
- * the longer ones).  Two rails in one process on tcp;ofi_rxm or shm
+ * the longer ones) and the short form (ofi.h: no header, CQ data instead)
+ * once the peers told each other their slots.  Two rails in one process on tcp;ofi_rxm or shm
  * over lo, or two processes (fork) for the deaths.  Each check prints a
  * line; exit 0 = pass, 1 = fail, 77 = skip (no tcp;ofi_rxm provider).
  */
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "rails/ofi/ofi_dl.h" /* libfabric as the driver loads it */
+#include "rails/ofi/ofi.h"    /* the short form's slots and counters */
 
 #include "rails/rail.h"
 #include "util/clock.h"
@@ -598,6 +600,87 @@ out:
     side_close(&b);
 }
 
+/* The short form on shm (ofi.h): once each side told the other its slot,
+ * small messages go without our header, in order with the ones that still
+ * carry it (longer, or sent while another is in flight); a destroyed ep
+ * frees its slot; what comes for a free slot or from another incarnation
+ * is dropped. */
+static void check_shm_short(void)
+{
+    const char *label = "shm short form";
+    const uint64_t n = 600;
+    uint64_t i, tx, rx, before, buf[2] = {7, 7};
+    uint32_t slot, epid;
+    side_t a, b;
+    madrail_status_t st;
+
+    if (pair_open("shm", 0x7007, 0x8008, NULL, label, &a, &b) != 0)
+        goto out;
+    st = send_seq(&a, &b, a.own.ep, 0);
+    CHECK(st == MADRAIL_OK && WAIT(&a, &b, b.acc[0].nrecv >= 1) && b.naccepted == 1,
+          "%s: first message accepted the peer (%d accepted)", label, b.naccepted);
+    if (b.naccepted != 1)
+        goto out;
+    st = send_seq(&a, &b, b.acc[0].ep, 0);
+    CHECK(st == MADRAIL_OK && WAIT(&a, &b, a.own.nrecv >= 1 && a.own.ep->tx_short != 0 &&
+                                               b.acc[0].ep->tx_short != 0),
+          "%s: after a message each way each side holds the other's slot (%u, %u)", label,
+          a.own.ep->tx_short, b.acc[0].ep != NULL ? b.acc[0].ep->tx_short : 0);
+    tx = a.rail->short_tx + b.rail->short_tx;
+    rx = a.rail->short_rx + b.rail->short_rx;
+    for (i = 1; i < n && st == MADRAIL_OK; i++) {
+        st = send_seq(&a, &b, a.own.ep, i);
+        if (st == MADRAIL_OK)
+            st = send_seq(&a, &b, b.acc[0].ep, i);
+    }
+    CHECK(st == MADRAIL_OK &&
+              WAIT(&a, &b, (b.acc[0].nrecv >= n && a.own.nrecv >= n) || b.acc[0].bad ||
+                               a.own.bad),
+          "%s: %llu messages of 8 to 2047 bytes each way arrived (a->b %llu, b->a %llu)",
+          label, (unsigned long long)n, (unsigned long long)b.acc[0].nrecv,
+          (unsigned long long)a.own.nrecv);
+    CHECK(!b.acc[0].bad && !a.own.bad && b.acc[0].misaligned == 0 && a.own.misaligned == 0,
+          "%s: in order, exact bytes, 8-byte aligned %s%s", label, b.acc[0].why, a.own.why);
+    tx = a.rail->short_tx + b.rail->short_tx - tx;
+    rx = a.rail->short_rx + b.rail->short_rx - rx;
+    CHECK(tx == rx && tx > 0 && tx < 2 * (n - 1),
+          "%s: %llu of %llu sent and received in the short form, the rest with the header "
+          "(longer, or sent while another was in flight)",
+          label, (unsigned long long)tx, (unsigned long long)(2 * (n - 1)));
+    /* with nothing in flight, every message that fits an inject goes short */
+    tx = a.rail->short_tx;
+    rx = 0;
+    for (i = n; i < n + 200 && st == MADRAIL_OK; i++) {
+        WAIT(&a, &b, ops->ep_unsent(a.own.ep) == 0);
+        rx += msg_len(i) + ((8 - (msg_len(i) & 7)) & 7) <= a.rail->inject_max;
+        st = send_seq(&a, &b, a.own.ep, i);
+    }
+    tx = a.rail->short_tx - tx;
+    CHECK(st == MADRAIL_OK && WAIT(&a, &b, b.acc[0].nrecv >= n + 200 || b.acc[0].bad) &&
+              !b.acc[0].bad && rx > 0 && tx == rx,
+          "%s: sent one at a time, the %llu of 200 that fit an inject went short (%llu)",
+          label, (unsigned long long)rx, (unsigned long long)tx);
+    /* at a, b's slot with other incarnation bits */
+    before = a.own.nrecv;
+    mdr_ofi_recv_short(a.rail, (const uint8_t *)buf, 8,
+                       mdr_ofi_short_data(a.own.ep->rx_short - 1, a.own.ep->peer_epid + 1, 0));
+    CHECK(a.own.nrecv == before && a.own.failed == 0,
+          "%s: a message from another incarnation is dropped", label);
+    /* b drops its ep: its slot for a's incarnation is free, and a message
+     * for it is dropped */
+    slot = b.acc[0].ep->rx_short - 1;
+    epid = a.own.ep->epid;
+    ops->ep_destroy(b.acc[0].ep);
+    b.acc[0].ep = NULL;
+    before = b.acc[0].nrecv;
+    mdr_ofi_recv_short(b.rail, (const uint8_t *)buf, 8, mdr_ofi_short_data(slot, epid, 0));
+    CHECK(b.rail->short_eps[slot] == NULL && b.acc[0].nrecv == before,
+          "%s: a destroyed ep frees its slot; a message for it is dropped", label);
+out:
+    side_close(&a);
+    side_close(&b);
+}
+
 /* A destroys its ep and creates a new one: B's old ep fails with A's
  * goodbye, the new one is accepted afresh and carries the new messages. */
 static void check_reincarnation(void)
@@ -792,6 +875,7 @@ int main(void)
         check_traffic("shm", "shm, no inject", inject_off);
         check_shm_inject(1);
         check_shm_inject(0);
+        check_shm_short();
     } else {
         printf("SKIP: no shm provider: the fi_inject checks\n");
     }

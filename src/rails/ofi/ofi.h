@@ -15,6 +15,15 @@
  * refused it.  Messages of an incarnation the receiver does not know are
  * stale and dropped, which gives the ofi rail the same "new connection,
  * clean slate" behaviour as a tcp reconnect.
+ *
+ * The short form.  On a rail that injects (shm) and carries remote CQ
+ * data, a receiver gives each peer incarnation it learned from a HELLO a
+ * slot and tells it so (SHORT_ID).  The peer then injects its control
+ * messages there without our 16-byte header: the completion's CQ data
+ * says the slot, the low bits of its incarnation and the padding
+ * (mdr_ofi_short_data).  Why: shm carries the first 32 bytes of a message
+ * in the cache line the receiver polls; an 8-byte message with the core's
+ * 16-byte header and ours was 40.
  */
 #ifndef MDR_OFI_H
 #define MDR_OFI_H
@@ -41,8 +50,25 @@
 enum {
     MDR_OFI_M_HELLO = 1, /* first message of an endpoint incarnation: mdr_ofi_hello_t + address */
     MDR_OFI_M_CTRL = 2,  /* a control message of the core */
-    MDR_OFI_M_BYE = 3    /* mdr_ofi_bye_t: the receiver's endpoint is gone at the sender */
+    MDR_OFI_M_BYE = 3,   /* mdr_ofi_bye_t: the receiver's endpoint is gone at the sender */
+    MDR_OFI_M_SHORT_ID = 4 /* mdr_ofi_short_id_t: inject to me in the short form, at this slot */
 };
+
+/* SHORT_ID: for the receiver's incarnation target_epid (ignored by another). */
+typedef struct mdr_ofi_short_id {
+    uint32_t target_epid;
+    uint32_t slot;       /* < MDR_OFI_SHORT_SLOTS */
+} mdr_ofi_short_id_t;
+
+/* The CQ data of a short-form message: mark (8 bits), padding bytes (8),
+ * the sender's incarnation's low 16 bits, the receiver's slot (32). */
+#define MDR_OFI_SHORT_MARK 0xa5u
+#define MDR_OFI_SHORT_SLOTS 4096 /* incarnations a rail receives the short form from at once */
+static inline uint64_t mdr_ofi_short_data(uint32_t slot, uint32_t epid, size_t pad)
+{
+    return ((uint64_t)MDR_OFI_SHORT_MARK << 56) | ((uint64_t)(pad & 0xff) << 48) |
+           ((uint64_t)(epid & 0xffff) << 32) | slot;
+}
 
 enum {
     MDR_OFI_BYE_CLOSED = 1,    /* the sender closed its rail */
@@ -82,7 +108,8 @@ typedef struct mdr_ofi_bye {
     uint32_t reason;      /* MDR_OFI_BYE_* */
 } mdr_ofi_bye_t;
 
-#define MDR_OFI_MAGIC 0x4f32u /* "O2": version 2, the HELLO carries the job key */
+#define MDR_OFI_MAGIC 0x4f33u /* "O3": version 3, SHORT_ID and the short form (2: the HELLO
+                                * carries the job key) */
 #define MDR_OFI_HDR_LEN 16
 #define MDR_OFI_PAD8(_n) ((8 - ((_n) & 7)) & 7)
 /* the longest message sent with fi_inject, from a stack buffer */
@@ -189,6 +216,12 @@ struct mdr_ep {
     mdr_list_t ops;     /* in flight, oldest first */
     double last_done;   /* when an operation of this ep last completed */
     double nores_since; /* first of the current run of refused sends (MADRAIL_OFI_TIMEOUT) */
+    /* short form (see the top): tx_short is the slot + 1 the peer gave our
+     * incarnation (0: none, our header), rx_short our slot + 1 for the
+     * peer's, short_owed: its SHORT_ID still to send */
+    uint32_t tx_short;
+    uint32_t rx_short;
+    int short_owed;
 };
 
 struct mdr_rail {
@@ -218,6 +251,10 @@ struct mdr_rail {
     int put_delivery;   /* writes carry FI_DELIVERY_COMPLETE */
     int multi_recv;
     size_t inject_max;  /* messages this long at most go with fi_inject (0: never) */
+    int short_form;     /* injects and has remote CQ data: the short form (see the top) */
+    mdr_ep_t **short_eps; /* MDR_OFI_SHORT_SLOTS, allocated with the first */
+    uint32_t short_next;  /* where the search for a free slot starts */
+    uint64_t short_tx, short_rx; /* messages sent and received in the short form */
     double latency_us, bandwidth_mbs;
 
     uint8_t name_buf[MDR_OFI_NAME_MAX]; /* our fi_getname() */
@@ -279,6 +316,8 @@ mdr_ep_t *mdr_ofi_ep_lookup(mdr_rail_t *rail, uint64_t uuid);
 void mdr_ofi_send_bye(mdr_ep_t *ep, uint32_t reason);
 /* One received message (from progress). */
 void mdr_ofi_recv_msg(mdr_rail_t *rail, const uint8_t *buf, size_t len);
+/* One received message in the short form, with its completion's CQ data. */
+void mdr_ofi_recv_short(mdr_rail_t *rail, const uint8_t *buf, size_t len, uint64_t data);
 /* A completion or an error completion of a send or a put. */
 void mdr_ofi_op_done(mdr_rail_t *rail, mdr_ofi_op_t *op, madrail_status_t status,
                      const char *why);

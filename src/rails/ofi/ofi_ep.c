@@ -280,6 +280,9 @@ void mdr_ofi_ep_destroy(mdr_ep_t *ep)
     if (!ep->failed && !ep->peer_closed && !rail->closing)
         mdr_ofi_send_bye(ep, MDR_OFI_BYE_DESTROYED);
     ep->base.destroyed = 1;
+    if (ep->rx_short != 0 && rail->short_eps != NULL)
+        rail->short_eps[ep->rx_short - 1] = NULL; /* the slot is free */
+    ep->rx_short = 0;
     mdr_rail_ep_unmap(&ep->base);
     while ((l = mdr_list_pop_head(&ep->ops)) != NULL) {
         mdr_ofi_op_t *op = mdr_container_of(l, mdr_ofi_op_t, link);
@@ -305,6 +308,8 @@ int mdr_ofi_ep_idle(mdr_ep_t *ep)
 
 /* ---------------- sending ---------------- */
 
+static void mdr_ofi_short_offer(mdr_ep_t *ep);
+
 /* Lay out one message in dst: header, the pieces of iov, pad zero bytes. */
 static void mdr_ofi_frame(const mdr_ep_t *ep, uint8_t type, const struct iovec *iov, int iovcnt,
                           size_t pad, uint8_t *dst)
@@ -325,6 +330,37 @@ static void mdr_ofi_frame(const mdr_ep_t *ep, uint8_t type, const struct iovec *
         off += iov[i].iov_len;
     }
     memset(dst + off, 0, pad);
+}
+
+/* A control message in the short form (ofi.h): the payload and its
+ * padding injected with CQ data instead of our header.  Done when the
+ * call returns, as mdr_ofi_inject_msg. */
+static madrail_status_t mdr_ofi_inject_short(mdr_ep_t *ep, const struct iovec *iov, int iovcnt,
+                                             size_t paylen, size_t pad)
+{
+    mdr_rail_t *rail = ep->rail;
+    uint64_t buf[MDR_OFI_INJECT_MAX / sizeof(uint64_t)];
+    size_t off = 0;
+    ssize_t ret;
+    int i;
+
+    for (i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > 0)
+            memcpy((uint8_t *)buf + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    memset((uint8_t *)buf + off, 0, pad);
+    ret = fi_injectdata(rail->ep, buf, paylen + pad,
+                        mdr_ofi_short_data(ep->tx_short - 1, ep->epid, pad), ep->peer->fa);
+    if (ret == 0) {
+        rail->short_tx++;
+        return MADRAIL_OK;
+    }
+    if (ret == -FI_EAGAIN)
+        return MADRAIL_ERR_NORESOURCE;
+    mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "fi_injectdata of %zu bytes: %s", paylen + pad,
+                    fi_strerror((int)-ret));
+    return MADRAIL_ERR_RAIL_DOWN;
 }
 
 /* A message of at most rail->inject_max bytes with fi_inject: done when
@@ -361,6 +397,9 @@ static madrail_status_t mdr_ofi_send_msg(mdr_ep_t *ep, uint8_t type, const struc
 
     if (total > rail->msg_max)
         return MADRAIL_ERR_INVALID;
+    if (type == MDR_OFI_M_CTRL && ep->tx_short != 0 && paylen + pad <= rail->inject_max &&
+        ep->pending == 0)
+        return mdr_ofi_inject_short(ep, iov, iovcnt, paylen, pad);
     if (total <= rail->inject_max && ep->pending == 0 && !is_bye)
         return mdr_ofi_inject_msg(ep, type, iov, iovcnt, total, pad);
     if (rail->tx_inflight >= rail->tx_size)
@@ -506,7 +545,130 @@ madrail_status_t mdr_ofi_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
         if (st != MADRAIL_OK)
             return mdr_ofi_nores_check(ep, st);
     }
+    if (ep->short_owed)
+        mdr_ofi_short_offer(ep);
     return mdr_ofi_nores_check(ep, mdr_ofi_send_msg(ep, MDR_OFI_M_CTRL, iov, iovcnt, len, 0));
+}
+
+/* ---------------- the short form (ofi.h) ---------------- */
+
+/* Send ep's SHORT_ID if owed and the peer knows our incarnation (our HELLO
+ * went before it); else it goes with the next control message. */
+static void mdr_ofi_short_offer(mdr_ep_t *ep)
+{
+    mdr_ofi_short_id_t m;
+    struct iovec iov;
+
+    if (!ep->short_owed || !ep->hello_sent || ep->failed || ep->base.destroyed ||
+        ep->rx_short == 0)
+        return;
+    m.target_epid = ep->peer_epid;
+    m.slot = ep->rx_short - 1;
+    iov.iov_base = &m;
+    iov.iov_len = sizeof(m);
+    if (mdr_ofi_send_msg(ep, MDR_OFI_M_SHORT_ID, &iov, 1, sizeof(m), 0) == MADRAIL_OK)
+        ep->short_owed = 0;
+}
+
+/* ep learned the peer's incarnation from its HELLO: give it a slot (the one
+ * it has, for a new incarnation: the SHORT_ID names the incarnation). */
+static void mdr_ofi_short_assign(mdr_ep_t *ep)
+{
+    mdr_rail_t *rail = ep->rail;
+    uint32_t k, i;
+
+    if (!rail->short_form || ep->failed || ep->base.destroyed)
+        return;
+    if (ep->rx_short == 0) {
+        if (rail->short_eps == NULL) {
+            rail->short_eps = calloc(MDR_OFI_SHORT_SLOTS, sizeof(*rail->short_eps));
+            if (rail->short_eps == NULL)
+                return; /* our header, as before */
+        }
+        for (k = 0; k < MDR_OFI_SHORT_SLOTS; k++) {
+            i = (rail->short_next + k) % MDR_OFI_SHORT_SLOTS;
+            if (rail->short_eps[i] == NULL)
+                break;
+        }
+        if (k == MDR_OFI_SHORT_SLOTS)
+            return; /* every slot taken: our header */
+        rail->short_eps[i] = ep;
+        ep->rx_short = i + 1;
+        rail->short_next = (i + 1) % MDR_OFI_SHORT_SLOTS;
+    }
+    ep->short_owed = 1;
+    mdr_ofi_short_offer(ep);
+}
+
+static void mdr_ofi_short_id_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
+                                      const uint8_t *body, size_t len)
+{
+    mdr_ofi_short_id_t m;
+    mdr_ep_t *ep = mdr_ofi_ep_lookup(rail, hdr->uuid);
+
+    if (ep == NULL || ep->peer_epid != hdr->epid || ep->failed) {
+        mdr_debug("rail %s: SHORT_ID from %016llx endpoint %u dropped (no endpoint knows it)",
+                  rail->log_name, (unsigned long long)hdr->uuid, hdr->epid);
+        return;
+    }
+    if (len != sizeof(m)) {
+        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "SHORT_ID of %zu bytes", len);
+        return;
+    }
+    memcpy(&m, body, sizeof(m));
+    if (m.slot >= MDR_OFI_SHORT_SLOTS) {
+        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "SHORT_ID for slot %u (at most %u)", m.slot,
+                        MDR_OFI_SHORT_SLOTS - 1);
+        return;
+    }
+    if (m.target_epid != ep->epid) {
+        mdr_debug("rail %s peer %016llx: SHORT_ID for our endpoint %u, not %u; ignored",
+                  rail->log_name, (unsigned long long)hdr->uuid, m.target_epid, ep->epid);
+        return;
+    }
+    ep->tx_short = m.slot + 1;
+    mdr_debug("rail %s peer %016llx: small messages go in the short form (slot %u)",
+              rail->log_name, (unsigned long long)hdr->uuid, m.slot);
+}
+
+void mdr_ofi_recv_short(mdr_rail_t *rail, const uint8_t *buf, size_t len, uint64_t data)
+{
+    uint32_t slot = (uint32_t)data, epid16 = (uint32_t)(data >> 32) & 0xffff;
+    size_t pad = (size_t)(data >> 48) & 0xff, blen;
+    mdr_ep_t *ep;
+
+    if ((data >> 56) != MDR_OFI_SHORT_MARK) {
+        mdr_drv_refusal(&rail->refusals, rail->log_name, "?",
+                        "message with CQ data %016llx, not a short-form one",
+                        (unsigned long long)data);
+        return;
+    }
+    ep = rail->short_eps != NULL && slot < MDR_OFI_SHORT_SLOTS ? rail->short_eps[slot] : NULL;
+    if (ep == NULL || ep->failed || ep->peer_closed || (ep->peer_epid & 0xffff) != epid16) {
+        /* a slot given up, or an incarnation it no longer serves: stale */
+        mdr_debug("rail %s: short-form message for slot %u (endpoint %#x) dropped (no "
+                  "endpoint knows it)", rail->log_name, slot, epid16);
+        return;
+    }
+    if (pad > 7 || pad > len) {
+        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "short-form message with %zu padding bytes",
+                        pad);
+        return;
+    }
+    blen = len - pad;
+    if (blen > rail->slot_size) {
+        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO,
+                        "control message of %zu bytes exceeds the slot size %zu", blen,
+                        rail->slot_size);
+        return;
+    }
+    if (((uintptr_t)buf & 7) != 0) {
+        memcpy(rail->rx_scratch, buf, blen);
+        buf = rail->rx_scratch;
+    }
+    rail->short_rx++;
+    if (ep->base.cookie != NULL)
+        rail->upcalls->ctrl_recv(ep->base.cookie, buf, blen);
 }
 
 /* ---------------- puts ---------------- */
@@ -825,9 +987,12 @@ static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
     if (ep != NULL) {
         if (ep->peer_epid == 0 || ep->peer_epid == hdr->epid) {
             /* our own ep (created by the core, or by an earlier hello): no accept */
+            int known = ep->peer_epid == hdr->epid;
             ep->peer_epid = hdr->epid;
             mdr_debug("rail %s peer %016llx: endpoint %u knows the peer's endpoint %u",
                       rail->log_name, (unsigned long long)hdr->uuid, ep->epid, hdr->epid);
+            if (!known)
+                mdr_ofi_short_assign(ep);
             return;
         }
         /* the peer started over with a new endpoint: the old one is gone.
@@ -880,6 +1045,7 @@ static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
     }
     mdr_debug("rail %s peer %016llx: accepted (its endpoint %u, ours %u)", rail->log_name,
               (unsigned long long)hdr->uuid, hdr->epid, ep->epid);
+    mdr_ofi_short_assign(ep);
 }
 
 static void mdr_ofi_bye_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
@@ -954,6 +1120,9 @@ void mdr_ofi_recv_msg(mdr_rail_t *rail, const uint8_t *buf, size_t len)
         return;
     case MDR_OFI_M_BYE:
         mdr_ofi_bye_received(rail, &hdr, body, blen);
+        return;
+    case MDR_OFI_M_SHORT_ID:
+        mdr_ofi_short_id_received(rail, &hdr, body, blen);
         return;
     case MDR_OFI_M_CTRL:
         break;

@@ -643,6 +643,8 @@ static madrail_status_t mdr_ofi_open(const char *spec, const mdr_rail_params_t *
         if (rail->inject_max > MDR_OFI_INJECT_MAX)
             rail->inject_max = MDR_OFI_INJECT_MAX;
     }
+    /* the short form (ofi.h): its CQ data must arrive whole */
+    rail->short_form = rail->inject_max > 0 && rail->info->domain_attr->cq_data_size >= 8;
     if (rail->max_msg < rail->msg_max) {
         mdr_error("rail %s: the provider's largest message (%zu bytes) is smaller than a "
                   "slot (MADRAIL_SLOT_SIZE=%zu)", rail->name, rail->max_msg, rail->slot_size);
@@ -791,6 +793,7 @@ static void mdr_ofi_teardown(mdr_rail_t *rail)
     free(rail->rx_mem);
     free(rail->rxb);
     free(rail->rx_scratch);
+    free(rail->short_eps);
     while ((l = mdr_list_pop_head(&rail->peer_list)) != NULL)
         free(mdr_container_of(l, mdr_ofi_peer_t, link));
     if (rail->peers.cap > 0)
@@ -903,7 +906,9 @@ static void mdr_ofi_handle(mdr_rail_t *rail, const struct fi_cq_data_entry *e, i
         mdr_ofi_rxbuf_t *rxb = (mdr_ofi_rxbuf_t *)ctx;
         if ((e->flags & FI_RECV) && e->len > 0 && !quiet) {
             const uint8_t *data = rail->multi_recv ? e->buf : rxb->buf;
-            if (data != NULL)
+            if (data != NULL && (e->flags & FI_REMOTE_CQ_DATA))
+                mdr_ofi_recv_short(rail, data, e->len, e->data);
+            else if (data != NULL)
                 mdr_ofi_recv_msg(rail, data, e->len);
         }
         if (!rail->multi_recv || (e->flags & FI_MULTI_RECV))

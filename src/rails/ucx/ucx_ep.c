@@ -783,6 +783,8 @@ void mdr_ucx_short_id_got(mdr_ep_t *ep, const mdr_ucx_rx_t *rx)
         return;
     }
     ep->tx_short_am = m.am_id;
+    mdr_debug("rail %s peer %016llx: small messages go in the short form (id %u)",
+              ep->rail->name, (unsigned long long)ep->base.uuid, m.am_id);
 }
 
 /* ---------------- failures ---------------- */
