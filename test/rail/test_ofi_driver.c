@@ -681,6 +681,50 @@ out:
     side_close(&b);
 }
 
+/* Every slot of b taken: a's incarnation gets none and a keeps its header,
+ * every message arriving in order. */
+static void check_shm_short_full(void)
+{
+    const char *label = "shm short form, no slot left";
+    static char dummy;
+    side_t a, b;
+    uint64_t i, tx;
+    uint32_t k;
+    madrail_status_t st;
+
+    if (pair_open("shm", 0x9009, 0xa00a, NULL, label, &a, &b) != 0)
+        goto out;
+    b.rail->short_eps = calloc(MDR_OFI_SHORT_SLOTS, sizeof(*b.rail->short_eps));
+    if (b.rail->short_eps == NULL)
+        goto out;
+    for (k = 0; k < MDR_OFI_SHORT_SLOTS; k++)
+        b.rail->short_eps[k] = (mdr_ep_t *)(void *)&dummy;
+    st = send_seq(&a, &b, a.own.ep, 0);
+    CHECK(st == MADRAIL_OK && WAIT(&a, &b, b.acc[0].nrecv >= 1) && b.naccepted == 1,
+          "%s: first message accepted the peer", label);
+    if (b.naccepted != 1)
+        goto out;
+    st = send_seq(&a, &b, b.acc[0].ep, 0);
+    CHECK(st == MADRAIL_OK && WAIT(&a, &b, a.own.nrecv >= 1 && b.acc[0].ep->tx_short != 0) &&
+              a.own.ep->tx_short == 0 && b.acc[0].ep->rx_short == 0,
+          "%s: b gives a no slot (a holds %u), a gave b one", label, a.own.ep->tx_short);
+    tx = a.rail->short_tx;
+    for (i = 1; i < 200 && st == MADRAIL_OK; i++) {
+        WAIT(&a, &b, ops->ep_unsent(a.own.ep) == 0);
+        st = send_seq(&a, &b, a.own.ep, i);
+    }
+    CHECK(st == MADRAIL_OK && WAIT(&a, &b, b.acc[0].nrecv >= 200 || b.acc[0].bad) &&
+              !b.acc[0].bad && a.rail->short_tx == tx,
+          "%s: 199 messages a->b with the header, in order (%llu short) %s", label,
+          (unsigned long long)(a.rail->short_tx - tx), b.acc[0].why);
+    for (k = 0; k < MDR_OFI_SHORT_SLOTS; k++)
+        if (b.rail->short_eps[k] == (mdr_ep_t *)(void *)&dummy)
+            b.rail->short_eps[k] = NULL;
+out:
+    side_close(&a);
+    side_close(&b);
+}
+
 /* A destroys its ep and creates a new one: B's old ep fails with A's
  * goodbye, the new one is accepted afresh and carries the new messages. */
 static void check_reincarnation(void)
@@ -876,6 +920,7 @@ int main(void)
         check_shm_inject(1);
         check_shm_inject(0);
         check_shm_short();
+        check_shm_short_full();
     } else {
         printf("SKIP: no shm provider: the fi_inject checks\n");
     }

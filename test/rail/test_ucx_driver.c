@@ -325,6 +325,59 @@ out:
           slots_used(b));
 }
 
+/* Every slot of b taken: b's incoming connection gets none and a keeps
+ * sending in the full form, in order; b's own sends still go short. */
+static void test_short_full(side_t *a, side_t *b)
+{
+    static char dummy;
+    uint64_t na = 1, nb = 1, tx0;
+    unsigned i;
+    int ok;
+
+    if (b->rail->short_slots == NULL)
+        b->rail->short_slots = calloc(MDR_UCX_SHORT_SLOTS, sizeof(*b->rail->short_slots));
+    if (b->rail->short_slots == NULL) {
+        CHECK(0, "short form, no slot left: calloc");
+        return;
+    }
+    for (i = 0; i < MDR_UCX_SHORT_SLOTS; i++)
+        if (b->rail->short_slots[i].ep == NULL)
+            b->rail->short_slots[i].ep = (mdr_ep_t *)(void *)&dummy;
+    a->own.nrecv = 0;
+    b->acc.ep = NULL;
+    ok = ops->ep_create(a->rail, b->uuid, b->addr, b->attr.addr_len, &a->own, &a->own.ep) ==
+         MADRAIL_OK;
+    ok = ok && send_numbered(a, b, a->own.ep, &na, 1, 0) == 0 &&
+         WAIT(a, b, b->acc.ep != NULL && b->acc.nrecv == 1);
+    if (ok) {
+        b->acc.seqcheck = 1;
+        b->acc.last = 1;
+    }
+    ok = ok && send_numbered(b, a, b->acc.ep, &nb, 1, 0) == 0 &&
+         WAIT(a, b, a->own.nrecv == 1 && b->acc.ep->tx_short_am != 0);
+    settle(a, b, 0.01);
+    CHECK(ok && a->own.ep->tx_short_am == 0 && b->acc.ep->rx_short == 0,
+          "short form, no slot left: b gives a's connection no id (a holds %u), a gave b one",
+          ok ? a->own.ep->tx_short_am : 0);
+    tx0 = a->rail->short_tx;
+    ok = ok && send_numbered(a, b, a->own.ep, &na, 50, 0) == 0 &&
+         WAIT(a, b, b->acc.nrecv == 51);
+    CHECK(ok && a->rail->short_tx == tx0 && b->acc.out_of_order == 0,
+          "short form, no slot left: 50 messages a->b in the full form, in order (%llu short)",
+          (unsigned long long)(a->rail->short_tx - tx0));
+    for (i = 0; i < MDR_UCX_SHORT_SLOTS; i++)
+        if (b->rail->short_slots[i].ep == (mdr_ep_t *)(void *)&dummy)
+            b->rail->short_slots[i].ep = NULL;
+    if (a->own.ep != NULL)
+        ops->ep_destroy(a->own.ep);
+    a->own.ep = NULL;
+    if (b->acc.ep != NULL)
+        ops->ep_destroy(b->acc.ep);
+    b->acc.ep = NULL;
+    b->acc.seqcheck = 0;
+    settle(a, b, 0.01);
+}
+
 int main(int argc, char **argv)
 {
     static const char *const who[] = {"the connecting side", "the accepting side",
@@ -359,6 +412,7 @@ int main(int argc, char **argv)
               before, n, after);
     }
     test_short_form(&a, &b);
+    test_short_full(&a, &b);
     ops->close(a.rail);
     ops->close(b.rail);
     return rt_finish();
