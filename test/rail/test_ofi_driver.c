@@ -511,19 +511,29 @@ static int pair_open(const char *spec, uint64_t ua, uint64_t ub, const char *con
     return st == MADRAIL_OK ? 0 : -1;
 }
 
+/* pair_open, then (after `before`, if given, ran on b) a's first
+ * message, which makes b accept a: 0 when it did. */
+static int open_first(const char *spec, uint64_t ua, uint64_t ub, const char *const *ov,
+                      const char *label, side_t *a, side_t *b, int (*before)(side_t *))
+{
+    madrail_status_t st;
+
+    if (pair_open(spec, ua, ub, ov, label, a, b) != 0 || (before != NULL && before(b) != 0))
+        return -1;
+    st = send_seq(a, b, a->own.ep, 0);
+    CHECK(st == MADRAIL_OK && WAIT(a, b, b->acc[0].nrecv >= 1) && b->naccepted == 1,
+          "%s: first message accepted the peer (%d accepted)", label, b->naccepted);
+    return b->naccepted == 1 ? 0 : -1;
+}
+
 static void check_traffic(const char *spec, const char *label, const char *const *ov)
 {
     const uint64_t n = 3000;
     side_t a, b;
-    madrail_status_t st;
+    madrail_status_t st = MADRAIL_OK;
     uint64_t i;
 
-    if (pair_open(spec, 0x1001, 0x2002, ov, label, &a, &b) != 0)
-        goto out;
-    st = send_seq(&a, &b, a.own.ep, 0);
-    CHECK(st == MADRAIL_OK && WAIT(&a, &b, b.acc[0].nrecv >= 1) && b.naccepted == 1,
-          "%s: first message accepted the peer (%d accepted)", label, b.naccepted);
-    if (b.naccepted != 1)
+    if (open_first(spec, 0x1001, 0x2002, ov, label, &a, &b, NULL) != 0)
         goto out;
     for (i = 1; i < n && st == MADRAIL_OK; i++) {
         st = send_seq(&a, &b, a.own.ep, i);
@@ -614,12 +624,7 @@ static void check_shm_short(void)
     side_t a, b;
     madrail_status_t st;
 
-    if (pair_open("shm", 0x7007, 0x8008, NULL, label, &a, &b) != 0)
-        goto out;
-    st = send_seq(&a, &b, a.own.ep, 0);
-    CHECK(st == MADRAIL_OK && WAIT(&a, &b, b.acc[0].nrecv >= 1) && b.naccepted == 1,
-          "%s: first message accepted the peer (%d accepted)", label, b.naccepted);
-    if (b.naccepted != 1)
+    if (open_first("shm", 0x7007, 0x8008, NULL, label, &a, &b, NULL) != 0)
         goto out;
     st = send_seq(&a, &b, b.acc[0].ep, 0);
     CHECK(st == MADRAIL_OK && WAIT(&a, &b, a.own.nrecv >= 1 && a.own.ep->tx_short != 0 &&
@@ -683,26 +688,28 @@ out:
 
 /* Every slot of b taken: a's incarnation gets none and a keeps its header,
  * every message arriving in order. */
+static char slot_taken;
+
+static int take_every_slot(side_t *s)
+{
+    uint32_t k;
+    s->rail->short_eps = calloc(MDR_OFI_SHORT_SLOTS, sizeof(*s->rail->short_eps));
+    if (s->rail->short_eps == NULL)
+        return -1;
+    for (k = 0; k < MDR_OFI_SHORT_SLOTS; k++)
+        s->rail->short_eps[k] = (mdr_ep_t *)(void *)&slot_taken;
+    return 0;
+}
+
 static void check_shm_short_full(void)
 {
     const char *label = "shm short form, no slot left";
-    static char dummy;
     side_t a, b;
     uint64_t i, tx;
     uint32_t k;
     madrail_status_t st;
 
-    if (pair_open("shm", 0x9009, 0xa00a, NULL, label, &a, &b) != 0)
-        goto out;
-    b.rail->short_eps = calloc(MDR_OFI_SHORT_SLOTS, sizeof(*b.rail->short_eps));
-    if (b.rail->short_eps == NULL)
-        goto out;
-    for (k = 0; k < MDR_OFI_SHORT_SLOTS; k++)
-        b.rail->short_eps[k] = (mdr_ep_t *)(void *)&dummy;
-    st = send_seq(&a, &b, a.own.ep, 0);
-    CHECK(st == MADRAIL_OK && WAIT(&a, &b, b.acc[0].nrecv >= 1) && b.naccepted == 1,
-          "%s: first message accepted the peer", label);
-    if (b.naccepted != 1)
+    if (open_first("shm", 0x9009, 0xa00a, NULL, label, &a, &b, take_every_slot) != 0)
         goto out;
     st = send_seq(&a, &b, b.acc[0].ep, 0);
     CHECK(st == MADRAIL_OK && WAIT(&a, &b, a.own.nrecv >= 1 && b.acc[0].ep->tx_short != 0) &&
@@ -717,10 +724,11 @@ static void check_shm_short_full(void)
               !b.acc[0].bad && a.rail->short_tx == tx,
           "%s: 199 messages a->b with the header, in order (%llu short) %s", label,
           (unsigned long long)(a.rail->short_tx - tx), b.acc[0].why);
-    for (k = 0; k < MDR_OFI_SHORT_SLOTS; k++)
-        if (b.rail->short_eps[k] == (mdr_ep_t *)(void *)&dummy)
-            b.rail->short_eps[k] = NULL;
 out:
+    if (b.rail != NULL && b.rail->short_eps != NULL)
+        for (k = 0; k < MDR_OFI_SHORT_SLOTS; k++)
+            if (b.rail->short_eps[k] == (mdr_ep_t *)(void *)&slot_taken)
+                b.rail->short_eps[k] = NULL;
     side_close(&a);
     side_close(&b);
 }

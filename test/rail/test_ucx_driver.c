@@ -229,6 +229,19 @@ static unsigned slots_used(const side_t *s)
     return n;
 }
 
+/* Destroy a's own ep and b's accepted one, and let the closes run. */
+static void drop_eps(side_t *a, side_t *b)
+{
+    if (a->own.ep != NULL)
+        ops->ep_destroy(a->own.ep);
+    a->own.ep = NULL;
+    if (b->acc.ep != NULL)
+        ops->ep_destroy(b->acc.ep);
+    b->acc.ep = NULL;
+    a->own.seqcheck = b->acc.seqcheck = 0;
+    settle(a, b, 0.01);
+}
+
 static void test_short_form(side_t *a, side_t *b)
 {
     uint64_t na = 1, nb = 1, tx0, rx0, v = 99;
@@ -312,14 +325,7 @@ static void test_short_form(side_t *a, side_t *b)
     CHECK(slots_used(a) == 1 && slots_used(b) == 1, "short form: one slot taken on each side "
           "(%u, %u)", slots_used(a), slots_used(b));
 out:
-    if (a->own.ep != NULL)
-        ops->ep_destroy(a->own.ep);
-    a->own.ep = NULL;
-    if (b->acc.ep != NULL)
-        ops->ep_destroy(b->acc.ep);
-    b->acc.ep = NULL;
-    a->own.seqcheck = b->acc.seqcheck = 0;
-    settle(a, b, 0.01);
+    drop_eps(a, b);
     CHECK(slots_used(a) == 0 && slots_used(b) == 0,
           "short form: destroyed eps give their slots back (%u, %u taken)", slots_used(a),
           slots_used(b));
@@ -368,14 +374,7 @@ static void test_short_full(side_t *a, side_t *b)
     for (i = 0; i < MDR_UCX_SHORT_SLOTS; i++)
         if (b->rail->short_slots[i].ep == (mdr_ep_t *)(void *)&dummy)
             b->rail->short_slots[i].ep = NULL;
-    if (a->own.ep != NULL)
-        ops->ep_destroy(a->own.ep);
-    a->own.ep = NULL;
-    if (b->acc.ep != NULL)
-        ops->ep_destroy(b->acc.ep);
-    b->acc.ep = NULL;
-    b->acc.seqcheck = 0;
-    settle(a, b, 0.01);
+    drop_eps(a, b);
 }
 
 int main(int argc, char **argv)
