@@ -109,7 +109,7 @@ typedef struct mdr_ucx_short_id {
 typedef struct mdr_ucx_short_slot {
     mdr_rail_t *rail;
     mdr_ep_t *ep;    /* the ep whose incoming connection it serves, or NULL */
-    int registered;  /* its handler is set on the worker (kept once set) */
+    int registered;  /* its handler is set on the worker (every slot's, at open) */
 } mdr_ucx_short_slot_t;
 
 /* mdr_ucx_hdr_t.flags */
@@ -381,7 +381,7 @@ struct mdr_rail {
     unsigned direct_n;       /* messages that went up so, this progress call */
     mdr_list_t close_later;  /* ueps closed by an upcall inside the worker's progress */
     uint8_t *rx_scratch;     /* slot_size bytes: an unaligned message realigned for its upcall */
-    mdr_ucx_short_slot_t *short_slots; /* MDR_UCX_SHORT_SLOTS, allocated with the first */
+    mdr_ucx_short_slot_t *short_slots; /* MDR_UCX_SHORT_SLOTS, handlers set at open */
     unsigned short_next;     /* where the search for a free slot starts (oldest freed first) */
     uint64_t short_tx, short_rx; /* messages sent and received in the short form */
     mdr_pool_t pool;         /* tx and rx buffers */

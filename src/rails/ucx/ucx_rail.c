@@ -510,32 +510,22 @@ ucs_status_t mdr_ucx_short_cb(void *arg, const void *header, size_t header_lengt
     return mdr_ucx_arrived(rail, hdr, data, length, 0);
 }
 
-void mdr_ucx_short_assign(mdr_ep_t *ep)
+/* At open: a handler for every short-form id.  All of them, not only
+ * those given out: a SHORT_ID names an id of the peer's (a forged or
+ * broken one any id in range), and UCX 1.13 crashes the receiver in
+ * ucp_am_handler on an id without a handler (found by fuzz_ucx: V sent
+ * to an id P never set).  With every id set, a wrong one reaches a slot
+ * that drops it.  A failure leaves the ids set so far (their slots still
+ * serve) and the rest to the full form. */
+static void mdr_ucx_short_register(mdr_rail_t *rail)
 {
-    mdr_rail_t *rail = ep->rail;
-    mdr_ucx_short_slot_t *slot = NULL;
-    unsigned k, i = 0;
+    unsigned i;
 
-    if (ep->rx_short != 0 || ep->base.destroyed || ep->state != MDR_UCX_EP_OPEN)
+    rail->short_slots = calloc(MDR_UCX_SHORT_SLOTS, sizeof(*rail->short_slots));
+    if (rail->short_slots == NULL)
         return;
-    if (rail->short_slots == NULL) {
-        rail->short_slots = calloc(MDR_UCX_SHORT_SLOTS, sizeof(*rail->short_slots));
-        if (rail->short_slots == NULL)
-            return; /* the full form */
-    }
-    /* the next free slot after the last one given: a freed slot is given
-     * again as late as possible (a late message of its old connection then
-     * finds it free, or serving a connection whose conn bits differ) */
-    for (k = 0; k < MDR_UCX_SHORT_SLOTS; k++) {
-        i = (rail->short_next + k) % MDR_UCX_SHORT_SLOTS;
-        if (rail->short_slots[i].ep == NULL) {
-            slot = &rail->short_slots[i];
-            break;
-        }
-    }
-    if (slot == NULL)
-        return; /* every slot taken: the full form */
-    if (!slot->registered) {
+    for (i = 0; i < MDR_UCX_SHORT_SLOTS; i++) {
+        mdr_ucx_short_slot_t *slot = &rail->short_slots[i];
         ucp_am_handler_param_t hp;
         ucs_status_t us;
         memset(&hp, 0, sizeof(hp));
@@ -548,12 +538,37 @@ void mdr_ucx_short_assign(mdr_ep_t *ep)
         slot->rail = rail;
         us = ucp_worker_set_am_recv_handler(rail->worker, &hp);
         if (us != UCS_OK) {
-            mdr_debug("rail %s: ucp_worker_set_am_recv_handler(%u): %s; the full form",
-                      rail->name, hp.id, ucs_status_string(us));
+            mdr_warn("rail %s: ucp_worker_set_am_recv_handler(%u): %s; %u connections can "
+                     "use the short form",
+                     rail->name, hp.id, ucs_status_string(us), i);
             return;
         }
         slot->registered = 1;
     }
+}
+
+void mdr_ucx_short_assign(mdr_ep_t *ep)
+{
+    mdr_rail_t *rail = ep->rail;
+    mdr_ucx_short_slot_t *slot = NULL;
+    unsigned k, i = 0;
+
+    if (ep->rx_short != 0 || ep->base.destroyed || ep->state != MDR_UCX_EP_OPEN)
+        return;
+    if (rail->short_slots == NULL)
+        return; /* the full form (mdr_ucx_short_register failed) */
+    /* the next free slot after the last one given: a freed slot is given
+     * again as late as possible (a late message of its old connection then
+     * finds it free, or serving a connection whose conn bits differ) */
+    for (k = 0; k < MDR_UCX_SHORT_SLOTS; k++) {
+        i = (rail->short_next + k) % MDR_UCX_SHORT_SLOTS;
+        if (rail->short_slots[i].registered && rail->short_slots[i].ep == NULL) {
+            slot = &rail->short_slots[i];
+            break;
+        }
+    }
+    if (slot == NULL)
+        return; /* every slot taken: the full form */
     slot->ep = ep;
     ep->rx_short = i + 1;
     rail->short_next = (i + 1) % MDR_UCX_SHORT_SLOTS;
@@ -966,6 +981,7 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
         st = MADRAIL_ERR_IO;
         goto err_worker;
     }
+    mdr_ucx_short_register(rail);
     st = mdr_ucx_rkey_probe(rail, &rkey_len);
     if (st != MADRAIL_OK)
         goto err_worker;
