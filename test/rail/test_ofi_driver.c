@@ -350,6 +350,7 @@ static void check_peer_death(const char *spec, const char *const *ov, const char
     pid_t pid;
     side_t a;
     madrail_status_t st;
+    uint64_t short0 = 0;
     double dl;
     char ch;
 
@@ -375,6 +376,17 @@ static void check_peer_death(const char *spec, const char *const *ov, const char
         while ((c.naccepted < 1 || c.acc[0].nrecv < 1) && mdr_time_sec() < dl)
             ops->progress(c.rail);
         ch = c.acc[0].nrecv >= 1 ? 'r' : 'n';
+        if (ch == 'r') {
+            /* one message back (on shm it carries our SHORT_ID first: the
+             * parent's next messages go in the short form), gone before we say so */
+            uint8_t buf[SLOT];
+            struct iovec iov = {buf, msg_make(buf, 0)};
+            while (ops->ctrl_send(c.acc[0].ep, &iov, 1) == MADRAIL_ERR_NORESOURCE &&
+                   mdr_time_sec() < dl)
+                ops->progress(c.rail);
+            while (ops->ep_unsent(c.acc[0].ep) != 0 && mdr_time_sec() < dl)
+                ops->progress(c.rail);
+        }
         if (write(c2p[1], &ch, 1) != 1)
             _exit(2);
         if (read(p2c[0], &ch, 1) < 0)
@@ -417,6 +429,13 @@ static void check_peer_death(const char *spec, const char *const *ov, const char
     CHECK(st == MADRAIL_OK && ch == 'r', "%s: the child process received a message", label);
     if (ch != 'r')
         goto out_rail;
+    while (a.own.nrecv < 1 && mdr_time_sec() < dl)
+        ops->progress(a.rail);
+    CHECK(a.own.nrecv == 1 && !a.own.bad, "%s: its answer arrived %s", label, a.own.why);
+    if (a.rail->short_form)
+        CHECK(a.own.ep->tx_short != 0, "%s: our next messages go in the short form (slot %u)",
+              label, a.own.ep->tx_short);
+    short0 = a.rail->short_tx;
     ch = 'x';
     if (write(p2c[1], &ch, 1) != 1 || waitpid(pid, &status, 0) != pid) {
         CHECK(0, "%s: the child did not exit", label);
@@ -447,6 +466,9 @@ static void check_peer_death(const char *spec, const char *const *ov, const char
     CHECK(a.own.failed == 1 && a.own.fail_status == MADRAIL_ERR_RAIL_DOWN,
           "%s: the ep to a peer that died without a goodbye failed (%d report(s): %s)", label,
           a.own.failed, a.own.fail_reason);
+    if (a.rail->short_form)
+        CHECK(a.rail->short_tx > short0, "%s: %llu of the messages to the dead peer went in "
+              "the short form", label, (unsigned long long)(a.rail->short_tx - short0));
 out_rail:
     side_close(&a);
 out_child:
