@@ -15,16 +15,22 @@
  * order; what comes for a freed slot, or for a slot from another
  * connection, is dropped; destroyed eps give their slots back.
  *
+ * And a peer process that dies without a goodbye while the short form is
+ * in use: the ep to it fails (UCX reports the broken connection).
+ *
  * Each check prints a line; exit 0 = pass, 1 = fail, 77 = skip (no ucx:lo
  * rail here).
  */
 #include "mdr_config.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "rails/rail.h"
 #include "rails/ucx/ucx.h"
@@ -377,6 +383,112 @@ static void test_short_full(side_t *a, side_t *b)
     drop_eps(a, b);
 }
 
+/* In a process of its own (UCX starts afresh on both sides of the fork):
+ * a child rail answers one message, which gives both sides each other's
+ * short-form id, and dies without closing; the parent keeps sending in
+ * the short form until its ep fails.  Returns 0 (pass), 1 (fail), 77 (no
+ * rail). */
+static int peer_death_run(void)
+{
+    int c2p[2], p2c[2], status = 0;
+    side_t a, c;
+    uint64_t na = 1, tx0;
+    double dl;
+    pid_t pid;
+    char ch;
+
+    if (pipe(c2p) != 0 || pipe(p2c) != 0)
+        return 1;
+    pid = fork();
+    if (pid == 0) {
+        uint64_t nc = 1;
+        close(c2p[0]);
+        close(p2c[1]);
+        if (side_open(&c, 0xC) != MADRAIL_OK)
+            _exit(write(c2p[1], "n", 1) == 1 ? 3 : 2);
+        if (write(c2p[1], "y", 1) != 1 || write(c2p[1], c.addr, c.attr.addr_len) !=
+                                               (ssize_t)c.attr.addr_len)
+            _exit(2);
+        dl = mdr_time_sec() + 20.0;
+        while (c.acc.nrecv < 1 && mdr_time_sec() < dl)
+            ops->progress(c.rail);
+        if (c.acc.ep == NULL || send_numbered(&c, &c, c.acc.ep, &nc, 1, 0) != 0)
+            _exit(2);
+        while (mdr_time_sec() < dl && (c.acc.ep->tx_short_am == 0 || ops->ep_backlog(c.acc.ep)))
+            ops->progress(c.rail);
+        if (write(c2p[1], "r", 1) != 1 || read(p2c[0], &ch, 1) < 0)
+            _exit(2);
+        _exit(0); /* no close: the peer hears no goodbye */
+    }
+    close(c2p[1]);
+    close(p2c[0]);
+    if (pid < 0 || read(c2p[0], &ch, 1) != 1) {
+        printf("FAIL peer death: the child failed\n");
+        return 1;
+    }
+    if (ch != 'y') {
+        waitpid(pid, &status, 0);
+        return 77;
+    }
+    if (side_open(&a, 0xA) != MADRAIL_OK) {
+        printf("FAIL peer death: open\n");
+        return 1;
+    }
+    memset(&c, 0, sizeof(c));
+    c.attr.addr_len = a.attr.addr_len;
+    c.uuid = 0xC;
+    if (read(c2p[0], c.addr, c.attr.addr_len) != (ssize_t)c.attr.addr_len ||
+        ops->ep_create(a.rail, c.uuid, c.addr, c.attr.addr_len, &a.own, &a.own.ep) !=
+            MADRAIL_OK) {
+        printf("FAIL peer death: connect\n");
+        return 1;
+    }
+    a.own.seqcheck = 1;
+    dl = mdr_time_sec() + 20.0;
+    send_numbered(&a, &a, a.own.ep, &na, 1, 0);
+    while ((a.own.nrecv < 1 || a.own.ep->tx_short_am == 0) && mdr_time_sec() < dl)
+        ops->progress(a.rail);
+    CHECK(a.own.nrecv == 1 && a.own.ep->tx_short_am != 0 && read(c2p[0], &ch, 1) == 1 &&
+              ch == 'r',
+          "peer death: the child answered; we hold its id (%u)", a.own.ep->tx_short_am);
+    if (write(p2c[1], "x", 1) != 1 || waitpid(pid, &status, 0) != pid)
+        kill(pid, SIGKILL);
+    tx0 = a.rail->short_tx;
+    dl = mdr_time_sec() + 20.0;
+    while (a.own.failed == 0 && mdr_time_sec() < dl) {
+        uint64_t v = na;
+        struct iovec iov = {&v, sizeof(v)};
+        if (ops->ctrl_send(a.own.ep, &iov, 1) == MADRAIL_OK)
+            na++;
+        ops->progress(a.rail);
+        usleep(1000);
+    }
+    CHECK(a.own.failed == 1, "peer death: the ep to a child that died without a goodbye "
+          "failed, after %llu messages to it in the short form",
+          (unsigned long long)(a.rail->short_tx - tx0));
+    CHECK(a.rail->short_tx > tx0, "peer death: the short form was in use when it died");
+    ops->close(a.rail);
+    return failures ? 1 : 0;
+}
+
+static void check_peer_death(void)
+{
+    int status = 0;
+    pid_t pid;
+
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0)
+        _exit(peer_death_run());
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 77)) {
+        printf("FAIL peer death check process\n");
+        failures++;
+    } else if (WEXITSTATUS(status) == 77) {
+        printf("skip peer death: no ucx:%s rail here\n", SPEC);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const char *const who[] = {"the connecting side", "the accepting side",
@@ -385,6 +497,7 @@ int main(int argc, char **argv)
     side_t a, b;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
+    check_peer_death(); /* first: forks before this process starts UCX */
     if (side_open(&a, 0xA) != MADRAIL_OK || side_open(&b, 0xB) != MADRAIL_OK) {
         printf("SKIP: cannot open ucx:%s rails here\n", SPEC);
         return 77;
