@@ -310,13 +310,25 @@ int mdr_ofi_ep_idle(mdr_ep_t *ep)
 
 static void mdr_ofi_short_offer(mdr_ep_t *ep);
 
+/* The pieces of iov, then pad zero bytes, into dst. */
+static void mdr_ofi_gather(const struct iovec *iov, int iovcnt, size_t pad, uint8_t *dst)
+{
+    size_t off = 0;
+    int i;
+
+    for (i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > 0)
+            memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    memset(dst + off, 0, pad);
+}
+
 /* Lay out one message in dst: header, the pieces of iov, pad zero bytes. */
 static void mdr_ofi_frame(const mdr_ep_t *ep, uint8_t type, const struct iovec *iov, int iovcnt,
                           size_t pad, uint8_t *dst)
 {
     mdr_ofi_hdr_t hdr;
-    size_t off = MDR_OFI_HDR_LEN;
-    int i;
 
     hdr.type = type;
     hdr.pad = (uint8_t)pad;
@@ -324,12 +336,7 @@ static void mdr_ofi_frame(const mdr_ep_t *ep, uint8_t type, const struct iovec *
     hdr.epid = ep->epid;
     hdr.uuid = ep->rail->uuid;
     memcpy(dst, &hdr, MDR_OFI_HDR_LEN);
-    for (i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_len > 0)
-            memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);
-        off += iov[i].iov_len;
-    }
-    memset(dst + off, 0, pad);
+    mdr_ofi_gather(iov, iovcnt, pad, dst + MDR_OFI_HDR_LEN);
 }
 
 /* A control message in the short form (ofi.h): the payload and its
@@ -340,16 +347,9 @@ static madrail_status_t mdr_ofi_inject_short(mdr_ep_t *ep, const struct iovec *i
 {
     mdr_rail_t *rail = ep->rail;
     uint64_t buf[MDR_OFI_INJECT_MAX / sizeof(uint64_t)];
-    size_t off = 0;
     ssize_t ret;
-    int i;
 
-    for (i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_len > 0)
-            memcpy((uint8_t *)buf + off, iov[i].iov_base, iov[i].iov_len);
-        off += iov[i].iov_len;
-    }
-    memset((uint8_t *)buf + off, 0, pad);
+    mdr_ofi_gather(iov, iovcnt, pad, (uint8_t *)buf);
     ret = fi_injectdata(rail->ep, buf, paylen + pad,
                         mdr_ofi_short_data(ep->tx_short - 1, ep->epid, pad), ep->peer->fa);
     if (ret == 0) {
@@ -550,6 +550,27 @@ madrail_status_t mdr_ofi_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
     return mdr_ofi_nores_check(ep, mdr_ofi_send_msg(ep, MDR_OFI_M_CTRL, iov, iovcnt, len, 0));
 }
 
+/* A control message of ep's peer, in either form: at most a slot, handed
+ * up 8-byte aligned. */
+static void mdr_ofi_deliver(mdr_ep_t *ep, const uint8_t *body, size_t blen)
+{
+    mdr_rail_t *rail = ep->rail;
+
+    if (blen > rail->slot_size) {
+        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO,
+                        "control message of %zu bytes exceeds the slot size %zu", blen,
+                        rail->slot_size);
+        return;
+    }
+    if (((uintptr_t)body & 7) != 0) {
+        /* the provider packed messages unaligned: the core reads headers in place */
+        memcpy(rail->rx_scratch, body, blen);
+        body = rail->rx_scratch;
+    }
+    if (ep->base.cookie != NULL)
+        rail->upcalls->ctrl_recv(ep->base.cookie, body, blen);
+}
+
 /* ---------------- the short form (ofi.h) ---------------- */
 
 /* Send ep's SHORT_ID if owed and the peer knows our incarnation (our HELLO
@@ -656,19 +677,9 @@ void mdr_ofi_recv_short(mdr_rail_t *rail, const uint8_t *buf, size_t len, uint64
         return;
     }
     blen = len - pad;
-    if (blen > rail->slot_size) {
-        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO,
-                        "control message of %zu bytes exceeds the slot size %zu", blen,
-                        rail->slot_size);
-        return;
-    }
-    if (((uintptr_t)buf & 7) != 0) {
-        memcpy(rail->rx_scratch, buf, blen);
-        buf = rail->rx_scratch;
-    }
-    rail->short_rx++;
-    if (ep->base.cookie != NULL)
-        rail->upcalls->ctrl_recv(ep->base.cookie, buf, blen);
+    if (blen <= rail->slot_size)
+        rail->short_rx++;
+    mdr_ofi_deliver(ep, buf, blen);
 }
 
 /* ---------------- puts ---------------- */
@@ -1140,17 +1151,5 @@ void mdr_ofi_recv_msg(mdr_rail_t *rail, const uint8_t *buf, size_t len)
                   "knows it)", rail->log_name, (unsigned long long)hdr.uuid, hdr.epid);
         return;
     }
-    if (blen > rail->slot_size) {
-        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO,
-                        "control message of %zu bytes exceeds the slot size %zu", blen,
-                        rail->slot_size);
-        return;
-    }
-    if (((uintptr_t)body & 7) != 0) {
-        /* the provider packed messages unaligned: the core reads headers in place */
-        memcpy(rail->rx_scratch, body, blen);
-        body = rail->rx_scratch;
-    }
-    if (ep->base.cookie != NULL)
-        rail->upcalls->ctrl_recv(ep->base.cookie, body, blen);
+    mdr_ofi_deliver(ep, body, blen);
 }
