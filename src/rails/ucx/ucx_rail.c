@@ -419,15 +419,14 @@ static void mdr_ucx_rndv_done(void *request, ucs_status_t status, size_t length,
  * worker's progress returned); progress() itself, and flush(), cannot run
  * (in_progress).  Returns 1 when it went up. */
 static int mdr_ucx_direct(mdr_rail_t *rail, const mdr_ucx_hdr_t *hdr, const void *data,
-                          size_t length)
+                          size_t length, mdr_ep_t *ep)
 {
-    mdr_ep_t *ep;
-
     if (!rail->in_worker || hdr->type != MDR_UCX_M_CTRL || hdr->version != MDR_UCX_VERSION ||
         (hdr->flags & MDR_UCX_HF_SYNC) || length > rail->slot_size ||
         !mdr_list_empty(&rail->rxq))
         return 0;
-    ep = mdr_ucx_ep_lookup(rail, hdr->uuid);
+    if (ep == NULL) /* the short form knows its ep (the slot's) */
+        ep = mdr_ucx_ep_lookup(rail, hdr->uuid);
     if (ep == NULL || ep->base.destroyed || ep->state != MDR_UCX_EP_OPEN || ep->rx_conn == 0 ||
         ep->rx_conn != hdr->conn || hdr->seq != ep->rx_seq || !mdr_list_empty(&ep->ooo) ||
         ep->base.cookie == NULL)
@@ -443,7 +442,7 @@ static int mdr_ucx_direct(mdr_rail_t *rail, const mdr_ucx_hdr_t *hdr, const void
 }
 
 static ucs_status_t mdr_ucx_arrived(mdr_rail_t *rail, mdr_ucx_hdr_t hdr, void *data,
-                                   size_t length, int rndv);
+                                   size_t length, int rndv, mdr_ep_t *ep);
 
 /* The active-message handler: an in-order control message goes up at once
  * (inside progress); anything else is copied out and queued.
@@ -465,7 +464,7 @@ ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_length, 
         return UCS_OK;
     }
     memcpy(&hdr, header, sizeof(hdr));
-    return mdr_ucx_arrived(rail, hdr, data, length, rndv);
+    return mdr_ucx_arrived(rail, hdr, data, length, rndv, NULL);
 }
 
 /* A message in the short form (ucx.h): the full header it stands for is
@@ -507,7 +506,7 @@ ucs_status_t mdr_ucx_short_cb(void *arg, const void *header, size_t header_lengt
     hdr.aux = 0;
     hdr.uuid = ep->base.uuid;
     rail->short_rx++;
-    return mdr_ucx_arrived(rail, hdr, data, length, 0);
+    return mdr_ucx_arrived(rail, hdr, data, length, 0, ep);
 }
 
 /* At open: a handler for every short-form id.  All of them, not only
@@ -584,14 +583,15 @@ void mdr_ucx_short_release(mdr_ep_t *ep)
     ep->short_owed = 0;
 }
 
-/* Handle a message with its full header (given or rebuilt). */
+/* Handle a message with its full header (given or rebuilt; ep: the one it
+ * was rebuilt from, else NULL). */
 static ucs_status_t mdr_ucx_arrived(mdr_rail_t *rail, mdr_ucx_hdr_t hdr, void *data,
-                                   size_t length, int rndv)
+                                   size_t length, int rndv, mdr_ep_t *ep)
 {
     size_t max_len = rail->slot_size + sizeof(mdr_ucx_hello_t) + MDR_UCX_ADDR_LEN + 256;
     mdr_ucx_rx_t *rx;
 
-    if (!rndv && mdr_ucx_direct(rail, &hdr, data, length))
+    if (!rndv && mdr_ucx_direct(rail, &hdr, data, length, ep))
         return UCS_OK;
     if (hdr.version != MDR_UCX_VERSION || length > max_len) {
         /* still queued, as an invalid message, so that the sender's ep fails in order */
