@@ -417,19 +417,15 @@ static void mdr_ucx_rndv_done(void *request, ucs_status_t status, size_t length,
  * other upcall uses meanwhile (progress does not nest).  The upcall may send (UCX allows it from a handler) and
  * may close eps (mdr_ucx_uep_close defers the ucp_ep close until the
  * worker's progress returned); progress() itself, and flush(), cannot run
- * (in_progress).  Returns 1 when it went up. */
-static int mdr_ucx_direct(mdr_rail_t *rail, const mdr_ucx_hdr_t *hdr, const void *data,
-                          size_t length, mdr_ep_t *ep)
+ * (in_progress).  Returns 1 when it went up.  This part is what both
+ * forms share, once the message is known to be ep's next: the short form
+ * comes here straight from its 4-byte header, without the full one. */
+static inline int mdr_ucx_direct_ep(mdr_rail_t *rail, mdr_ep_t *ep, const void *data,
+                                    size_t length)
 {
-    if (!rail->in_worker || hdr->type != MDR_UCX_M_CTRL || hdr->version != MDR_UCX_VERSION ||
-        (hdr->flags & MDR_UCX_HF_SYNC) || length > rail->slot_size ||
-        !mdr_list_empty(&rail->rxq))
-        return 0;
-    if (ep == NULL) /* the short form knows its ep (the slot's) */
-        ep = mdr_ucx_ep_lookup(rail, hdr->uuid);
-    if (ep == NULL || ep->base.destroyed || ep->state != MDR_UCX_EP_OPEN || ep->rx_conn == 0 ||
-        ep->rx_conn != hdr->conn || hdr->seq != ep->rx_seq || !mdr_list_empty(&ep->ooo) ||
-        ep->base.cookie == NULL)
+    if (!rail->in_worker || length > rail->slot_size || !mdr_list_empty(&rail->rxq) ||
+        ep->base.destroyed || ep->state != MDR_UCX_EP_OPEN || ep->rx_conn == 0 ||
+        !mdr_list_empty(&ep->ooo) || ep->base.cookie == NULL)
         return 0;
     if (((uintptr_t)data & 7) != 0) {
         memcpy(rail->rx_scratch, data, length);
@@ -439,6 +435,20 @@ static int mdr_ucx_direct(mdr_rail_t *rail, const mdr_ucx_hdr_t *hdr, const void
     rail->direct_n++;
     rail->upcalls->ctrl_recv(ep->base.cookie, data, length); /* ep may be gone after */
     return 1;
+}
+
+static int mdr_ucx_direct(mdr_rail_t *rail, const mdr_ucx_hdr_t *hdr, const void *data,
+                          size_t length)
+{
+    mdr_ep_t *ep;
+
+    if (!rail->in_worker || hdr->type != MDR_UCX_M_CTRL || hdr->version != MDR_UCX_VERSION ||
+        (hdr->flags & MDR_UCX_HF_SYNC))
+        return 0;
+    ep = mdr_ucx_ep_lookup(rail, hdr->uuid);
+    if (ep == NULL || ep->rx_conn != hdr->conn || hdr->seq != ep->rx_seq)
+        return 0;
+    return mdr_ucx_direct_ep(rail, ep, data, length);
 }
 
 static ucs_status_t mdr_ucx_arrived(mdr_rail_t *rail, mdr_ucx_hdr_t hdr, void *data,
@@ -498,6 +508,10 @@ ucs_status_t mdr_ucx_short_cb(void *arg, const void *header, size_t header_lengt
                   rail->name, (unsigned long long)ep->base.uuid, sh.conn, ep->rx_conn);
         return UCS_OK;
     }
+    rail->short_rx++;
+    /* the common case: ep's next message, up without the full header */
+    if (sh.seq == (uint16_t)ep->rx_seq && mdr_ucx_direct_ep(rail, ep, data, length))
+        return UCS_OK;
     hdr.type = MDR_UCX_M_CTRL;
     hdr.version = MDR_UCX_VERSION;
     hdr.flags = 0;
@@ -505,7 +519,6 @@ ucs_status_t mdr_ucx_short_cb(void *arg, const void *header, size_t header_lengt
     hdr.seq = ep->rx_seq + (uint16_t)(sh.seq - (uint16_t)ep->rx_seq);
     hdr.aux = 0;
     hdr.uuid = ep->base.uuid;
-    rail->short_rx++;
     return mdr_ucx_arrived(rail, hdr, data, length, 0, ep);
 }
 
@@ -584,14 +597,14 @@ void mdr_ucx_short_release(mdr_ep_t *ep)
 }
 
 /* Handle a message with its full header (given or rebuilt; ep: the one it
- * was rebuilt from, else NULL). */
+ * was rebuilt from, which already tried the direct way, else NULL). */
 static ucs_status_t mdr_ucx_arrived(mdr_rail_t *rail, mdr_ucx_hdr_t hdr, void *data,
                                    size_t length, int rndv, mdr_ep_t *ep)
 {
     size_t max_len = rail->slot_size + sizeof(mdr_ucx_hello_t) + MDR_UCX_ADDR_LEN + 256;
     mdr_ucx_rx_t *rx;
 
-    if (!rndv && mdr_ucx_direct(rail, &hdr, data, length, ep))
+    if (!rndv && ep == NULL && mdr_ucx_direct(rail, &hdr, data, length))
         return UCS_OK;
     if (hdr.version != MDR_UCX_VERSION || length > max_len) {
         /* still queued, as an invalid message, so that the sender's ep fails in order */
