@@ -47,7 +47,7 @@ void mdr_peer_rail_revive(mdr_peer_rail_t *pr);
 int mdr_peer_reachable(const mdr_peer_t *peer);
 /* Report a malformed message: close the rail to this peer. */
 void mdr_peer_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3), cold));
 /* Every rail to peer is gone: fail what depends on it, and free what it
  * made us hold (tag.c says what is kept). */
 void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status);
@@ -56,7 +56,7 @@ void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status);
  * would wait behind its sequence number for good.  The peer is given up
  * loudly (its rails down, reconnections refused, its requests failed with
  * MADRAIL_ERR_NOMEM), never left with a silent hole. */
-void mdr_peer_recv_nomem(mdr_peer_rail_t *pr, const char *what);
+void mdr_peer_recv_nomem(mdr_peer_rail_t *pr, const char *what) __attribute__((cold));
 /* A message to peer was lost before it left and cannot be sent again: its
  * sequence (or a reply it waits for) has a hole for good.  Marks every
  * rail to it down, refuses its reconnections and fails its requests. */

@@ -22,7 +22,7 @@ void mdr_log_set_level(int level);
 /* Parse "error|warn|info|debug|trace" or a digit; returns -1 if invalid. */
 int mdr_log_level_parse(const char *s);
 void mdr_log_emit(mdr_log_level_t level, const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5), cold));
 
 #define mdr_log(_lvl, ...)                                                                   \
     do {                                                                                     \

@@ -74,6 +74,6 @@ typedef struct mdr_drv_refusals {
  * seconds; a line says how many refusals went unlogged before it.  The
  * refused side is told nothing: the caller just closes. */
 void mdr_drv_refusal(mdr_drv_refusals_t *r, const char *rail_name, const char *source,
-                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+                     const char *fmt, ...) __attribute__((format(printf, 4, 5), cold));
 
 #endif /* MDR_RAILS_DRV_H */
