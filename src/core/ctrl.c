@@ -48,6 +48,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "util/compiler.h"
 
 /* ceil(credits/2): see the header comment (credits >= 1, so t >= 1) */
 static unsigned mdr_credit_threshold(const mdr_ctx_t *ctx)
@@ -90,7 +91,7 @@ static void mdr_seq_started(mdr_peer_t *peer, int has_seq, uint64_t seq)
 }
 
 /* Hand one message to the driver on pr; returns the driver's status. */
-static madrail_status_t mdr_pr_send(mdr_peer_rail_t *pr, mdr_hdr_t *hdr, size_t hdr_len,
+MDR_HOT static madrail_status_t mdr_pr_send(mdr_peer_rail_t *pr, mdr_hdr_t *hdr, size_t hdr_len,
                                     const void *payload, size_t payload_len, int is_credit)
 {
     mdr_ctx_t *ctx = pr->peer->ctx;
@@ -135,7 +136,7 @@ static madrail_status_t mdr_pr_send(mdr_peer_rail_t *pr, mdr_hdr_t *hdr, size_t 
     return MADRAIL_OK;
 }
 
-int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
+MDR_HOT int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
                       const void *payload, size_t payload_len)
 {
     mdr_ctx_t *ctx = peer->ctx;
@@ -286,7 +287,7 @@ madrail_status_t mdr_ctrl_send_reserved(mdr_peer_rail_t *pr, int type)
 }
 
 /* Return credits explicitly if enough are owed on this rail. */
-static void mdr_credit_maybe_return(mdr_peer_rail_t *pr)
+MDR_HOT static void mdr_credit_maybe_return(mdr_peer_rail_t *pr)
 {
     mdr_hdr_t hdr;
     if (pr->ret_pending < mdr_credit_threshold(pr->peer->ctx) || pr->credit_queued || pr->down)
@@ -364,7 +365,7 @@ int mdr_ctrl_txq_progress(mdr_peer_t *peer)
     return n;
 }
 
-void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
+MDR_HOT void mdr_ctrl_recv_upcall(void *ep_cookie, const void *data, size_t len)
 {
     mdr_peer_rail_t *pr = ep_cookie;
     mdr_ctx_t *ctx = pr->peer->ctx;
@@ -541,7 +542,7 @@ madrail_status_t mdr_ctrl_init(mdr_ctx_t *ctx)
     return mdr_ctrl_register(ctx, MDR_MSG_CREDIT, &credit);
 }
 
-int mdr_ctrl_check_hdr(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+MDR_HOT int mdr_ctrl_check_hdr(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
     const mdr_ctrl_handler_t *rule;
     unsigned flags = hdr->flags;
@@ -581,7 +582,7 @@ int mdr_ctrl_check_hdr(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
     return 0;
 }
 
-void mdr_ctrl_dispatch(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+MDR_HOT void mdr_ctrl_dispatch(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
     const mdr_ctrl_handler_t *h = &pr->peer->ctx->handlers[hdr->type];
 

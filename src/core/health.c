@@ -69,6 +69,7 @@
 
 #include "core/core.h"
 #include "util/clock.h"
+#include "util/compiler.h"
 
 #if MDR_MAX_RAILS > MDR_HEALTH_MAX_RAILS
 #error "health.h: MDR_HEALTH_MAX_RAILS is smaller than MDR_MAX_RAILS"
@@ -328,12 +329,12 @@ void mdr_health_rail_reset(mdr_peer_rail_t *pr)
 
 /* ---------------- credits ---------------- */
 
-void mdr_health_credits_out(mdr_peer_rail_t *pr)
+MDR_HOT void mdr_health_credits_out(mdr_peer_rail_t *pr)
 {
     pr->health.dry_ns = mdr_time_ns();
 }
 
-void mdr_health_credits_back(mdr_peer_rail_t *pr)
+MDR_HOT void mdr_health_credits_back(mdr_peer_rail_t *pr)
 {
     mdr_health_rail_t *h = &pr->health;
     double us;

@@ -14,6 +14,7 @@
 
 #include "core/core.h"
 #include "util/clock.h"
+#include "util/compiler.h"
 
 /* A peer on ctx->active: its deferred failure, its queued control
  * messages, then its sends with fragments or puts left (after the txq:
@@ -39,7 +40,7 @@ static int mdr_peer_progress(mdr_peer_t *peer)
     return n;
 }
 
-int madrail_progress(madrail_context_t ctx)
+MDR_HOT int madrail_progress(madrail_context_t ctx)
 {
     int r, n = 0;
     mdr_list_t *it, *tmp;

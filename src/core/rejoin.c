@@ -32,6 +32,7 @@
 
 #include "core/core.h"
 #include "util/clock.h"
+#include "util/compiler.h"
 
 static uint64_t mdr_rejoin_cap_ns(const mdr_ctx_t *ctx)
 {
@@ -172,7 +173,7 @@ static void mdr_rejoin_scan(mdr_peer_rail_t *pr, void *arg)
     mdr_rejoin_try(pr, now);
 }
 
-void mdr_rejoin_progress(mdr_ctx_t *ctx)
+MDR_HOT void mdr_rejoin_progress(mdr_ctx_t *ctx)
 {
     uint64_t now;
 

@@ -37,6 +37,7 @@
 
 #include "core/core.h"
 #include "util/clock.h"
+#include "util/compiler.h"
 
 struct mdr_replay_copy {
     int resent;       /* itself a re-sent copy: counted in peer->resent_out */
@@ -127,7 +128,7 @@ void mdr_replay_name_last(mdr_peer_rail_t *pr, uint64_t sreq_id)
         pr->ring[(pr->ring_head + pr->ring_n - 1) % cap]->sreq_id = sreq_id;
 }
 
-void mdr_replay_acked(mdr_peer_rail_t *pr, unsigned n)
+MDR_HOT void mdr_replay_acked(mdr_peer_rail_t *pr, unsigned n)
 {
     unsigned cap = pr->peer->ctx->cfg.credits;
 

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "util/compiler.h"
 
 #define MDR_REQ_CACHE_MAX 1024 /* released requests kept for reuse */
 #define MDR_WAIT_SPINS 64      /* idle polls in madrail_wait before sched_yield */
@@ -60,7 +61,7 @@ static int mdr_reqtab_grow(mdr_ctx_t *ctx)
     return 0;
 }
 
-mdr_req_t *mdr_req_alloc(mdr_ctx_t *ctx, int type)
+MDR_HOT mdr_req_t *mdr_req_alloc(mdr_ctx_t *ctx, int type)
 {
     mdr_req_t *req;
     uint32_t idx;
@@ -105,7 +106,7 @@ static void mdr_unsent_del(mdr_req_t *req)
     }
 }
 
-void mdr_req_release(mdr_req_t *req)
+MDR_HOT void mdr_req_release(mdr_req_t *req)
 {
     mdr_ctx_t *ctx = req->ctx;
     uint32_t idx = (uint32_t)req->id;
@@ -141,7 +142,7 @@ void mdr_req_cache_cleanup(mdr_ctx_t *ctx)
     ctx->nreq_cache = 0;
 }
 
-void mdr_req_complete(mdr_req_t *req, madrail_status_t status)
+MDR_HOT void mdr_req_complete(mdr_req_t *req, madrail_status_t status)
 {
     if (req->complete)
         return;
@@ -434,7 +435,7 @@ static void mdr_send_push(mdr_req_t *req)
 
 /* A completed send may sit in a driver's coalescing buffer: push it out
  * before the application goes on (it may block elsewhere next). */
-static void mdr_req_flush(const mdr_req_t *req)
+MDR_HOT static void mdr_req_flush(const mdr_req_t *req)
 {
     mdr_ctx_t *ctx = req->ctx;
     int r;
@@ -472,7 +473,7 @@ madrail_status_t madrail_test(madrail_request_t *req_p, int *flag_p, madrail_inf
     return st;
 }
 
-madrail_status_t madrail_wait(madrail_request_t *req_p, madrail_info_t *info_p)
+MDR_HOT madrail_status_t madrail_wait(madrail_request_t *req_p, madrail_info_t *info_p)
 {
     mdr_req_t *req;
     madrail_status_t st;
@@ -519,7 +520,7 @@ madrail_status_t madrail_request_set_callback(madrail_request_t req, madrail_cal
     return MADRAIL_OK;
 }
 
-madrail_status_t madrail_send(madrail_context_t ctx, madrail_peer_t peer, const void *buf,
+MDR_HOT madrail_status_t madrail_send(madrail_context_t ctx, madrail_peer_t peer, const void *buf,
                               size_t len, uint64_t tag, unsigned flags)
 {
     madrail_request_t req;
@@ -530,7 +531,7 @@ madrail_status_t madrail_send(madrail_context_t ctx, madrail_peer_t peer, const 
     return madrail_wait(&req, NULL);
 }
 
-madrail_status_t madrail_recv(madrail_context_t ctx, madrail_peer_t src, void *buf, size_t len,
+MDR_HOT madrail_status_t madrail_recv(madrail_context_t ctx, madrail_peer_t src, void *buf, size_t len,
                               uint64_t tag, uint64_t ignore, madrail_info_t *info_p)
 {
     madrail_request_t req;
@@ -540,7 +541,7 @@ madrail_status_t madrail_recv(madrail_context_t ctx, madrail_peer_t src, void *b
     return madrail_wait(&req, info_p);
 }
 
-void mdr_recv_finish(mdr_req_t *req, madrail_status_t st)
+MDR_HOT void mdr_recv_finish(mdr_req_t *req, madrail_status_t st)
 {
     mdr_peer_t *peer = mdr_peer_get(req->ctx, req->info.source);
     mdr_rndv_reg_release(req);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "util/compiler.h"
 
 /* ---------------- states ---------------- */
 
@@ -52,7 +53,7 @@ static int mdr_rfs_fits(const mdr_rfs_t *o, const mdr_req_t *req)
            ((o->tag ^ req->tag) & ~o->ignore) == 0;
 }
 
-void mdr_rfs_maybe_offer(mdr_ctx_t *ctx, mdr_req_t *req)
+MDR_HOT void mdr_rfs_maybe_offer(mdr_ctx_t *ctx, mdr_req_t *req)
 {
     mdr_peer_t *peer;
     mdr_list_t *it;

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "util/compiler.h"
 
 static void mdr_put_done(mdr_completion_t *comp, madrail_status_t status);
 
@@ -93,7 +94,7 @@ int mdr_put_set(mdr_put_op_t *op, enum mdr_put_state to)
     return 0;
 }
 
-void mdr_rndv_reg_release(mdr_req_t *req)
+MDR_HOT void mdr_rndv_reg_release(mdr_req_t *req)
 {
     mdr_ctx_t *ctx = req->ctx;
     int r;

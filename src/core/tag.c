@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "util/compiler.h"
 
 int mdr_match_fits(const mdr_req_t *req, const mdr_peer_t *peer, uint64_t tag, unsigned hflags)
 {
@@ -180,7 +181,7 @@ static void mdr_recv_mem_fail(mdr_peer_t *peer, size_t more)
     mdr_peer_fail(peer, MADRAIL_ERR_NOMEM);
 }
 
-void mdr_recv_set_info(mdr_req_t *req, mdr_peer_t *peer, uint64_t tag, uint64_t total)
+MDR_HOT void mdr_recv_set_info(mdr_req_t *req, mdr_peer_t *peer, uint64_t tag, uint64_t total)
 {
     req->matched = 1;
     req->info.source = peer->index;
@@ -204,7 +205,7 @@ static void mdr_eager_done(mdr_req_t *req, mdr_inmsg_t *m)
  * must be ours to this peer and unanswered, and the receive the first
  * posted one the message fits; else it is a protocol error (-1, the rail
  * is closed and nothing is touched). */
-static int mdr_match_target(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, uint64_t tag, unsigned hflags,
+MDR_HOT static int mdr_match_target(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, uint64_t tag, unsigned hflags,
                             uint64_t id, mdr_req_t **req_p)
 {
     mdr_peer_t *peer = pr->peer;
@@ -340,7 +341,7 @@ static enum mdr_store mdr_am_keep(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t am_id
     return MDR_STORE_OK;
 }
 
-static void mdr_drain_reorder(mdr_ctx_t *ctx, mdr_peer_rail_t *pr)
+MDR_HOT static void mdr_drain_reorder(mdr_ctx_t *ctx, mdr_peer_rail_t *pr)
 {
     mdr_peer_t *peer = pr->peer;
     mdr_inmsg_t *m;
@@ -406,7 +407,7 @@ madrail_status_t mdr_match_check_config(const mdr_ctx_t *ctx)
     return MADRAIL_OK;
 }
 
-static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+MDR_HOT static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
     mdr_peer_t *peer = pr->peer;
     mdr_ctx_t *ctx = peer->ctx;
@@ -690,7 +691,7 @@ madrail_status_t madrail_isend(madrail_context_t ctx, madrail_peer_t peer, const
     return mdr_tagged_isend(ctx, peer, buf, len, tag, flags, req_p);
 }
 
-madrail_status_t madrail_isend_nb(madrail_context_t ctx, madrail_peer_t peer_idx,
+MDR_HOT madrail_status_t madrail_isend_nb(madrail_context_t ctx, madrail_peer_t peer_idx,
                                   const void *buf, size_t len, uint64_t tag, unsigned flags,
                                   madrail_request_t *req_p, uint64_t *msg_id_p)
 {
@@ -731,7 +732,7 @@ madrail_status_t madrail_isend_nb(madrail_context_t ctx, madrail_peer_t peer_idx
     return MADRAIL_OK;
 }
 
-static mdr_inmsg_t *mdr_match_unexpected(mdr_ctx_t *ctx, madrail_peer_t src, uint64_t tag,
+MDR_HOT static mdr_inmsg_t *mdr_match_unexpected(mdr_ctx_t *ctx, madrail_peer_t src, uint64_t tag,
                                          uint64_t ignore, unsigned flags)
 {
     mdr_list_t *it;
@@ -743,7 +744,7 @@ static mdr_inmsg_t *mdr_match_unexpected(mdr_ctx_t *ctx, madrail_peer_t src, uin
     return NULL;
 }
 
-madrail_status_t mdr_tagged_irecv(mdr_ctx_t *ctx, madrail_peer_t src, void *buf, size_t len,
+MDR_HOT madrail_status_t mdr_tagged_irecv(mdr_ctx_t *ctx, madrail_peer_t src, void *buf, size_t len,
                                   uint64_t tag, uint64_t ignore, unsigned flags,
                                   mdr_req_t **req_p)
 {
@@ -777,7 +778,7 @@ madrail_status_t mdr_tagged_irecv(mdr_ctx_t *ctx, madrail_peer_t src, void *buf,
     return MADRAIL_OK;
 }
 
-madrail_status_t madrail_irecv(madrail_context_t ctx, madrail_peer_t src, void *buf, size_t len,
+MDR_HOT madrail_status_t madrail_irecv(madrail_context_t ctx, madrail_peer_t src, void *buf, size_t len,
                                uint64_t tag, uint64_t ignore, madrail_request_t *req_p)
 {
     return mdr_tagged_irecv(ctx, src, buf, len, tag, ignore, 0, req_p);

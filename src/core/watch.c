@@ -62,6 +62,7 @@
 
 #include "core/core.h"
 #include "util/clock.h"
+#include "util/compiler.h"
 
 /* How far the coarse clock may lag the precise one (one tick, HZ >= 100). */
 #define MDR_WATCH_COARSE_SLACK_NS 10000000ull
@@ -112,7 +113,7 @@ madrail_status_t mdr_watch_init(mdr_ctx_t *ctx)
  * tick it may lag by: a stamp is then never earlier than the arrival, so a
  * rail is never judged silent early, only up to a tick late.  A stamp
  * ahead of a scan's precise clock is taken as that clock (mdr_watch_rail). */
-void mdr_watch_rx(mdr_peer_rail_t *pr)
+MDR_HOT void mdr_watch_rx(mdr_peer_rail_t *pr)
 {
     /* upcalls run inside a progress pass, which read the coarse clock as
      * it started: the stamp is early by at most that pass */
@@ -309,7 +310,7 @@ static uint64_t mdr_watch_rail(mdr_peer_rail_t *pr, uint64_t now, int wanted)
     return due < next ? due : next;
 }
 
-void mdr_watch_progress(mdr_ctx_t *ctx)
+MDR_HOT void mdr_watch_progress(mdr_ctx_t *ctx)
 {
     uint64_t now, gen, next;
     uint32_t i, p;

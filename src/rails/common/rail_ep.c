@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "rails/common/rail_ep.h"
+#include "util/compiler.h"
 
 madrail_status_t mdr_rail_base_init(mdr_rail_base_t *rb, const char *log_name,
                                     const mdr_rail_params_t *params,
@@ -32,7 +33,7 @@ madrail_status_t mdr_rail_base_init(mdr_rail_base_t *rb, const char *log_name,
     return st;
 }
 
-void mdr_rail_base_reap(mdr_rail_base_t *rb)
+MDR_HOT void mdr_rail_base_reap(mdr_rail_base_t *rb)
 {
     mdr_list_t *l;
 
@@ -143,7 +144,7 @@ void mdr_rail_ep_retire(mdr_rail_ep_t *ep)
         rb->ep_free(ep);
 }
 
-int mdr_rail_base_report(mdr_rail_base_t *rb, int (*hold)(mdr_rail_ep_t *ep),
+MDR_HOT int mdr_rail_base_report(mdr_rail_base_t *rb, int (*hold)(mdr_rail_ep_t *ep),
                          int (*after)(mdr_rail_ep_t *ep))
 {
     mdr_list_t later, *l;

@@ -30,6 +30,7 @@
 
 #include "rails/ofi/ofi.h"
 #include "util/clock.h"
+#include "util/compiler.h"
 #include "util/log.h"
 
 static const char *mdr_ofi_bye_str(uint32_t reason)
@@ -296,7 +297,7 @@ void mdr_ofi_ep_destroy(mdr_ep_t *ep)
     mdr_rail_ep_retire(&ep->base);
 }
 
-size_t mdr_ofi_ep_backlog(mdr_ep_t *ep)
+MDR_HOT size_t mdr_ofi_ep_backlog(mdr_ep_t *ep)
 {
     return ep != NULL ? ep->backlog : 0;
 }
@@ -311,7 +312,7 @@ int mdr_ofi_ep_idle(mdr_ep_t *ep)
 static void mdr_ofi_short_offer(mdr_ep_t *ep);
 
 /* The pieces of iov, then pad zero bytes, into dst. */
-static void mdr_ofi_gather(const struct iovec *iov, int iovcnt, size_t pad, uint8_t *dst)
+MDR_HOT static void mdr_ofi_gather(const struct iovec *iov, int iovcnt, size_t pad, uint8_t *dst)
 {
     size_t off = 0;
     int i;
@@ -386,7 +387,7 @@ static madrail_status_t mdr_ofi_inject_msg(mdr_ep_t *ep, uint8_t type, const str
 
 /* Send one message: header + the pieces of iov + padding to 8 bytes.
  * Returns OK, NORESOURCE (nothing sent) or RAIL_DOWN (ep failed). */
-static madrail_status_t mdr_ofi_send_msg(mdr_ep_t *ep, uint8_t type, const struct iovec *iov,
+MDR_HOT static madrail_status_t mdr_ofi_send_msg(mdr_ep_t *ep, uint8_t type, const struct iovec *iov,
                                          int iovcnt, size_t paylen, int is_bye)
 {
     mdr_rail_t *rail = ep->rail;
@@ -498,7 +499,7 @@ void mdr_ofi_send_bye(mdr_ep_t *ep, uint32_t reason)
  * is gone) makes every send return -FI_EAGAIN and nothing stays in flight
  * for the completion watchdog to see: with MADRAIL_OFI_TIMEOUT set, a run
  * of refusals that long fails the ep too. */
-static madrail_status_t mdr_ofi_nores_check(mdr_ep_t *ep, madrail_status_t st)
+MDR_HOT static madrail_status_t mdr_ofi_nores_check(mdr_ep_t *ep, madrail_status_t st)
 {
     double now;
 
@@ -522,7 +523,7 @@ static madrail_status_t mdr_ofi_nores_check(mdr_ep_t *ep, madrail_status_t st)
     return st;
 }
 
-madrail_status_t mdr_ofi_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt)
+MDR_HOT madrail_status_t mdr_ofi_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt)
 {
     size_t len = 0;
     madrail_status_t st;
@@ -552,7 +553,7 @@ madrail_status_t mdr_ofi_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int io
 
 /* A control message of ep's peer, in either form: at most a slot, handed
  * up 8-byte aligned. */
-static void mdr_ofi_deliver(mdr_ep_t *ep, const uint8_t *body, size_t blen)
+MDR_HOT static void mdr_ofi_deliver(mdr_ep_t *ep, const uint8_t *body, size_t blen)
 {
     mdr_rail_t *rail = ep->rail;
 
@@ -652,7 +653,7 @@ static void mdr_ofi_short_id_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr
               rail->log_name, (unsigned long long)hdr->uuid, m.slot);
 }
 
-void mdr_ofi_recv_short(mdr_rail_t *rail, const uint8_t *buf, size_t len, uint64_t data)
+MDR_HOT void mdr_ofi_recv_short(mdr_rail_t *rail, const uint8_t *buf, size_t len, uint64_t data)
 {
     uint32_t slot = (uint32_t)data, epid16 = (uint32_t)(data >> 32) & 0xffff;
     size_t pad = (size_t)(data >> 48) & 0xff, blen;
@@ -858,7 +859,7 @@ static int mdr_ofi_report_ops(mdr_rail_ep_t *base)
     return n;
 }
 
-int mdr_ofi_report(mdr_rail_t *rail)
+MDR_HOT int mdr_ofi_report(mdr_rail_t *rail)
 {
     mdr_list_t *l;
     int n = 0;

@@ -35,6 +35,7 @@
 #include "rails/common/drv.h"
 #include "rails/ofi/ofi.h"
 #include "util/clock.h"
+#include "util/compiler.h"
 #include "util/log.h"
 
 #define MDR_OFI_API FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
@@ -954,7 +955,7 @@ static void mdr_ofi_handle_err(mdr_rail_t *rail, int quiet)
     }
 }
 
-int mdr_ofi_poll_cq(mdr_rail_t *rail, int quiet)
+MDR_HOT int mdr_ofi_poll_cq(mdr_rail_t *rail, int quiet)
 {
     struct fi_cq_data_entry ent[MDR_OFI_CQ_BATCH];
     ssize_t n;
@@ -982,7 +983,7 @@ int mdr_ofi_poll_cq(mdr_rail_t *rail, int quiet)
     return count;
 }
 
-static int mdr_ofi_progress(mdr_rail_t *rail)
+MDR_HOT static int mdr_ofi_progress(mdr_rail_t *rail)
 {
     mdr_list_t *l;
     int count;

@@ -39,6 +39,7 @@
 #include "rails/common/drv.h"
 #include "rails/ucx/ucx.h"
 #include "util/clock.h"
+#include "util/compiler.h"
 #include "util/log.h"
 
 const char *mdr_ucx_type_str(int type)
@@ -632,7 +633,7 @@ void mdr_ucx_ep_destroy(mdr_ep_t *ep)
     mdr_rail_ep_retire(&ep->base);
 }
 
-size_t mdr_ucx_ep_backlog(mdr_ep_t *ep)
+MDR_HOT size_t mdr_ucx_ep_backlog(mdr_ep_t *ep)
 {
     return ep == NULL ? 0 : ep->backlog;
 }
@@ -682,7 +683,7 @@ int mdr_ucx_send_syncs(mdr_rail_t *rail)
  * the call; in the short form once the peer gave us an id (ucx.h).
  * Returns MADRAIL_INPROGRESS when the case does not apply or UCX cannot
  * complete it now: the general path then does it all. */
-static madrail_status_t mdr_ucx_ctrl_send_imm(mdr_ep_t *ep, const struct iovec *iov,
+MDR_HOT static madrail_status_t mdr_ucx_ctrl_send_imm(mdr_ep_t *ep, const struct iovec *iov,
                                               int iovcnt)
 {
     uint64_t buf[MDR_UCX_IMM_MAX / sizeof(uint64_t)];
@@ -723,7 +724,7 @@ static madrail_status_t mdr_ucx_ctrl_send_imm(mdr_ep_t *ep, const struct iovec *
     return MADRAIL_OK;
 }
 
-madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt)
+MDR_HOT madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt)
 {
     madrail_status_t st;
     size_t len;

@@ -36,6 +36,7 @@
 #include "rails/ucx/ucx.h"
 #include "util/cfg.h"
 #include "util/clock.h"
+#include "util/compiler.h"
 #include "util/log.h"
 
 /* ---------------- rail spec ---------------- */
@@ -457,7 +458,7 @@ static ucs_status_t mdr_ucx_arrived(mdr_rail_t *rail, mdr_ucx_hdr_t hdr, void *d
 /* The active-message handler: an in-order control message goes up at once
  * (inside progress); anything else is copied out and queued.
  * (Not static: the fuzz target calls it as the worker does.) */
-ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_length, void *data,
+MDR_HOT ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_length, void *data,
                            size_t length, const ucp_am_recv_param_t *param)
 {
     mdr_rail_t *rail = arg;
@@ -479,7 +480,7 @@ ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_length, 
 
 /* A message in the short form (ucx.h): the full header it stands for is
  * rebuilt from the slot's ep, then it is handled as any other. */
-ucs_status_t mdr_ucx_short_cb(void *arg, const void *header, size_t header_length, void *data,
+MDR_HOT ucs_status_t mdr_ucx_short_cb(void *arg, const void *header, size_t header_length, void *data,
                               size_t length, const ucp_am_recv_param_t *param)
 {
     mdr_ucx_short_slot_t *slot = arg;
@@ -1108,7 +1109,7 @@ static madrail_status_t mdr_ucx_addr_pack(mdr_rail_t *rail, void *buf, size_t le
 
 /* ---------------- progress ---------------- */
 
-static int mdr_ucx_progress(mdr_rail_t *rail)
+MDR_HOT static int mdr_ucx_progress(mdr_rail_t *rail)
 {
     int count = 0, i, n;
 
