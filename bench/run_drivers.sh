@@ -50,6 +50,8 @@ Usage: $prog [--rounds N] [--paths LIST] [--quick] [--markdown] [--keep DIR] [--
 Runs madrail's benchmarks and the networks' own tools side by side on
 loopback (see the comment at the top of this script for what is compared):
   path | lat madrail | lat tool | diff | target | bw madrail | bw tool | ratio | target
+then, per path, the lowest, median and highest of the rounds' latency
+differences (a verdict near the target is only as good as their spread).
 
   --rounds N    rounds of every measurement, interleaved (default 3)
   --paths LIST  comma-separated subset of: ofi-tcp,ofi-shm,ucx-tcp,ucx-shm,
@@ -272,6 +274,18 @@ for p in "${runnable[@]}"; do
     bv=$(target bw "$bm" "$bt" "$br")
     printf "$hdr" "$p" "$lm" "$lt" "$ld" "$lv" "$bm" "$bt" "$br" "$bv"
     echo "$p $lm $lt $ld $lv $bm $bt $br $bv" >> "$tmp/medians"
+done
+
+# the spread behind each median difference: on a shared machine a single
+# round can be off by a microsecond, so a verdict near the target is read
+# with these in view
+echo
+echo "# per-round latency differences, madrail minus tool (us): lowest, median, highest"
+for p in "${runnable[@]}"; do
+    awk '$1 != "NA" { print $1 }' "$tmp/$p.pairs" | sort -g |
+        awk -v p="$p" '{ a[NR] = $1 }
+            END { if (NR) printf "%-12s   %s  %s  %s  (%d rounds)\n", p, a[1], a[int((NR + 1) / 2)], a[NR], NR
+                  else printf "%-12s   n/a\n", p }'
 done
 
 if [ "$MARKDOWN" = yes ]; then
