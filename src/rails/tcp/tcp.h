@@ -266,6 +266,8 @@ struct mdr_ep {
     mdr_list_t putq;      /* put items, in order; a control frame passes them
                            * at the next frame boundary */
     size_t backlog;       /* bytes queued, not yet written */
+    size_t lost;          /* bytes that were queued when the ep failed: they never
+                           * left, so ep_unsent keeps counting them (below) */
     uint64_t link_wait_ns;/* ep_link_quiet: unacknowledged segments seen since */
     size_t qcopied;       /* bytes of copy items (memory held) */
     unsigned puts_pending;/* put completions not yet reported */
@@ -364,6 +366,7 @@ madrail_status_t mdr_tcp_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
                                    size_t len, void *ep_cookie, mdr_ep_t **ep_p);
 void mdr_tcp_ep_destroy(mdr_ep_t *ep);
 size_t mdr_tcp_ep_backlog(mdr_ep_t *ep);
+size_t mdr_tcp_ep_unsent(mdr_ep_t *ep);
 int mdr_tcp_ep_idle(mdr_ep_t *ep);
 int mdr_tcp_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p);
 /* tcp_info.c: 1 when the peer's window takes at least a segment, 0 when

@@ -475,6 +475,7 @@ void mdr_tcp_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...
             mdr_tcp_sitem_free(ep, it);
         }
     }
+    ep->lost += ep->backlog;
     ep->backlog = 0;
 }
 
@@ -526,6 +527,18 @@ void mdr_tcp_ep_destroy(mdr_ep_t *ep)
 size_t mdr_tcp_ep_backlog(mdr_ep_t *ep)
 {
     return ep != NULL ? ep->backlog : 0;
+}
+
+/* What of the messages handed to ep has not left this process: its
+ * backlog, and once it failed what its queue held then.  The core hears of
+ * the failure later (the failure upcall); until then a send whose bytes
+ * sat in the dropped queue must not look as if they had left (found by
+ * it_sendfail dies under load: a rail reset by the dying peer, and the
+ * sends queued on it completed with success before the core took the
+ * rail down). */
+size_t mdr_tcp_ep_unsent(mdr_ep_t *ep)
+{
+    return ep != NULL ? ep->backlog + ep->lost : 0;
 }
 
 int mdr_tcp_ep_idle(mdr_ep_t *ep)
