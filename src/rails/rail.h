@@ -167,7 +167,10 @@ typedef struct mdr_rail_ops {
      * progress alone while the peer can take the data (flow control, a full
      * socket or fifo, waits for the peer; so does a provider that completes
      * a send on the peer's acknowledgement).  Equal to ep_backlog unless the
-     * driver counts the network's own in-flight bytes there (loop). */
+     * driver counts the network's own in-flight bytes there (loop), or the
+     * ep failed: what a failed ep dropped never left, and stays counted
+     * (the core hears of the failure only with the failure upcall, and
+     * until then must not take the drop for a departure: tcp). */
     size_t (*ep_unsent)(mdr_ep_t *ep);
     /* True once nothing is queued and every completion was reported. */
     int (*ep_idle)(mdr_ep_t *ep);
