@@ -92,7 +92,7 @@ static void mdr_seq_started(mdr_peer_t *peer, int has_seq, uint64_t seq)
 
 /* Hand one message to the driver on pr; returns the driver's status. */
 MDR_HOT static madrail_status_t mdr_pr_send(mdr_peer_rail_t *pr, mdr_hdr_t *hdr, size_t hdr_len,
-                                    const void *payload, size_t payload_len, int is_credit)
+                                            const void *payload, size_t payload_len, int is_credit)
 {
     mdr_ctx_t *ctx = pr->peer->ctx;
     mdr_rail_slot_t *rs = &ctx->rails[pr->rail];
@@ -137,7 +137,7 @@ MDR_HOT static madrail_status_t mdr_pr_send(mdr_peer_rail_t *pr, mdr_hdr_t *hdr,
 }
 
 MDR_HOT int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
-                      const void *payload, size_t payload_len)
+                              const void *payload, size_t payload_len)
 {
     mdr_ctx_t *ctx = peer->ctx;
     int i, r;

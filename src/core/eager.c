@@ -58,7 +58,7 @@ static void mdr_eager_hdr_init(mdr_eager_hdr_t *e, uint8_t flags, uint64_t seq, 
 /* A whole message that names no request of either side goes as SHORT:
  * the EAGER header without total, offset and id (core.h). */
 MDR_HOT static int mdr_short_send(mdr_peer_t *peer, uint8_t flags, uint64_t seq, uint64_t tag,
-                          const void *buf, size_t len)
+                                  const void *buf, size_t len)
 {
     mdr_short_hdr_t sh;
 
@@ -151,7 +151,7 @@ int mdr_eager_send(mdr_peer_t *peer, mdr_req_t *req)
  * copies going first (mdr_ctrl_try_send checks those and the order of
  * starts).  Returns the rail it went on, -1 when it did not go. */
 MDR_HOT int mdr_eager_send_now(mdr_peer_t *peer, const void *buf, size_t len, uint64_t tag,
-                       uint64_t *seq_p)
+                               uint64_t *seq_p)
 {
     uint64_t seq = peer->next_send_seq;
     int used;

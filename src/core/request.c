@@ -521,7 +521,7 @@ madrail_status_t madrail_request_set_callback(madrail_request_t req, madrail_cal
 }
 
 MDR_HOT madrail_status_t madrail_send(madrail_context_t ctx, madrail_peer_t peer, const void *buf,
-                              size_t len, uint64_t tag, unsigned flags)
+                                      size_t len, uint64_t tag, unsigned flags)
 {
     madrail_request_t req;
     uint64_t msg_id;
@@ -532,7 +532,7 @@ MDR_HOT madrail_status_t madrail_send(madrail_context_t ctx, madrail_peer_t peer
 }
 
 MDR_HOT madrail_status_t madrail_recv(madrail_context_t ctx, madrail_peer_t src, void *buf, size_t len,
-                              uint64_t tag, uint64_t ignore, madrail_info_t *info_p)
+                                      uint64_t tag, uint64_t ignore, madrail_info_t *info_p)
 {
     madrail_request_t req;
     madrail_status_t st = madrail_irecv(ctx, src, buf, len, tag, ignore, &req);

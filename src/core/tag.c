@@ -206,7 +206,7 @@ static void mdr_eager_done(mdr_req_t *req, mdr_inmsg_t *m)
  * posted one the message fits; else it is a protocol error (-1, the rail
  * is closed and nothing is touched). */
 MDR_HOT static int mdr_match_target(mdr_ctx_t *ctx, mdr_peer_rail_t *pr, uint64_t tag, unsigned hflags,
-                            uint64_t id, mdr_req_t **req_p)
+                                    uint64_t id, mdr_req_t **req_p)
 {
     mdr_peer_t *peer = pr->peer;
     mdr_req_t *req = mdr_match_posted(ctx, peer, tag, hflags);
@@ -692,8 +692,8 @@ madrail_status_t madrail_isend(madrail_context_t ctx, madrail_peer_t peer, const
 }
 
 MDR_HOT madrail_status_t madrail_isend_nb(madrail_context_t ctx, madrail_peer_t peer_idx,
-                                  const void *buf, size_t len, uint64_t tag, unsigned flags,
-                                  madrail_request_t *req_p, uint64_t *msg_id_p)
+                                          const void *buf, size_t len, uint64_t tag, unsigned flags,
+                                          madrail_request_t *req_p, uint64_t *msg_id_p)
 {
     mdr_peer_t *peer;
     mdr_peer_rail_t *pr;
@@ -733,7 +733,7 @@ MDR_HOT madrail_status_t madrail_isend_nb(madrail_context_t ctx, madrail_peer_t 
 }
 
 MDR_HOT static mdr_inmsg_t *mdr_match_unexpected(mdr_ctx_t *ctx, madrail_peer_t src, uint64_t tag,
-                                         uint64_t ignore, unsigned flags)
+                                                 uint64_t ignore, unsigned flags)
 {
     mdr_list_t *it;
     mdr_list_for_each(it, &ctx->unexpected) {
@@ -745,8 +745,8 @@ MDR_HOT static mdr_inmsg_t *mdr_match_unexpected(mdr_ctx_t *ctx, madrail_peer_t 
 }
 
 MDR_HOT madrail_status_t mdr_tagged_irecv(mdr_ctx_t *ctx, madrail_peer_t src, void *buf, size_t len,
-                                  uint64_t tag, uint64_t ignore, unsigned flags,
-                                  mdr_req_t **req_p)
+                                          uint64_t tag, uint64_t ignore, unsigned flags,
+                                          mdr_req_t **req_p)
 {
     mdr_req_t *req;
     mdr_inmsg_t *m;
@@ -779,7 +779,7 @@ MDR_HOT madrail_status_t mdr_tagged_irecv(mdr_ctx_t *ctx, madrail_peer_t src, vo
 }
 
 MDR_HOT madrail_status_t madrail_irecv(madrail_context_t ctx, madrail_peer_t src, void *buf, size_t len,
-                               uint64_t tag, uint64_t ignore, madrail_request_t *req_p)
+                                       uint64_t tag, uint64_t ignore, madrail_request_t *req_p)
 {
     return mdr_tagged_irecv(ctx, src, buf, len, tag, ignore, 0, req_p);
 }

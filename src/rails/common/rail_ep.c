@@ -145,7 +145,7 @@ void mdr_rail_ep_retire(mdr_rail_ep_t *ep)
 }
 
 MDR_HOT int mdr_rail_base_report(mdr_rail_base_t *rb, int (*hold)(mdr_rail_ep_t *ep),
-                         int (*after)(mdr_rail_ep_t *ep))
+                                 int (*after)(mdr_rail_ep_t *ep))
 {
     mdr_list_t later, *l;
     int n = 0;

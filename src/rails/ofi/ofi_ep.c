@@ -388,7 +388,7 @@ static madrail_status_t mdr_ofi_inject_msg(mdr_ep_t *ep, uint8_t type, const str
 /* Send one message: header + the pieces of iov + padding to 8 bytes.
  * Returns OK, NORESOURCE (nothing sent) or RAIL_DOWN (ep failed). */
 MDR_HOT static madrail_status_t mdr_ofi_send_msg(mdr_ep_t *ep, uint8_t type, const struct iovec *iov,
-                                         int iovcnt, size_t paylen, int is_bye)
+                                                 int iovcnt, size_t paylen, int is_bye)
 {
     mdr_rail_t *rail = ep->rail;
     mdr_ofi_txbuf_t *txb;

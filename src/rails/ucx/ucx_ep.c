@@ -684,7 +684,7 @@ int mdr_ucx_send_syncs(mdr_rail_t *rail)
  * Returns MADRAIL_INPROGRESS when the case does not apply or UCX cannot
  * complete it now: the general path then does it all. */
 MDR_HOT static madrail_status_t mdr_ucx_ctrl_send_imm(mdr_ep_t *ep, const struct iovec *iov,
-                                              int iovcnt)
+                                                      int iovcnt)
 {
     uint64_t buf[MDR_UCX_IMM_MAX / sizeof(uint64_t)];
     size_t l0, l1;

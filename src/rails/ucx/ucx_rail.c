@@ -459,7 +459,7 @@ static ucs_status_t mdr_ucx_arrived(mdr_rail_t *rail, mdr_ucx_hdr_t hdr, void *d
  * (inside progress); anything else is copied out and queued.
  * (Not static: the fuzz target calls it as the worker does.) */
 MDR_HOT ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_length, void *data,
-                           size_t length, const ucp_am_recv_param_t *param)
+                                   size_t length, const ucp_am_recv_param_t *param)
 {
     mdr_rail_t *rail = arg;
     int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
@@ -481,7 +481,7 @@ MDR_HOT ucs_status_t mdr_ucx_am_cb(void *arg, const void *header, size_t header_
 /* A message in the short form (ucx.h): the full header it stands for is
  * rebuilt from the slot's ep, then it is handled as any other. */
 MDR_HOT ucs_status_t mdr_ucx_short_cb(void *arg, const void *header, size_t header_length, void *data,
-                              size_t length, const ucp_am_recv_param_t *param)
+                                      size_t length, const ucp_am_recv_param_t *param)
 {
     mdr_ucx_short_slot_t *slot = arg;
     mdr_rail_t *rail = slot->rail;
