@@ -130,3 +130,53 @@ AC_SUBST([MDR_LIB_CFLAGS])
 AC_SUBST([MDR_LIB_LDFLAGS])
 AC_SUBST([MDR_NOLTO_LDFLAGS])
 ])
+
+dnl MDR_PGO: --enable-pgo builds libmadrail's objects with profile
+dnl feedback.  `make` first builds the library and the two benchmarks
+dnl instrumented (-fprofile-generate), runs scripts/pgo-train.sh with them,
+dnl then compiles the library again with -fprofile-use (Makefile.am,
+dnl pgo.stamp; again whenever a library source changes).
+dnl -fprofile-partial-training: what the training never ran is optimised as
+dnl without a profile, not for size.  A profile older than a source it
+dnl belongs to is only a warning (-Wno-error=coverage-mismatch): GCC then
+dnl ignores it for the changed functions.  Sets MDR_PGO_CFLAGS (the final
+dnl build's) and MDR_PGO_GEN_CFLAGS (the instrumented one's), and the
+dnl automake conditional MDR_PGO.
+AC_DEFUN([MDR_PGO], [
+AC_ARG_ENABLE([pgo],
+    [AS_HELP_STRING([--enable-pgo],
+        [profile-guided build of libmadrail: make trains it on madrail's
+         benchmarks over loopback first (needs mpiexec.hydra; about two minutes
+         more; see docs/performance.md)])],
+    [], [enable_pgo=no])
+MDR_PGO_CFLAGS=""
+MDR_PGO_GEN_CFLAGS=""
+mdr_pgo_how=no
+AS_IF([test "$enable_pgo" = yes], [
+    AS_IF([test "$enable_sanitizers" = yes || test "$enable_fuzz" = yes],
+        [AC_MSG_ERROR([--enable-pgo cannot be combined with --enable-sanitizers or --enable-fuzz])])
+    mdr_pgo_use="-fprofile-use -fprofile-partial-training -Wno-missing-profile -Wno-error=coverage-mismatch"
+    mdr_pgo_gen="-fprofile-generate -fprofile-update=prefer-atomic"
+    AC_CACHE_CHECK([whether $CC builds with $mdr_pgo_gen and $mdr_pgo_use], [mdr_cv_pgo], [
+        mdr_save_CFLAGS=$CFLAGS
+        mdr_save_LDFLAGS=$LDFLAGS
+        CFLAGS="$CFLAGS -Werror $mdr_pgo_gen"
+        LDFLAGS="$LDFLAGS $mdr_pgo_gen"
+        AC_LINK_IFELSE([AC_LANG_PROGRAM([], [])], [mdr_cv_pgo=yes], [mdr_cv_pgo=no])
+        AS_IF([test "$mdr_cv_pgo" = yes], [
+            CFLAGS="$mdr_save_CFLAGS -Werror $mdr_pgo_use"
+            LDFLAGS="$mdr_save_LDFLAGS"
+            AC_COMPILE_IFELSE([AC_LANG_PROGRAM([], [])], [], [mdr_cv_pgo=no])])
+        CFLAGS=$mdr_save_CFLAGS
+        LDFLAGS=$mdr_save_LDFLAGS
+        rm -f conftest*.gcda])
+    AS_IF([test "$mdr_cv_pgo" != yes],
+        [AC_MSG_ERROR([--enable-pgo: $CC cannot build with $mdr_pgo_gen and $mdr_pgo_use (GCC 10 or newer can)])])
+    MDR_PGO_CFLAGS=$mdr_pgo_use
+    MDR_PGO_GEN_CFLAGS=$mdr_pgo_gen
+    mdr_pgo_how="yes (trained by scripts/pgo-train.sh)"
+])
+AC_SUBST([MDR_PGO_CFLAGS])
+AC_SUBST([MDR_PGO_GEN_CFLAGS])
+AM_CONDITIONAL([MDR_PGO], [test "$enable_pgo" = yes])
+])
