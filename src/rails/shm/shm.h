@@ -254,6 +254,8 @@ struct mdr_ep {
 
     mdr_list_t putq;       /* mdr_shm_put_t being copied */
     size_t backlog;        /* put bytes not yet in the ring */
+    size_t lost;           /* bytes that were queued when the ep failed: they never
+                            * left, so ep_unsent keeps counting them */
     mdr_list_t doneq;      /* completions to report */
 };
 
@@ -348,6 +350,7 @@ madrail_status_t mdr_shm_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
                                    size_t len, void *ep_cookie, mdr_ep_t **ep_p);
 void mdr_shm_ep_destroy(mdr_ep_t *ep);
 size_t mdr_shm_ep_backlog(mdr_ep_t *ep);
+size_t mdr_shm_ep_unsent(mdr_ep_t *ep);
 int mdr_shm_ep_idle(mdr_ep_t *ep);
 madrail_status_t mdr_shm_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);
 madrail_status_t mdr_shm_put(mdr_ep_t *ep, const void *local, size_t len, mdr_memh_t *lmemh,

@@ -139,6 +139,7 @@ void mdr_shm_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...
         p->status = MADRAIL_ERR_RAIL_DOWN;
         mdr_list_push_tail(&ep->doneq, &p->link);
     }
+    ep->lost += ep->backlog;
     ep->backlog = 0;
 }
 
@@ -268,6 +269,16 @@ void mdr_shm_ep_destroy(mdr_ep_t *ep)
 size_t mdr_shm_ep_backlog(mdr_ep_t *ep)
 {
     return ep == NULL ? 0 : ep->backlog;
+}
+
+/* Only puts are ever held (a control message goes into the ring or is
+ * refused): the bytes of queued puts, and once the ep failed what its put
+ * queue held then.  The failure drops the queue at once, the core hears of
+ * it only with the upcall, and until then must not take the drop for a
+ * departure (rail.h; conformance failed-ep-keeps-unsent, shm with cma=0). */
+size_t mdr_shm_ep_unsent(mdr_ep_t *ep)
+{
+    return ep == NULL ? 0 : ep->backlog + ep->lost;
 }
 
 int mdr_shm_ep_idle(mdr_ep_t *ep)
