@@ -214,6 +214,8 @@ struct mdr_ep {
     int failed;
     unsigned pending;   /* sends and puts not yet completed or not yet reported */
     size_t backlog;     /* bytes handed to the provider, not yet completed */
+    size_t lost;        /* bytes whose operation failed, or was dropped when the ep
+                         * failed: they never left, so ep_unsent keeps counting them */
     mdr_list_t ops;     /* in flight, oldest first */
     double last_done;   /* when an operation of this ep last completed */
     double nores_since; /* first of the current run of refused sends (MADRAIL_OFI_TIMEOUT) */
@@ -333,6 +335,7 @@ madrail_status_t mdr_ofi_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
                                    size_t len, void *ep_cookie, mdr_ep_t **ep_p);
 void mdr_ofi_ep_destroy(mdr_ep_t *ep);
 size_t mdr_ofi_ep_backlog(mdr_ep_t *ep);
+size_t mdr_ofi_ep_unsent(mdr_ep_t *ep);
 int mdr_ofi_ep_idle(mdr_ep_t *ep);
 madrail_status_t mdr_ofi_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);
 madrail_status_t mdr_ofi_put(mdr_ep_t *ep, const void *local, size_t len, mdr_memh_t *lmemh,

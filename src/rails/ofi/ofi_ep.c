@@ -302,6 +302,16 @@ MDR_HOT size_t mdr_ofi_ep_backlog(mdr_ep_t *ep)
     return ep != NULL ? ep->backlog : 0;
 }
 
+/* What the provider holds, and what an operation that failed or was
+ * dropped with the failed ep held: a send the provider completes with an
+ * error (the peer is gone) leaves the backlog before the core hears of the
+ * failure from the upcall, and until then must not look as if it had left
+ * (rail.h; conformance failed-ep-keeps-unsent). */
+MDR_HOT size_t mdr_ofi_ep_unsent(mdr_ep_t *ep)
+{
+    return ep != NULL ? ep->backlog + ep->lost : 0;
+}
+
 int mdr_ofi_ep_idle(mdr_ep_t *ep)
 {
     return ep == NULL || ep->pending == 0;
@@ -816,10 +826,13 @@ void mdr_ofi_op_done(mdr_rail_t *rail, mdr_ofi_op_t *op, madrail_status_t status
     if (ep != NULL && rail->cfg.timeout > 0)
         ep->last_done = mdr_time_sec();
     if (ep != NULL && !op->is_bye) {
-        ep->backlog -= op->bytes < ep->backlog ? op->bytes : ep->backlog;
-        if (status != MADRAIL_OK)
+        size_t gone = op->bytes < ep->backlog ? op->bytes : ep->backlog;
+        ep->backlog -= gone;
+        if (status != MADRAIL_OK) {
+            ep->lost += gone; /* did not leave: still unsent to the core */
             mdr_ofi_ep_fail(ep, status, "%s of %zu bytes failed: %s", is_put ? "put" : "send",
                             op->bytes, why != NULL ? why : "error");
+        }
     }
     if (ep != NULL && is_put && op->comp != NULL && !rail->closing) {
         op->status = status;
@@ -854,8 +867,10 @@ static int mdr_ofi_report_ops(mdr_rail_ep_t *base)
             comp->cb(comp, ep->base.fail_status);
         }
     }
-    if (!ep->base.destroyed)
+    if (!ep->base.destroyed) {
+        ep->lost += ep->backlog;
         ep->backlog = 0;
+    }
     return n;
 }
 
