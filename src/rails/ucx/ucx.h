@@ -310,6 +310,9 @@ struct mdr_ep {
     uint32_t tx_conn, tx_seq;
     mdr_list_t txs;      /* mdr_ucx_tx_t not completed by UCX */
     size_t backlog;      /* bytes of txs and of puts not yet completed */
+    size_t lost;         /* bytes of txs and puts that failed, were cancelled or were
+                          * dropped with the failed ep: they never left, so
+                          * ep_unsent keeps counting them */
     mdr_list_t ops;      /* mdr_ucx_op_t not yet done */
     unsigned nops;       /* puts whose completion is not yet reported */
     uint64_t next_check;
@@ -422,6 +425,7 @@ void mdr_ucx_ep_free(mdr_rail_ep_t *base);
 /* The live ep of a peer, or NULL. */
 mdr_ep_t *mdr_ucx_ep_lookup(mdr_rail_t *rail, uint64_t uuid);
 size_t mdr_ucx_ep_backlog(mdr_ep_t *ep);
+size_t mdr_ucx_ep_unsent(mdr_ep_t *ep);
 int mdr_ucx_ep_idle(mdr_ep_t *ep);
 madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);
 /* Send ep's SHORT_ID if it is owed and ep is connected. */

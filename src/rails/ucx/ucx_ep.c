@@ -320,6 +320,11 @@ static void mdr_ucx_tx_done(void *request, ucs_status_t status, void *user_data)
     tx->rail->ntx--;
     if (ep != NULL) {
         ep->backlog -= tx->len;
+        /* did not leave: still unsent to the core, and the ep fails (an
+         * error fails it here, a cancel comes from closing a failed or
+         * destroyed ep's ucp_ep) */
+        if (status != UCS_OK)
+            ep->lost += tx->len;
         if (status != UCS_OK && status != UCS_ERR_CANCELED)
             mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "sending a %s message failed: %s",
                             mdr_ucx_type_str(tx->hdr.type), ucs_status_string(status));
@@ -636,6 +641,17 @@ void mdr_ucx_ep_destroy(mdr_ep_t *ep)
 MDR_HOT size_t mdr_ucx_ep_backlog(mdr_ep_t *ep)
 {
     return ep == NULL ? 0 : ep->backlog;
+}
+
+/* What UCX holds of ours, and what it gave back without sending: a send
+ * UCX completes with an error (its error handler, a keepalive timeout) or
+ * cancels (the failed ep's ucp_ep closed by force after the upcall), and
+ * a put dropped with the failed ep.  The first happens before the core
+ * hears of the failure from the upcall, and until then must not look as
+ * if it had left (rail.h; conformance failed-ep-keeps-unsent). */
+MDR_HOT size_t mdr_ucx_ep_unsent(mdr_ep_t *ep)
+{
+    return ep == NULL ? 0 : ep->backlog + ep->lost;
 }
 
 int mdr_ucx_ep_idle(mdr_ep_t *ep)

@@ -292,6 +292,10 @@ static void mdr_ucx_op_finish(mdr_ucx_op_t *op)
         return;
     }
     op->ep->backlog -= op->len;
+    /* failed with its ep: still unsent to the core (a put the target
+     * refused fails alone, and its ep must still drain to 0) */
+    if (op->status != MADRAIL_OK && op->ep->state == MDR_UCX_EP_FAILED)
+        op->ep->lost += op->len;
     if (!rail->order_flush && op->status == MADRAIL_OK && op->len > 0)
         mdr_ucx_ep_want_sync(op->ep);
     op->in_doneq = 1;
@@ -594,8 +598,10 @@ void mdr_ucx_ep_drop_ops(mdr_ep_t *ep, int report)
         mdr_ucx_op_t *op = mdr_container_of(l, mdr_ucx_op_t, link);
         mdr_completion_t *comp = op->comp;
 
-        if (op->state != MDR_UCX_OP_DONE)
+        if (op->state != MDR_UCX_OP_DONE) {
             ep->backlog -= op->len;
+            ep->lost += op->len;
+        }
         op->ep = NULL;
         op->comp = NULL;
         op->in_doneq = 0;
