@@ -60,6 +60,8 @@ struct t_ep {
     int nfailed;
     madrail_status_t fail_status;
     char fail_reason[256];
+    int watch_unsent;      /* ep_failed records ep_unsent of the ep then: */
+    size_t unsent_at_fail;
 };
 
 struct t_side {
@@ -222,6 +224,8 @@ static void t_up_ep_failed(void *cookie, madrail_status_t status, const char *re
     if (te->destroyed)
         __atomic_fetch_add(&t_dead_upcalls, 1, __ATOMIC_RELAXED);
     te->nfailed++;
+    if (te->watch_unsent && te->ep != NULL)
+        te->unsent_at_fail = te->side->ops->ep_unsent(te->ep);
     te->fail_status = status;
     snprintf(te->fail_reason, sizeof(te->fail_reason), "%s", reason ? reason : "(null)");
 }
@@ -1413,6 +1417,128 @@ out:
     return rc;
 }
 
+/* What a failed ep held unsent stays counted in ep_unsent (rail.h): the
+ * core hears of the failure only with the ep_failed upcall, and takes
+ * ep_unsent 0 before it for "every message left", completing sends whose
+ * bytes were dropped with success (the tcp rail did, 944ad28).  The
+ * receiver stops taking data; the sender sends until it refuses more
+ * through its own flush and progress, and adds a put when the rail takes
+ * one without registration (shm without CMA keeps puts back behind a full
+ * ring); then the receiver's rail closes.  Nothing held can leave after
+ * that, so ep_unsent must stay above 0 at the upcall and after it.  A rail
+ * that held nothing is skipped (loop hands everything to its fabric at
+ * once, shm with CMA writes puts in the call): it has nothing to drop. */
+#define T_HOLD_CAP ((size_t)160 << 20) /* above any driver's queue cap + socket buffers */
+#define T_HOLD_NONE ((size_t)32 << 20) /* sent with ep_unsent still 0: holds nothing */
+
+static int chk_fail_keeps_unsent(const t_spec_t *sp, char *why, char *note)
+{
+    const size_t put_len = 1u << 20;
+    uint8_t *src = NULL, buf[T_SLOT];
+    size_t sent = 0, held, unsent;
+    unsigned nores = 0;
+    madrail_status_t st;
+    struct iovec iov;
+    uint64_t seq = 1;
+    int rc = T_PASS, i, put_started = 0, has_put;
+    double dl, settle;
+    t_target_t t;
+    t_comp_t tc;
+    t_pair_t p;
+
+    memset(&t, 0, sizeof(t));
+    t_comp_init(&tc);
+    if (t_pair_open(&p, sp, why) != 0)
+        return T_FAIL;
+    has_put = (p.a.attr.caps & (MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP)) ==
+              (MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP);
+    st = t_connect(&p.a, &p.b);
+    T_CHECK(st == MADRAIL_OK, "ep_create: %s", madrail_status_str(st));
+    st = t_send_seq(&p, &p.a.own, 0, NULL);
+    T_CHECK(st == MADRAIL_OK, "ctrl_send: %s", madrail_status_str(st));
+    T_CHECK(T_WAIT(&p, p.b.acc.nrecv >= 1 || p.a.own.nfailed), "first message never arrived");
+    /* and one back, so that each side has sent on the connection (a peer
+     * that closes says so on its own sending side) */
+    st = t_send_seq(&p, &p.b.acc, 0, NULL);
+    T_CHECK(st == MADRAIL_OK, "ctrl_send on the accepted ep: %s", madrail_status_str(st));
+    T_CHECK(T_WAIT(&p, p.a.own.nrecv >= 1 || p.a.own.nfailed), "reply never arrived");
+    T_CHECK(p.a.own.nfailed == 0, "ep failed: %.200s", p.a.own.fail_reason);
+    if (has_put) {
+        if (t_target_make(&p.b, &t, put_len, 64, MDR_MEM_REMOTE_WRITE, why) != 0) {
+            rc = T_FAIL;
+            goto out;
+        }
+        src = calloc(1, put_len);
+        T_CHECK(src != NULL, "out of memory");
+    }
+
+    /* From here on the receiver does nothing.  Fill until a run of
+     * refusals that the sender's own progress does not end. */
+    dl = mdr_time_sec() + T_TIMEOUT;
+    while (nores < 64 && sent < T_HOLD_CAP && mdr_time_sec() < dl) {
+        if (sent >= T_HOLD_NONE && nores == 0 && p.a.ops->ep_unsent(p.a.own.ep) == 0)
+            break;
+        iov.iov_base = buf;
+        iov.iov_len = t_make_msg(buf, seq, T_SLOT);
+        st = p.a.ops->ctrl_send(p.a.own.ep, &iov, 1);
+        if (st == MADRAIL_OK) {
+            seq++;
+            sent += iov.iov_len;
+            nores = 0;
+            continue;
+        }
+        T_CHECK(st == MADRAIL_ERR_NORESOURCE, "ctrl_send %llu (receiver idle): %s",
+                (unsigned long long)seq, madrail_status_str(st));
+        nores++;
+        p.a.ops->flush(p.a.rail);
+        t_prog(&p.a);
+    }
+    T_CHECK(p.a.own.nfailed == 0, "ep failed while its peer was merely idle: %.200s",
+            p.a.own.fail_reason);
+    if (has_put) {
+        st = p.a.ops->put(p.a.own.ep, src, put_len, NULL, t_raddr(&t, 0), t.rkey, t.rkey_len,
+                          &tc.c);
+        T_CHECK(st == MADRAIL_OK || st == MADRAIL_INPROGRESS || st == MADRAIL_ERR_NORESOURCE,
+                "put (receiver idle): %s", madrail_status_str(st));
+        put_started = st == MADRAIL_INPROGRESS;
+    }
+    /* What can still leave leaves now. */
+    for (settle = mdr_time_sec() + 0.1; mdr_time_sec() < settle;) {
+        p.a.ops->flush(p.a.rail);
+        t_prog(&p.a);
+    }
+    held = p.a.ops->ep_unsent(p.a.own.ep);
+    if (held == 0) {
+        snprintf(why, T_WHY, "nothing held unsent with the receiver idle (%zu bytes sent): "
+                 "nothing to drop", sent);
+        rc = T_SKIP;
+        goto out;
+    }
+    snprintf(note, 128, "%zu bytes held%s", held, put_started ? " (with a put)" : "");
+
+    p.a.own.watch_unsent = 1;
+    t_side_close(&p.b, 0);
+    dl = mdr_time_sec() + T_TIMEOUT;
+    for (i = 0; p.a.own.nfailed == 0 && mdr_time_sec() < dl; i++)
+        t_prog(&p.a);
+    T_CHECK(p.a.own.nfailed == 1, "sender's ep failed %d times after the peer closed its rail",
+            p.a.own.nfailed);
+    T_CHECK(p.a.own.unsent_at_fail > 0,
+            "ep_unsent 0 at the ep_failed upcall (%.100s), with %zu bytes held unsent before "
+            "the peer went: the core would complete their sends with success",
+            p.a.own.fail_reason, held);
+    for (i = 0; i < 20; i++)
+        t_prog(&p.a);
+    unsent = p.a.ops->ep_unsent(p.a.own.ep);
+    T_CHECK(unsent > 0, "ep_unsent fell to 0 after the ep_failed upcall (%zu at the upcall, "
+            "%zu held before the peer went)", p.a.own.unsent_at_fail, held);
+out:
+    t_pair_close(&p);
+    t_target_free(&p.b, &t);
+    free(src);
+    return rc;
+}
+
 /* ep_destroy with traffic pending: no upcall may name the ep afterwards. */
 static int chk_destroy_pending(const t_spec_t *sp, char *why)
 {
@@ -2314,6 +2440,7 @@ static void t_run_spec(const t_spec_t *sp, int *loop_knobs_done)
     T_RUN(sp, NULL, "upcall-sends-and-destroys", chk_upcall_calls(sp, why));
     T_RUN(sp, NULL, "close-with-pending", chk_close_pending(sp, why));
     T_RUN(sp, NULL, "peer-closes", chk_peer_close(sp, why));
+    T_RUN(sp, NULL, "failed-ep-keeps-unsent", chk_fail_keeps_unsent(sp, why, note));
     if (strcmp(sp->drv, "loop") == 0 && !*loop_knobs_done) {
         *loop_knobs_done = 1;
         t_run_loop_knobs(sp);

@@ -898,7 +898,11 @@ static size_t mdr_loop_ep_backlog(mdr_ep_t *ep)
 /* Nothing accepted stays in this process: ctrl_send and put hand the item
  * to the fabric (the in-flight queue the receiver drains), which stands
  * for the network; ep_backlog counts what is in that network, so that the
- * core sees a busy rail as a real network would show one. */
+ * core sees a busy rail as a real network would show one.  So a failure
+ * drops only bytes that had already left (mdr_loop_drop_flight: lost in
+ * the network, as a real link loses them), and ep_unsent, 0 from the
+ * start, has nothing to keep counting (rail.h: what a failed ep dropped
+ * unsent stays counted); conformance failed-ep-keeps-unsent skips loop. */
 static size_t mdr_loop_ep_unsent(mdr_ep_t *ep)
 {
     (void)ep;
