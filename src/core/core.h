@@ -592,6 +592,7 @@ struct madrail_context {
     unsigned nreq_cache;
     const char *const *overrides;
     int in_progress;               /* progress recursion guard */
+    int tail_deferred;             /* the last pass left its upkeep to this one (progress.c) */
     mdr_ctrl_handler_t handlers[MDR_MSG_MAX]; /* by message type (ctrl.c dispatch) */
     madrail_am_handler_t am_cb;    /* active-message handler */
     void *am_arg;

@@ -382,6 +382,7 @@ struct mdr_rail {
     int in_worker;           /* progress() runs ucp_worker_progress: an in-order control
                               * message goes up from the handler (ucx_rail.c) */
     unsigned direct_n;       /* messages that went up so, this progress call */
+    int tail_deferred;       /* the last progress call left its upkeep to this one */
     mdr_list_t close_later;  /* ueps closed by an upcall inside the worker's progress */
     uint8_t *rx_scratch;     /* slot_size bytes: an unaligned message realigned for its upcall */
     mdr_ucx_short_slot_t *short_slots; /* MDR_UCX_SHORT_SLOTS, handlers set at open */

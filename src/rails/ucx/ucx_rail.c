@@ -1131,6 +1131,17 @@ MDR_HOT static int mdr_ucx_progress(mdr_rail_t *rail)
             !mdr_list_empty(&rail->doneq) || !mdr_list_empty(&rail->base.failq))
             break;
     }
+    /* Messages went up from UCX's handler and nothing else is queued for the
+     * core: return to it now, and leave the upkeep below (closes, retries,
+     * SYNCs owed, zombie eps) to the next call, which comes while the
+     * application waits for its next message.  Never twice in a row. */
+    if (rail->direct_n > 0 && !rail->tail_deferred && mdr_list_empty(&rail->rxq) &&
+        mdr_list_empty(&rail->doneq) && mdr_list_empty(&rail->base.failq)) {
+        rail->tail_deferred = 1;
+        rail->base.in_progress = 0;
+        return count;
+    }
+    rail->tail_deferred = 0;
     if (!mdr_list_empty(&rail->close_later))
         mdr_ucx_close_later(rail);
     if (!mdr_list_empty(&rail->lingering))
