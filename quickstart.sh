@@ -28,11 +28,8 @@ Run as root on Debian 12 (root is needed only if a package is missing).
        openmpi-bin libopenmpi-dev (the cluster and the comparisons; the
        generic mpicc/mpirun are kept pointing at MPICH)
   2/5  generate ./configure (autoreconf) and configure ./_build with
-       --prefix=$PWD/_install --enable-pgo
-  3/5  make -j$(nproc) and make install in ./_build; with --enable-pgo the
-       make first trains libmadrail (its benchmarks over every driver on
-       loopback, scripts/pgo-train.sh, about a minute), then compiles it
-       with that profile (docs/performance.md, "Profile-guided build")
+       --prefix=$PWD/_install
+  3/5  make -j$(nproc) and make install in ./_build
   4/5  build MPICH 4.0.2 with the ch4:madrail netmod into the cache
        (scripts/build-mpich.sh; 10-20 min the first time on 2 cores,
        seconds afterwards) and link it as _install/mpich
@@ -50,8 +47,6 @@ Options:
   --deps-only  stop after step 1 (packages only)
   --lib-only   skip MPICH: step 5 runs _install/bin/madrail_run_rails, the
                same table over libmadrail's own benchmarks
-  --no-pgo     configure _build without --enable-pgo (no training run; the
-               library is then about 0.1 us slower a message on some paths)
   --help       this text
 
 Environment:
@@ -61,7 +56,6 @@ EOF
 }
 
 RUN=yes
-PGO=yes
 DEPS_ONLY=no
 LIB_ONLY=no
 while [ $# -gt 0 ]; do
@@ -70,7 +64,6 @@ while [ $# -gt 0 ]; do
         --no-run) RUN=no ;;
         --deps-only) DEPS_ONLY=yes ;;
         --lib-only) LIB_ONLY=yes ;;
-        --no-pgo) PGO=no ;;
         *) echo "quickstart.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -182,10 +175,8 @@ else
 fi
 
 mkdir -p "$BUILD"
-want_args=(--prefix="$PREFIX")
-[ "$PGO" = yes ] && want_args+=(--enable-pgo)
 # shellcheck disable=SC2206
-want_args+=(${CONFIGURE_FLAGS:-})
+want_args=(--prefix="$PREFIX" ${CONFIGURE_FLAGS:-})
 have_args=()
 if [ -x "$BUILD/config.status" ] && [ -f "$BUILD/Makefile" ]; then
     eval "have_args=($(cd "$BUILD" && ./config.status --config 2>/dev/null || true))"
@@ -204,7 +195,6 @@ fi
 # ------------------------------------------------------------------ 3/5
 STEP="3/5 building and installing"
 say "3/5 building (make -j$JOBS) and installing into _install..."
-[ "$PGO" = yes ] && say "    profile-guided: the first make after a change to the library trains it (about a minute; --no-pgo to skip)"
 logged "$BUILD/make.out" make -C "$BUILD" -j"$JOBS"
 logged "$BUILD/install.out" make -C "$BUILD" install
 say "    installed: $(cd "$PREFIX/bin" && ls | tr '\n' ' ')"
