@@ -18,7 +18,8 @@
 #   ucx-tcp  MADRAIL_RAILS=ucx:tcp:lo  vs  ucx_perftest with UCX_TLS=tcp UCX_NET_DEVICES=lo
 #   ucx-shm  MADRAIL_RAILS=ucx:shm     vs  ucx_perftest with UCX_TLS=posix,sysv,cma,self
 #     latency: madrail_lat 8 B vs ucp_am_lat -s 8 (madrail's control
-#              messages are UCP active messages); on tcp both create their
+#              messages are UCP active messages), both after 2000 warm-up
+#              round trips (--warmup, -w); on tcp both create their
 #              endpoints with peer error handling (the rail does, to see a
 #              peer fail; ucx_perftest -e), on shared memory neither does;
 #     bandwidth: madrail_bw 4 MiB (a window of 64 messages, each a
@@ -59,6 +60,11 @@ differences (a verdict near the target is only as good as their spread).
                 (default: all; a path whose tool or driver is missing is
                 reported as skipped, with the reason)
   --quick       fewer iterations (a first look; noisier)
+  --pin         pin the two processes of every run, madrail's and the
+                tool's alike, one to CPU 0 and one to CPU 1 (taskset), as
+                an MPI launcher binds ranks; by default the scheduler
+                places them (on a shared machine the two can differ by
+                0.1-0.2 us on tcp, docs/performance.md)
   --markdown    print the median table as Markdown too (for docs/)
   --keep DIR    keep every raw output in DIR
   -h, --help    this text
@@ -77,6 +83,7 @@ EOF
 ROUNDS=3
 PATHS=ofi-tcp,ofi-shm,ucx-tcp,ucx-shm,ucx-shm-user
 QUICK=no
+PIN=no
 MARKDOWN=no
 KEEP=
 while [ $# -gt 0 ]; do
@@ -89,6 +96,7 @@ while [ $# -gt 0 ]; do
         [ $# -ge 2 ] || { echo "$prog: --paths needs a list" >&2; exit 2; }
         PATHS=$2; shift ;;
     --quick) QUICK=yes ;;
+    --pin) PIN=yes ;;
     --markdown) MARKDOWN=yes ;;
     --keep)
         [ $# -ge 2 ] || { echo "$prog: --keep needs a directory" >&2; exit 2; }
@@ -116,6 +124,16 @@ else
     B_IT=10;    PUT_IT=640  # 640 x 4 MiB either way
 fi
 
+# --pin: the tools' server on CPU 0 and client on CPU 1; madrail's ranks on
+# the CPU of their rank (PMI_RANK, set by the launcher)
+PIN0='' PIN1='' PIN_MDR=()
+if [ "$PIN" = yes ]; then
+    command -v taskset >/dev/null 2>&1 || { echo "$prog: --pin needs taskset (package util-linux)" >&2; exit 2; }
+    [ "$(nproc)" -ge 2 ] || { echo "$prog: --pin needs 2 CPUs, this machine has $(nproc)" >&2; exit 2; }
+    PIN0="taskset -c 0" PIN1="taskset -c 1"
+    # shellcheck disable=SC2016
+    PIN_MDR=(sh -c 'exec taskset -c "$PMI_RANK" "$@"' sh)
+fi
 MPIEXEC=${MPIEXEC:-$(command -v mpiexec.hydra || command -v mpiexec || true)}
 [ -n "$MPIEXEC" ] || { echo "$prog: no mpiexec in PATH (set MPIEXEC)" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
@@ -141,9 +159,14 @@ nextport() { port=$((port + 1)); } # in the caller: $(...) is a subshell
 # ---- madrail
 # row of size $2 in a madrail_lat/madrail_bw output $1
 row() { awk -v s="$2" '$1 == s { v = $2 } END { print (v == "" ? "NA" : v) }' "$1"; }
-mdr() { # rails prog size iters out -> value
-    echo "+ MADRAIL_RAILS='$1' $MPIEXEC -n 2 $(basename "$2") --min $3 --max $3 --iters $4" >> "$tmp/commands"
-    if ! MADRAIL_RAILS=$1 timeout 300 "$MPIEXEC" -n 2 "$2" --min "$3" --max "$3" --iters "$4" > "$5" 2>&1; then
+mdr() { # rails prog size iters out [warmup] -> value
+    local wu=()
+    [ -n "${6:-}" ] && wu=(--warmup "$6")
+    local pin=
+    [ ${#PIN_MDR[@]} -gt 0 ] && pin="sh -c 'exec taskset -c \$PMI_RANK \"\$@\"' sh "
+    echo "+ MADRAIL_RAILS='$1' $MPIEXEC -n 2 $pin$(basename "$2") --min $3 --max $3 --iters $4 ${wu[*]}" >> "$tmp/commands"
+    if ! MADRAIL_RAILS=$1 timeout 300 "$MPIEXEC" -n 2 "${PIN_MDR[@]}" "$2" --min "$3" --max "$3" --iters "$4" \
+            "${wu[@]}" > "$5" 2>&1; then
         echo "$prog: madrail run over '$1' failed, output in $5:" >&2
         sed 's/^/    /' "$5" | tail -5 >&2
         echo NA; return
@@ -155,11 +178,13 @@ mdr() { # rails prog size iters out -> value
 pingpong() { # prov dev size iters out port
     local dflag=() p=$6
     [ -n "$2" ] && dflag=(-d "$2")
-    echo "+ fi_pingpong -p '$1' -e rdm ${dflag[*]} -S $3 -I $4 -B $p & fi_pingpong -p '$1' -e rdm ${dflag[*]} -S $3 -I $4 -P $p 127.0.0.1" >> "$tmp/commands"
-    timeout 300 fi_pingpong -p "$1" -e rdm "${dflag[@]}" -S "$3" -I "$4" -B "$p" > "$5.srv" 2>&1 &
+    echo "+ ${PIN0:+$PIN0 }fi_pingpong -p '$1' -e rdm ${dflag[*]} -S $3 -I $4 -B $p & ${PIN1:+$PIN1 }fi_pingpong -p '$1' -e rdm ${dflag[*]} -S $3 -I $4 -P $p 127.0.0.1" >> "$tmp/commands"
+    # shellcheck disable=SC2086
+    timeout 300 $PIN0 fi_pingpong -p "$1" -e rdm "${dflag[@]}" -S "$3" -I "$4" -B "$p" > "$5.srv" 2>&1 &
     local srv=$!
     sleep 0.3
-    timeout 300 fi_pingpong -p "$1" -e rdm "${dflag[@]}" -S "$3" -I "$4" -P "$p" 127.0.0.1 > "$5" 2>&1 || true
+    # shellcheck disable=SC2086
+    timeout 300 $PIN1 fi_pingpong -p "$1" -e rdm "${dflag[@]}" -S "$3" -I "$4" -P "$p" 127.0.0.1 > "$5" 2>&1 || true
     wait "$srv" || true
     # columns: bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
     awk '$1 ~ /^[0-9]+[kmg]?$/ && NF >= 8 { u = $7; m = $6 }
@@ -172,11 +197,13 @@ perftest() { # tls devices test size iters warmup out port [extra args]
     local p=$8
     local extra=("${@:9}")
     local envs=(UCX_TLS=$1 UCX_NET_DEVICES=$2 ${PT_ENV:-})
-    echo "+ ${envs[*]} ucx_perftest -p $p & ${envs[*]} ucx_perftest 127.0.0.1 -p $p -t $3 -s $4 -n $5 -w $6 ${extra[*]}" >> "$tmp/commands"
-    env "${envs[@]}" timeout 300 ucx_perftest -p "$p" > "$7.srv" 2>&1 &
+    echo "+ ${envs[*]} ${PIN0:+$PIN0 }ucx_perftest -p $p & ${envs[*]} ${PIN1:+$PIN1 }ucx_perftest 127.0.0.1 -p $p -t $3 -s $4 -n $5 -w $6 ${extra[*]}" >> "$tmp/commands"
+    # shellcheck disable=SC2086
+    env "${envs[@]}" timeout 300 $PIN0 ucx_perftest -p "$p" > "$7.srv" 2>&1 &
     local srv=$!
     sleep 0.3
-    env "${envs[@]}" timeout 300 ucx_perftest 127.0.0.1 -p "$p" -t "$3" -s "$4" \
+    # shellcheck disable=SC2086
+    env "${envs[@]}" timeout 300 $PIN1 ucx_perftest 127.0.0.1 -p "$p" -t "$3" -s "$4" \
         -n "$5" -w "$6" "${extra[@]}" -f -v > "$7" 2>&1 || true
     wait "$srv" || true
     # CSV: iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr
@@ -219,7 +246,7 @@ one() { # path round -> "lat_m lat_t bw_m bw_t" appended to $tmp/<path>
         local tls devs rails eh=()
         if [ $p = ucx-tcp ]; then tls=tcp; devs=lo; rails="ucx:tcp:lo"; eh=(-e)
         else tls=posix,sysv,cma,self; devs=all; rails="ucx:shm"; fi
-        lm=$(mdr "$rails" "$LAT" 8 $L_IT "$tmp/$p.$r.lat")
+        lm=$(mdr "$rails" "$LAT" 8 $L_IT "$tmp/$p.$r.lat" $L_WU)
         nextport; read -r lt _ <<<"$(perftest $tls $devs ucp_am_lat 8 $L_IT $L_WU "$tmp/$p.$r.upl" $port "${eh[@]}")"
         bm=$(mdr "$rails" "$BW" $BIG $B_IT "$tmp/$p.$r.bw")
         nextport; read -r _ bt <<<"$(perftest $tls $devs ucp_put_bw $BIG $PUT_IT 20 "$tmp/$p.$r.upb" $port "${eh[@]}")"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # rounds_args.sh -- the command lines of the round-by-round benchmarks
 # (bench/cluster/lat_median.sh, rate_rounds.sh, and on one machine
-# bench/lat_loopback.sh), without a cluster or root: --help, and every bad
+# bench/lat_loopback.sh and bench/run_drivers.sh), without a cluster or
+# root: --help, and every bad
 # value refused with exit 2 and a message that names it, before anything
 # is built or started.
 SRC=${MDR_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -56,6 +57,13 @@ refused "lat_loopback.sh --lib to no directory" "/nonexistent-dir" $LOOP --lib a
 refused "lat_loopback.sh --env naming no --lib" "'b=MADRAIL_X=1'" $LOOP --lib "a=$SRC" --env b=MADRAIL_X=1
 refused "lat_loopback.sh --env without a setting" "'a=1'" $LOOP --lib "a=$SRC" --env a=1
 refused "lat_loopback.sh --frobnicate" "'--frobnicate'" $LOOP --frobnicate
+
+DRV="bash $SRC/bench/run_drivers.sh"
+if $DRV --help | grep -q -- "^  --pin "; then ok "run_drivers.sh --help lists --pin"; else bad "run_drivers.sh --help lists --pin"; fi
+refused "run_drivers.sh --rounds 0" "'0'" $DRV --rounds 0
+refused "run_drivers.sh --rounds x" "'x'" $DRV --rounds x
+refused "run_drivers.sh --paths ib-verbs" "'ib-verbs'" $DRV --paths ib-verbs
+refused "run_drivers.sh --frobnicate" "'--frobnicate'" $DRV --frobnicate
 
 [ $fail -eq 0 ] && echo "PASS: $name" || echo "FAIL: $name"
 exit $fail
