@@ -407,7 +407,7 @@ madrail_status_t mdr_match_check_config(const mdr_ctx_t *ctx)
     return MADRAIL_OK;
 }
 
-MDR_HOT static void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+MDR_HOT void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
     mdr_peer_t *peer = pr->peer;
     mdr_ctx_t *ctx = peer->ctx;

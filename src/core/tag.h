@@ -21,6 +21,11 @@ madrail_status_t mdr_tagged_improbe(mdr_ctx_t *ctx, madrail_peer_t src, uint64_t
                                     uint64_t ignore, unsigned flags, madrail_message_t *msg_p,
                                     madrail_info_t *info_p);
 
+/* The handler of the sequenced types (EAGER, EAGER_AM, SHORT, RTS,
+ * RFS_DATA): what mdr_ctrl_recv_upcall hands on once the message passed
+ * ctrl.c's checks and its credit is counted. */
+void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len);
+
 int mdr_match_fits(const mdr_req_t *req, const mdr_peer_t *peer, uint64_t tag, unsigned hflags);
 /* The same test from the receive's fields (no request needed). */
 static inline int mdr_match_test(madrail_peer_t src, uint64_t rtag, uint64_t ignore,

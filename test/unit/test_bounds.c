@@ -274,7 +274,8 @@ static void test_eager_total(void)
 /* SHORT (a whole message, seq and tag only): what a sender puts on the
  * wire for each kind of small send, counted in the rail's tx_bytes, and
  * what the receiver refuses. */
-static void forge_short(pair_t *p, int rail, uint64_t seq, size_t plen, uint8_t flags)
+static void forge_short_cr(pair_t *p, int rail, uint64_t seq, size_t plen, uint8_t flags,
+                           uint16_t credits)
 {
     uint8_t msg[sizeof(mdr_short_hdr_t) + 1024];
     mdr_short_hdr_t *sh = (mdr_short_hdr_t *)msg;
@@ -284,9 +285,15 @@ static void forge_short(pair_t *p, int rail, uint64_t seq, size_t plen, uint8_t 
     sh->h.type = MDR_MSG_SHORT;
     sh->h.flags = flags;
     sh->h.len = (uint32_t)seq; /* a SHORT's .len: the low bits of seq */
+    sh->h.credits = credits;
     sh->tag = 9;
     memset(sh + 1, 0x5a, plen);
     mdr_forge_send(p->a, p->a2b, rail, msg, sizeof(*sh) + plen);
+}
+
+static void forge_short(pair_t *p, int rail, uint64_t seq, size_t plen, uint8_t flags)
+{
+    forge_short_cr(p, rail, seq, plen, flags, 0);
 }
 
 /* Bytes a's one rail sent for one send of len bytes (flags), and whether
@@ -426,6 +433,60 @@ static void test_short(void)
         CHECK(peer->rails[0].down && peer->expected_seq == base + 4,
               "a SHORT whose low sequence bits are one behind (2^32 - 1 ahead) closes the rail");
     }
+    pair_close(&p);
+}
+
+/* The lane of a SHORT without flags (ctrl.c): the receiver's credit rules
+ * hold there as on the general path. */
+static void test_short_lane(void)
+{
+    const char *ov2[] = {"MADRAIL_RAILS=loop:sl0,loop:sl1", "MADRAIL_CREDITS=4",
+                         "MADRAIL_SLOT_SIZE=1k", "MADRAIL_RNDV_THRESH=16k",
+                         "MADRAIL_LOG_LEVEL=error", NULL};
+    pair_t p;
+    mdr_peer_t *peer;
+    uint64_t e;
+    unsigned i, room, c0;
+    int v[3] = {1, 2, 3};
+    madrail_request_t sr[3];
+
+    /* overrun: SHORTs out of order, within the credits, then one more */
+    if ((peer = open_warm(&p, ov2)) == NULL)
+        return;
+    e = peer->expected_seq;
+    room = 4 - peer->rails[0].ret_pending;
+    for (i = 1; i <= room; i++) {
+        forge_short(&p, 0, e + i, 8, 0);
+        spin(&p);
+    }
+    CHECK(!peer->rails[0].down && peer->rails[0].held == room,
+          "%u SHORTs out of order within the credits are held (down %d held %u)", room,
+          peer->rails[0].down, peer->rails[0].held);
+    forge_short(&p, 0, e + room + 1, 8, 0);
+    spin(&p);
+    CHECK(peer->rails[0].down && !peer->rails[1].down,
+          "one more SHORT on a rail with four credits closes it, and only it");
+    pair_close(&p);
+
+    /* returns: of credits never spent, and of credits spent */
+    if ((peer = open_warm(&p, ov2)) == NULL)
+        return;
+    e = peer->expected_seq;
+    c0 = peer->rails[1].credits;
+    forge_short_cr(&p, 1, e, 8, 0, 1);
+    spin(&p);
+    CHECK(peer->rails[1].down && peer->rails[1].credits == c0 && peer->expected_seq == e,
+          "a SHORT returning a credit never spent closes its rail, unread (credits %u, was %u)",
+          peer->rails[1].credits, c0);
+    for (i = 0; i < 3; i++) /* b spends three credits on rail 0; a does not progress */
+        madrail_isend(p.b, p.b2a, &v[i], sizeof(int), 1, 0, &sr[i]);
+    c0 = peer->rails[0].credits;
+    forge_short_cr(&p, 0, e, 8, 0, 2);
+    madrail_progress(p.b);
+    CHECK(!peer->rails[0].down && peer->rails[0].credits == c0 + 2 && peer->expected_seq == e + 1,
+          "a SHORT returning two spent credits gives them back and is taken (credits %u, was "
+          "%u; down %d)",
+          peer->rails[0].credits, c0, peer->rails[0].down);
     pair_close(&p);
 }
 
@@ -697,6 +758,7 @@ int main(void)
     test_far_ahead();
     test_eager_total();
     test_short();
+    test_short_lane();
     test_flood(FLOOD_HEADERS, "header flood", 20000);
     test_flood(FLOOD_AHEAD, "1-byte fragments ahead", 80000);
     test_legit_cap();
