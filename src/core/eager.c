@@ -158,8 +158,11 @@ MDR_HOT int mdr_eager_send_now(mdr_peer_t *peer, const void *buf, size_t len, ui
 
     if (len > peer->ctx->eager_max || !mdr_list_empty(&peer->sendq) || peer->nrfs_stored)
         return -1;
-    /* no synchronous ACK to ask for, no offer to spend: a SHORT message */
-    used = mdr_short_send(peer, 0, seq, tag, buf, len);
+    /* no synchronous ACK to ask for, no offer to spend: a SHORT message,
+     * in its lane with one rail (ctrl.c) */
+    used = mdr_ctrl_short_lane(peer, seq, tag, buf, len) == 0
+               ? 0
+               : mdr_short_send(peer, 0, seq, tag, buf, len);
     if (used >= 0) {
         peer->next_send_seq++;
         *seq_p = seq;

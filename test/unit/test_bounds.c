@@ -437,18 +437,21 @@ static void test_short(void)
 }
 
 /* The lane of a SHORT without flags (ctrl.c): the receiver's credit rules
- * hold there as on the general path. */
+ * hold there as on the general path, and with one rail the sender's lane
+ * spends and returns credits as mdr_pr_send does. */
 static void test_short_lane(void)
 {
     const char *ov2[] = {"MADRAIL_RAILS=loop:sl0,loop:sl1", "MADRAIL_CREDITS=4",
                          "MADRAIL_SLOT_SIZE=1k", "MADRAIL_RNDV_THRESH=16k",
                          "MADRAIL_LOG_LEVEL=error", NULL};
+    const char *ov1[] = {"MADRAIL_RAILS=loop:sl2", "MADRAIL_CREDITS=4", "MADRAIL_LOG_LEVEL=error",
+                         NULL};
     pair_t p;
-    mdr_peer_t *peer;
-    uint64_t e;
+    mdr_peer_t *peer, *apeer;
+    uint64_t e, id;
     unsigned i, room, c0;
-    int v[3] = {1, 2, 3};
-    madrail_request_t sr[3];
+    int v[6] = {1, 2, 3, 4, 5, 6}, w[6], good;
+    madrail_request_t sr[6], rr[6];
 
     /* overrun: SHORTs out of order, within the credits, then one more */
     if ((peer = open_warm(&p, ov2)) == NULL)
@@ -487,6 +490,33 @@ static void test_short_lane(void)
           "a SHORT returning two spent credits gives them back and is taken (credits %u, was "
           "%u; down %d)",
           peer->rails[0].credits, c0, peer->rails[0].down);
+    pair_close(&p);
+
+    /* the sender's lane with one rail: a credit a message, the return
+     * piggy-backed, and the general path once the credits are out */
+    if ((peer = open_warm(&p, ov1)) == NULL)
+        return;
+    apeer = mdr_peer_get(p.a, p.a2b);
+    madrail_irecv(p.a, p.a2b, &w[0], sizeof(int), 2, 0, &rr[0]);
+    madrail_isend(p.b, p.b2a, &v[0], sizeof(int), 2, 0, &sr[0]);
+    good = pwait(&p, &rr[0], NULL) == MADRAIL_OK && pwait(&p, &sr[0], NULL) == MADRAIL_OK;
+    c0 = apeer->rails[0].ret_pending;
+    CHECK(good && c0 > 0 && peer->rails[0].credits == 4 - c0,
+          "b's message to a: a owes %u credit(s), b has %u", c0, peer->rails[0].credits);
+    for (i = 0; i < 5; i++)
+        madrail_isend_nb(p.a, p.a2b, &v[i], sizeof(int), 3 + i, 0, &sr[i], &id);
+    CHECK(apeer->rails[0].credits == 0 && apeer->rails[0].ret_pending == 0 && sr[0] == NULL &&
+              sr[3] == NULL && sr[4] != NULL,
+          "a's first four go at once with the owed return, the fifth waits for a credit "
+          "(credits %u, owed %u)",
+          apeer->rails[0].credits, apeer->rails[0].ret_pending);
+    for (i = 0; i < 5; i++)
+        madrail_irecv(p.b, p.b2a, &w[i], sizeof(int), 3 + i, 0, &rr[i]);
+    good = sr[4] != NULL && pwait(&p, &sr[4], NULL) == MADRAIL_OK;
+    for (i = 0; i < 5; i++)
+        good &= pwait(&p, &rr[i], NULL) == MADRAIL_OK && w[i] == v[i];
+    CHECK(good && peer->rails[0].credits == 4 && !peer->rails[0].down,
+          "all five arrive in order, b has its credits back (%u)", peer->rails[0].credits);
     pair_close(&p);
 }
 
