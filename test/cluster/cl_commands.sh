@@ -21,11 +21,20 @@ for i in 0 1 2; do
     [ "$h" = "mdrtc-node$i" ] && ok "node$i: host name $h" || bad "node$i: host name '$h'"
 done
 if command -v mpiexec.hydra >/dev/null 2>&1; then
-    got=$(cl_cluster exec 0 sh -c "timeout 30 mpiexec.hydra $MDR_CLUSTER_HYDRA_FLAGS -n 3 -ppn 1 hostname" 2>&1 |
-          sort | tr '\n' ' ')
-    [ "$got" = "mdrtc-node0 mdrtc-node1 mdrtc-node2 " ] &&
-        ok "mpiexec.hydra -n 3 -ppn 1 hostname through the wrapper: $got" ||
-        bad "mpiexec.hydra through the wrapper printed '$got'"
+    # A run that printed nothing was seen once, in a CI run of the whole
+    # suite, and not again in 13 runs alone or under load: a failed run is
+    # reported with its exit status (124: the 30 s ran out) and made once
+    # more; a wrapper that is broken fails both.
+    want="mdrtc-node0 mdrtc-node1 mdrtc-node2 "
+    for try in 1 2; do
+        got=$(cl_cluster exec 0 sh -c "timeout 30 mpiexec.hydra $MDR_CLUSTER_HYDRA_FLAGS -n 3 -ppn 1 hostname; echo \"rc=\$?\"" 2>&1 |
+              sort | tr '\n' ' ')
+        [ "$got" = "${want}rc=0 " ] && break
+        echo "note: mpiexec.hydra through the wrapper, try $try, printed '$got'"
+    done
+    [ "$got" = "${want}rc=0 " ] &&
+        ok "mpiexec.hydra -n 3 -ppn 1 hostname through the wrapper: ${got% rc=0 }" ||
+        bad "mpiexec.hydra through the wrapper printed '$got' in two tries"
 else
     echo "note: no mpiexec.hydra: the launcher wrapper is not exercised here"
 fi
