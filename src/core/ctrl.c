@@ -90,6 +90,28 @@ static void mdr_seq_started(mdr_peer_t *peer, int has_seq, uint64_t seq)
         peer->tx_seq_started++;
 }
 
+/* The driver took a message on pr that carried ret credits back: a
+ * normal one spends a credit and is kept until that credit returns. */
+MDR_HOT static inline void mdr_pr_sent(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t hdr_len,
+                                       const void *payload, size_t payload_len, unsigned ret,
+                                       int is_credit)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    mdr_rail_slot_t *rs = &ctx->rails[pr->rail];
+
+    if (!is_credit) {
+        if (--pr->credits == 0)
+            mdr_health_credits_out(pr);
+        if (ctx->nrails < 2)
+            pr->tx_count++; /* one rail keeps no copy (mdr_replay_keep) */
+        else
+            mdr_replay_keep(pr, hdr, hdr_len, payload, payload_len); /* until its credit returns */
+    }
+    pr->ret_pending -= ret;
+    rs->stats.tx_msgs++;
+    rs->stats.tx_bytes += hdr_len + payload_len;
+}
+
 /* Hand one message to the driver on pr; returns the driver's status. */
 MDR_HOT static madrail_status_t mdr_pr_send(mdr_peer_rail_t *pr, mdr_hdr_t *hdr, size_t hdr_len,
                                             const void *payload, size_t payload_len, int is_credit)
@@ -122,33 +144,21 @@ MDR_HOT static madrail_status_t mdr_pr_send(mdr_peer_rail_t *pr, mdr_hdr_t *hdr,
     st = rs->ops->ctrl_send(pr->ep, iov, payload_len ? 2 : 1);
     if (st != MADRAIL_OK)
         return st;
-    if (!is_credit) {
-        if (--pr->credits == 0)
-            mdr_health_credits_out(pr);
-        if (ctx->nrails < 2)
-            pr->tx_count++; /* one rail keeps no copy (mdr_replay_keep) */
-        else
-            mdr_replay_keep(pr, hdr, hdr_len, payload, payload_len); /* until its credit returns */
-    }
-    pr->ret_pending -= ret;
-    rs->stats.tx_msgs++;
-    rs->stats.tx_bytes += hdr_len + payload_len;
+    mdr_pr_sent(pr, hdr, hdr_len, payload, payload_len, ret, is_credit);
     return MADRAIL_OK;
 }
 
-/* The lane of a whole small message (SHORT, no flags) with one rail: what
+/* The lane of a whole small message (SHORT, sh) with one rail: what
  * mdr_ctrl_try_send and mdr_pr_send do for it when it may start now (its
- * sequence number is the next to start, no re-sent copy goes first) and
- * the rail is connected, usable and has a credit, without the choice of a
- * rail and the cases of other messages.  Returns 0 when it went, -1 when
- * it did not (nothing was sent): the general path then decides. */
-MDR_HOT int mdr_ctrl_short_lane(mdr_peer_t *peer, uint64_t seq, uint64_t tag, const void *buf,
-                                size_t len)
+ * sequence number seq is the next to start, no re-sent copy goes first)
+ * and the rail is connected, usable and has a credit, without the choice
+ * of a rail and the cases of other messages.  Returns 0 when it went, -1
+ * when it did not (nothing was sent): the general path then decides. */
+MDR_HOT int mdr_ctrl_short_lane(mdr_peer_t *peer, uint64_t seq, mdr_short_hdr_t *sh,
+                                const void *buf, size_t len)
 {
     mdr_ctx_t *ctx = peer->ctx;
     mdr_peer_rail_t *pr = &peer->rails[0];
-    mdr_rail_slot_t *rs = &ctx->rails[0];
-    mdr_short_hdr_t sh;
     struct iovec iov[2];
     unsigned ret;
 
@@ -156,23 +166,14 @@ MDR_HOT int mdr_ctrl_short_lane(mdr_peer_t *peer, uint64_t seq, uint64_t tag, co
         pr->down || pr->credits == 0) /* connected and usable (mdr_peer_rail_usable) */
         return -1;
     ret = pr->ret_pending > 0xffff ? 0xffff : pr->ret_pending;
-    memset(&sh, 0, sizeof(sh));
-    sh.h.type = MDR_MSG_SHORT;
-    sh.h.credits = (uint16_t)ret;
-    sh.h.len = (uint32_t)seq; /* the low bits of seq (core.h) */
-    sh.tag = tag;
-    iov[0].iov_base = &sh;
-    iov[0].iov_len = sizeof(sh);
+    sh->h.credits = (uint16_t)ret;
+    iov[0].iov_base = sh;
+    iov[0].iov_len = sizeof(*sh);
     iov[1].iov_base = (void *)buf;
     iov[1].iov_len = len;
-    if (rs->ops->ctrl_send(pr->ep, iov, len ? 2 : 1) != MADRAIL_OK)
+    if (ctx->rails[0].ops->ctrl_send(pr->ep, iov, len ? 2 : 1) != MADRAIL_OK)
         return -1;
-    if (--pr->credits == 0)
-        mdr_health_credits_out(pr);
-    pr->tx_count++; /* one rail keeps no copy (mdr_replay_keep) */
-    pr->ret_pending -= ret;
-    rs->stats.tx_msgs++;
-    rs->stats.tx_bytes += sizeof(sh) + len;
+    mdr_pr_sent(pr, &sh->h, sizeof(*sh), buf, len, ret, 0);
     peer->tx_seq_started++;
     return 0;
 }

@@ -31,10 +31,10 @@ madrail_status_t mdr_ctrl_send_reserved(mdr_peer_rail_t *pr, int type);
  * credit right now (nothing was sent). */
 int mdr_ctrl_try_send(mdr_peer_t *peer, int rail, mdr_hdr_t *hdr, size_t hdr_len,
                       const void *payload, size_t payload_len);
-/* A whole small message with one rail, sent at once if it may start
- * now and the rail has a credit: 0 when it went, else -1 (nothing was
- * sent; mdr_ctrl_try_send decides). */
-int mdr_ctrl_short_lane(mdr_peer_t *peer, uint64_t seq, uint64_t tag, const void *buf,
+/* A whole small message (SHORT sh, sequence number seq) with one rail,
+ * sent at once if it may start now and the rail has a credit: 0 when it
+ * went, else -1 (nothing was sent; mdr_ctrl_try_send decides). */
+int mdr_ctrl_short_lane(mdr_peer_t *peer, uint64_t seq, mdr_short_hdr_t *sh, const void *buf,
                         size_t len);
 /* Send the peer's queued control messages its credits allow; returns how
  * many left. */

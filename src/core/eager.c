@@ -57,16 +57,22 @@ static void mdr_eager_hdr_init(mdr_eager_hdr_t *e, uint8_t flags, uint64_t seq, 
 
 /* A whole message that names no request of either side goes as SHORT:
  * the EAGER header without total, offset and id (core.h). */
+static inline void mdr_short_hdr_init(mdr_short_hdr_t *sh, uint8_t flags, uint64_t seq,
+                                      uint64_t tag)
+{
+    memset(sh, 0, sizeof(*sh));
+    sh->h.type = MDR_MSG_SHORT;
+    sh->h.flags = flags;
+    sh->h.len = (uint32_t)seq; /* the low bits of seq (core.h) */
+    sh->tag = tag;
+}
+
 MDR_HOT static int mdr_short_send(mdr_peer_t *peer, uint8_t flags, uint64_t seq, uint64_t tag,
                                   const void *buf, size_t len)
 {
     mdr_short_hdr_t sh;
 
-    memset(&sh, 0, sizeof(sh));
-    sh.h.type = MDR_MSG_SHORT;
-    sh.h.flags = flags;
-    sh.h.len = (uint32_t)seq; /* the low bits of seq (core.h) */
-    sh.tag = tag;
+    mdr_short_hdr_init(&sh, flags, seq, tag);
     return mdr_ctrl_try_send(peer, -1, &sh.h, sizeof(sh), buf, len);
 }
 
@@ -154,15 +160,17 @@ MDR_HOT int mdr_eager_send_now(mdr_peer_t *peer, const void *buf, size_t len, ui
                                uint64_t *seq_p)
 {
     uint64_t seq = peer->next_send_seq;
+    mdr_short_hdr_t sh;
     int used;
 
     if (len > peer->ctx->eager_max || !mdr_list_empty(&peer->sendq) || peer->nrfs_stored)
         return -1;
     /* no synchronous ACK to ask for, no offer to spend: a SHORT message,
-     * in its lane with one rail (ctrl.c) */
-    used = mdr_ctrl_short_lane(peer, seq, tag, buf, len) == 0
+     * in its lane with one rail (ctrl.c), else as any other */
+    mdr_short_hdr_init(&sh, 0, seq, tag);
+    used = mdr_ctrl_short_lane(peer, seq, &sh, buf, len) == 0
                ? 0
-               : mdr_short_send(peer, 0, seq, tag, buf, len);
+               : mdr_ctrl_try_send(peer, -1, &sh.h, sizeof(sh), buf, len);
     if (used >= 0) {
         peer->next_send_seq++;
         *seq_p = seq;

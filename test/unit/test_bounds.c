@@ -477,10 +477,13 @@ static void test_short_lane(void)
     e = peer->expected_seq;
     c0 = peer->rails[1].credits;
     forge_short_cr(&p, 1, e, 8, 0, 1);
+    forge_short(&p, 1, e, 8, 0); /* right, but behind it on the same connection */
     spin(&p);
     CHECK(peer->rails[1].down && peer->rails[1].credits == c0 && peer->expected_seq == e,
-          "a SHORT returning a credit never spent closes its rail, unread (credits %u, was %u)",
-          peer->rails[1].credits, c0);
+          "a SHORT returning a credit never spent closes its rail, unread (credits %u, was %u), "
+          "and the SHORT behind it on that rail is not taken (expected %llu, was %llu)",
+          peer->rails[1].credits, c0, (unsigned long long)peer->expected_seq,
+          (unsigned long long)e);
     for (i = 0; i < 3; i++) /* b spends three credits on rail 0; a does not progress */
         madrail_isend(p.b, p.b2a, &v[i], sizeof(int), 1, 0, &sr[i]);
     c0 = peer->rails[0].credits;
@@ -517,6 +520,31 @@ static void test_short_lane(void)
         good &= pwait(&p, &rr[i], NULL) == MADRAIL_OK && w[i] == v[i];
     CHECK(good && peer->rails[0].credits == 4 && !peer->rails[0].down,
           "all five arrive in order, b has its credits back (%u)", peer->rails[0].credits);
+    pair_close(&p);
+
+    /* the lane sends on no rail that is down: b's one rail, closed for a
+     * protocol error inside an upcall, keeps its connection until a later
+     * progress closes it, and a send meanwhile must not go on it */
+    if ((peer = open_warm(&p, ov1)) == NULL)
+        return;
+    forge_short(&p, 0, peer->expected_seq, 8, MDR_HF_SYNC);
+    for (i = 0; i < 20 && !peer->rails[0].down; i++)
+        madrail_progress(p.b);
+    {
+        madrail_rail_stats_t s0, s1;
+        madrail_status_t st;
+        madrail_request_t s = NULL;
+        madrail_rail_stats(p.b, 0, &s0);
+        st = madrail_isend_nb(p.b, p.b2a, &v[0], sizeof(int), 9, 0, &s, &id);
+        madrail_rail_stats(p.b, 0, &s1);
+        CHECK(peer->rails[0].down && peer->rails[0].ep != NULL && s1.tx_msgs == s0.tx_msgs &&
+                  !(st == MADRAIL_OK && s == NULL),
+              "a send on a rail down but not yet closed does not go on it (%s, %s; %llu sent)",
+              madrail_status_str(st), s ? "a request" : "no request",
+              (unsigned long long)(s1.tx_msgs - s0.tx_msgs));
+        if (s != NULL)
+            pwait(&p, &s, NULL);
+    }
     pair_close(&p);
 }
 

@@ -310,6 +310,63 @@ static void test_tcp_kept(void)
     madrail_context_finalize(p.b);
 }
 
+/* The one rail dies under a stream of small sends (the send lane's
+ * fault case): sends made before the core heard of it, and after, each
+ * either went at once or comes back as a request or an error that ends in
+ * bounded time; none hangs, none reports success after the failure is
+ * known, and the messages that arrived before it came whole and in order. */
+static void test_rail_dies(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:nd0", "MADRAIL_RAIL_TIMEOUT=0",
+                        "MADRAIL_LOG_LEVEL=error", NULL};
+    uint32_t v[4] = {10, 11, 12, 13}, w[4] = {0, 0, 0, 0};
+    madrail_request_t s = NULL, r[4];
+    madrail_status_t st, st2;
+    uint64_t id;
+    pair_t p;
+    int i, good = 1, flag = 0;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "rail dies: contexts open");
+        return;
+    }
+    for (i = 0; i < 4; i++)
+        madrail_irecv(p.b, p.b2a, &w[i], sizeof(w[i]), 50, 0, &r[i]);
+    for (i = 0; i < 2; i++) {
+        good &= madrail_isend_nb(p.a, p.a2b, &v[i], sizeof(v[i]), 50, 0, &s, &id) == MADRAIL_OK;
+        good &= s == NULL || wait2(&p, &s, NULL) == MADRAIL_OK;
+        good &= wait2(&p, &r[i], NULL) == MADRAIL_OK && w[i] == v[i];
+    }
+    CHECK(good, "rail dies: two messages before, at once and received in order");
+    mdr_loop_rail_kill(((mdr_ctx_t *)p.a)->rails[0].rail, "test: the rail dies");
+    /* before any progress: the core does not know yet */
+    s = NULL;
+    st = madrail_isend_nb(p.a, p.a2b, &v[2], sizeof(v[2]), 50, 0, &s, &id);
+    for (i = 0; i < SPIN && s != NULL && !flag; i++) {
+        madrail_progress(p.a);
+        madrail_progress(p.b);
+        madrail_test(&s, &flag, NULL);
+    }
+    CHECK(s == NULL || flag, "rail dies: a send made before the core heard of it ends (%s%s)",
+          madrail_status_str(st), s == NULL ? ", no request" : ", its request completed");
+    for (i = 0; i < 100; i++) {
+        madrail_progress(p.a);
+        madrail_progress(p.b);
+    }
+    CHECK(mdr_peer_get(p.a, p.a2b)->rails[0].down, "rail dies: a's rail to b is down");
+    s = NULL;
+    st = madrail_isend_nb(p.a, p.a2b, &v[3], sizeof(v[3]), 50, 0, &s, &id);
+    st2 = st;
+    if (st == MADRAIL_OK && s != NULL)
+        st2 = wait2(&p, &s, NULL);
+    CHECK(st2 != MADRAIL_OK && st2 != MADRAIL_ERR_NORESOURCE,
+          "rail dies: a send after it is refused or fails (%s, then %s)",
+          madrail_status_str(st), madrail_status_str(st2));
+    CHECK(w[3] == 0, "rail dies: nothing of it arrived");
+    madrail_context_finalize(p.a);
+    madrail_context_finalize(p.b);
+}
+
 int main(void)
 {
     test_at_once();
@@ -317,6 +374,7 @@ int main(void)
     test_as_request();
     test_cancel();
     test_tcp_kept();
+    test_rail_dies();
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }
