@@ -16,6 +16,34 @@ CL_SRCDIR=${MDR_SRCDIR:-$(cd "$CL_DIR/../.." && pwd)}
 CL_BUILDDIR=${MDR_BUILDDIR:-$CL_SRCDIR/_build}
 CL_FAIL=0
 
+# cl_rails SET K: the MADRAIL_RAILS value of rail set SET over the
+# cluster's rails 0..K-1 (issue 27: every cluster test that moves data
+# takes the set as a parameter, CL_RAILSET, default tcp):
+#   tcp   madrail's own tcp driver          tcp:rail0,tcp:rail1
+#   ofi   libfabric's tcp provider with rxm ofi:tcp;ofi_rxm:rail0,...
+#   ucx   UCX's tcp transport              ucx:tcp:rail0,...
+#   mix   ofi on the even rails, ucx on the odd ones
+cl_rails() {
+    cl_set=$1
+    cl_k=$2
+    cl_i=0
+    cl_list=
+    while [ "$cl_i" -lt "$cl_k" ]; do
+        case $cl_set in
+            tcp) cl_r=tcp:rail$cl_i ;;
+            ofi) cl_r="ofi:tcp;ofi_rxm:rail$cl_i" ;;
+            ucx) cl_r=ucx:tcp:rail$cl_i ;;
+            mix) if [ $((cl_i % 2)) -eq 0 ]; then cl_r="ofi:tcp;ofi_rxm:rail$cl_i"; else cl_r=ucx:tcp:rail$cl_i; fi ;;
+            *) echo "FAIL: $cl_name: unknown rail set CL_RAILSET=$cl_set (tcp, ofi, ucx or mix)" >&2; exit 1 ;;
+        esac
+        cl_list=${cl_list:+$cl_list,}$cl_r
+        cl_i=$((cl_i + 1))
+    done
+    echo "$cl_list"
+}
+# The rail set of this run and the suffix that names it in output
+CL_RAILSET=${CL_RAILSET:-tcp}
+
 cl_skip() {
     echo "SKIP: $cl_name: $*"
     exit 77

@@ -1,7 +1,8 @@
 #!/bin/sh
 # cl_failover.sh -- a rail fails under a running transfer between two
 # nodes of the namespace cluster (issue 12), two tbf-shaped rails of
-# 1 Gbit, MADRAIL_RAILS=tcp:rail0,tcp:rail1, MADRAIL_RAIL_TIMEOUT=1s, one
+# 1 Gbit, MADRAIL_RAILS of rail set CL_RAILSET (cl_common.sh: tcp, ofi,
+# ucx or mix; default tcp), MADRAIL_RAIL_TIMEOUT=1s, one
 # process a node under hydra, it_failover streaming checksummed 1 MiB
 # messages from node0 to node1:
 #  0. rail0 alone, no fault: the surviving rail's single-rail rate;
@@ -30,7 +31,10 @@ cl_need_root
 cl_find_hydra
 PROG=$CL_BUILDDIR/test/integration/it_failover
 [ -x "$PROG" ] || { echo "FAIL: $cl_name: $PROG not built (make check builds it)"; exit 1; }
-cl_up mdrtf- --nodes 2 --rails 2 --rate 1gbit
+R1=$(cl_rails "$CL_RAILSET" 1) || exit 1
+R2=$(cl_rails "$CL_RAILSET" 2) || exit 1
+echo "rail set $CL_RAILSET: $R2"
+cl_up "mdrtf$([ "$CL_RAILSET" = tcp ] || echo "$CL_RAILSET")-" --nodes 2 --rails 2 --rate 1gbit
 
 export MADRAIL_RAIL_TIMEOUT=1s
 unset MADRAIL_RAIL_WEIGHTS
@@ -65,7 +69,7 @@ detect() { # the first "rail 1 down at T" of rank 0 (the sender), minus the faul
 }
 
 # --- 0. rail0 alone
-start tcp:rail0 2.5 ok
+start "$R1" 2.5 ok
 wait $job
 rc=$?
 [ $rc -eq 0 ] && grep -q 'rank 1: ok - 0 bad bytes' "$WORK/out" ||
@@ -77,7 +81,7 @@ echo "rail0 alone: $single MB/s (receiver, after the first second)"
 # --- 1 and 2. rail1 fails 1.5 s into the stream
 for how in link-down blackhole; do
     EXTRA_ENV=MADRAIL_STATS=1
-    start tcp:rail0,tcp:rail1 5 ok
+    start "$R2" 5 ok
     EXTRA_ENV=
     sleep 1.5
     tf=$(now)
@@ -100,7 +104,7 @@ for how in link-down blackhole; do
     d1=$(detect "$tf1")
     # the sender's own measure: from the rail's last sign of life (a message
     # received, a transport acknowledgement) to taking it down
-    life=$(sed -n 's/.*madrail stats: event: .* rail 1 tcp:rail1 peer .* down: no sign of life for \([0-9]*\) ms.*/\1/p' \
+    life=$(sed -n 's/.*madrail stats: event: .* rail 1 [^ ]*rail1 peer .* down: no sign of life for \([0-9]*\) ms.*/\1/p' \
         "$WORK/out" | head -n 1)
     after=$(rate "$(echo "$tf + ${d:-1} + 1" | bc)")
     echo "$how: detection ${d1:-?}-${d:-?} s after the fault (after/before the $how command; MADRAIL_RAIL_TIMEOUT=1s), ${life:-?} ms after rail1's last sign of life at the sender; receiver $before MB/s before, $after MB/s from 1 s after detection (rail0 alone: $single)"
@@ -120,7 +124,7 @@ done
 
 # --- 3. rejoin: rail1 link down at 1.5 s, up again at 3.5 s, in a 7 s stream
 EXTRA_ENV=MADRAIL_STATS=1
-start tcp:rail0,tcp:rail1 7 ok
+start "$R2" 7 ok
 EXTRA_ENV=
 sleep 1.5
 cl_cluster link-down 1 0 >/dev/null
@@ -139,7 +143,7 @@ if [ $rc -eq 0 ] && grep -q 'rank 1: ok - 0 bad bytes' "$WORK/out"; then
     mb=$(awk '/^rank 0: rail 1 put .* after it came back/ { print $6 }' "$WORK/out")
     if awk -v m="${mb:-0}" 'BEGIN { exit !(m > 0) }'; then
         ok "rejoin: the stream completed byte-exact and rail1 carried $mb MB after it came back"
-        grep -q 'madrail stats: event: .* rail 1 tcp:rail1 peer .* up: after' "$WORK/out" &&
+        grep -q 'madrail stats: event: .* rail 1 [^ ]*rail1 peer .* up: after' "$WORK/out" &&
             ok "rejoin: MADRAIL_STATS lists rail1's down and up events" ||
             bad "rejoin: MADRAIL_STATS does not list rail1's up event"
     else
@@ -155,6 +159,6 @@ else
 fi
 
 # --- 4. every rail fails
-start tcp:rail0,tcp:rail1 8 error
+start "$R2" 8 error
 cl_every_rail_fails "$WORK/out"
 cl_finish

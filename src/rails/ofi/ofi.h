@@ -41,6 +41,7 @@
 
 #include "rails/common/drv.h"
 #include "rails/common/rail_ep.h"
+#include "rails/common/tcp_path.h"
 #include "rails/ofi/ofi_cfg.h"
 #include "rails/rail.h"
 #include "util/hash.h"
@@ -225,6 +226,7 @@ struct mdr_ep {
     uint32_t tx_short;
     uint32_t rx_short;
     int short_owed;
+    mdr_tcp_path_t path; /* the peer's address for ep_link_quiet (rail->tcpdiag) */
 };
 
 struct mdr_rail {
@@ -257,6 +259,9 @@ struct mdr_rail {
     int short_form;     /* injects and has remote CQ data: the short form (see the top) */
     mdr_ep_t **short_eps; /* MDR_OFI_SHORT_SLOTS, allocated with the first */
     uint32_t short_next;  /* where the search for a free slot starts */
+    mdr_tcp_diag_t tcpdiag; /* kernel TCP liveness (tcp_path.h): a provider over kernel
+                             * TCP sockets (tcp, sockets) with an IP address; else
+                             * family 0 and ep_link_quiet cannot tell */
     uint64_t short_tx, short_rx; /* messages sent and received in the short form */
     double latency_us, bandwidth_mbs;
 
@@ -337,6 +342,7 @@ void mdr_ofi_ep_destroy(mdr_ep_t *ep);
 size_t mdr_ofi_ep_backlog(mdr_ep_t *ep);
 size_t mdr_ofi_ep_unsent(mdr_ep_t *ep);
 int mdr_ofi_ep_idle(mdr_ep_t *ep);
+int mdr_ofi_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p);
 madrail_status_t mdr_ofi_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);
 madrail_status_t mdr_ofi_put(mdr_ep_t *ep, const void *local, size_t len, mdr_memh_t *lmemh,
                              uint64_t raddr, const void *rkey, size_t rkey_len,

@@ -126,6 +126,8 @@ static madrail_status_t mdr_ofi_ep_alloc(mdr_rail_t *rail, uint64_t uuid, void *
     }
     ep->rail = rail;
     ep->peer = peer;
+    if (rail->tcpdiag.local.family != 0)
+        (void)mdr_tcp_addr_of_sockaddr(peer->name, peer->name_len, &ep->path.remote);
     ep->epid = rail->next_epid++;
     if (rail->next_epid == 0)
         rail->next_epid = 1; /* 0 means "unknown" on the wire */
@@ -185,6 +187,7 @@ madrail_status_t mdr_ofi_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
     uint32_t mark, hash;
     uint16_t nlen;
     mdr_ofi_peer_t *peer;
+    mdr_ep_t *old;
     madrail_status_t st;
     int ret;
 
@@ -214,10 +217,15 @@ madrail_status_t mdr_ofi_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
                   rail->log_name, (unsigned long long)remote_uuid, len, nlen);
         return MADRAIL_ERR_INVALID;
     }
-    if (mdr_rail_ep_lookup(&rail->base, remote_uuid) != NULL) {
-        mdr_error("rail %s peer %016llx: ep_create while an endpoint to that peer exists",
-                  rail->log_name, (unsigned long long)remote_uuid);
-        return MADRAIL_ERR_INVALID;
+    old = mdr_ofi_ep_lookup(rail, remote_uuid);
+    if (old != NULL) {
+        /* The core dials a peer again only once it gave the connection it
+         * had up (a rail taken down on the peer's word, then rejoined); it
+         * keeps the old ep for the completions still due on it, and the
+         * new one is the peer's from now on (as a reconnection is). */
+        mdr_debug("rail %s peer %016llx: endpoint %u superseded by a new one", rail->log_name,
+                  (unsigned long long)remote_uuid, old->epid);
+        mdr_rail_ep_unmap(&old->base);
     }
     peer = mdr_hash_get(&rail->peers, remote_uuid);
     if (peer == NULL || peer->name_len != nlen ||
@@ -315,6 +323,19 @@ MDR_HOT size_t mdr_ofi_ep_unsent(mdr_ep_t *ep)
 int mdr_ofi_ep_idle(mdr_ep_t *ep)
 {
     return ep == NULL || ep->pending == 0;
+}
+
+/* A provider over kernel TCP sockets hides them, and over a black hole it
+ * neither fails nor completes for as long as TCP retries (minutes): the
+ * kernel's view of the path (rails/common/tcp_path.h) is what lets the
+ * core time such a rail out.  Other providers cannot tell (-1): their own
+ * errors take them down. */
+int mdr_ofi_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p)
+{
+    *quiet_ns_p = 0;
+    if (ep == NULL)
+        return 0;
+    return mdr_tcp_path_quiet(&ep->rail->tcpdiag, &ep->path, quiet_ns_p);
 }
 
 /* ---------------- sending ---------------- */

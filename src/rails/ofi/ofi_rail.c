@@ -526,6 +526,16 @@ static void mdr_ofi_profile(mdr_rail_t *rail)
 
 static void mdr_ofi_close(mdr_rail_t *rail);
 
+/* Does provider prov ("tcp;ofi_rxm", "sockets", "verbs;ofi_rxm") carry
+ * its traffic over kernel TCP sockets?  Its core provider (the first
+ * name) decides. */
+static int mdr_ofi_prov_kernel_tcp(const char *prov)
+{
+    size_t n = strcspn(prov, ";");
+
+    return (n == 3 && strncmp(prov, "tcp", 3) == 0) || (n == 7 && strncmp(prov, "sockets", 7) == 0);
+}
+
 static madrail_status_t mdr_ofi_open(const char *spec, const mdr_rail_params_t *params,
                                      mdr_rail_t **rail_p)
 {
@@ -574,6 +584,7 @@ static madrail_status_t mdr_ofi_open(const char *spec, const mdr_rail_params_t *
     rail = calloc(1, sizeof(*rail));
     if (rail == NULL)
         return MADRAIL_ERR_NOMEM;
+    mdr_tcp_diag_init(&rail->tcpdiag, NULL);
     if (mdr_rail_base_init(&rail->base, rail->log_name, params, mdr_ofi_ep_free) !=
         MADRAIL_OK) {
         free(rail);
@@ -732,6 +743,11 @@ static madrail_status_t mdr_ofi_open(const char *spec, const mdr_rail_params_t *
     st = mdr_ofi_rx_post_all(rail);
     if (st != MADRAIL_OK)
         goto err;
+    if (mdr_ofi_prov_kernel_tcp(rail->prov)) {
+        mdr_tcp_addr_t local;
+        if (mdr_tcp_addr_of_sockaddr(rail->name_buf, rail->name_len, &local) == 0)
+            mdr_tcp_diag_init(&rail->tcpdiag, &local);
+    }
     mdr_ofi_profile(rail);
     if (strcmp(rail->prov, "shm") == 0) {
         pthread_mutex_lock(&mdr_ofi_shm_lock);
@@ -800,6 +816,7 @@ static void mdr_ofi_teardown(mdr_rail_t *rail)
     if (rail->peers.cap > 0)
         mdr_hash_cleanup(&rail->peers);
     mdr_rail_base_cleanup(&rail->base);
+    mdr_tcp_diag_cleanup(&rail->tcpdiag);
     mdr_cfg_release(&mdr_ofi_cfg_table, &rail->cfg);
     free(rail);
 }
@@ -1021,7 +1038,7 @@ const mdr_rail_ops_t mdr_ofi_ops = {
     .ep_backlog = mdr_ofi_ep_backlog,
     .ep_unsent = mdr_ofi_ep_unsent,
     .ep_idle = mdr_ofi_ep_idle,
-    .ep_link_quiet = mdr_rail_unknown_link_quiet,
+    .ep_link_quiet = mdr_ofi_ep_link_quiet,
     .ctrl_send = mdr_ofi_ctrl_send,
     .mem_reg = mdr_ofi_mem_reg,
     .mem_dereg = mdr_ofi_mem_dereg,

@@ -44,6 +44,7 @@
 
 #include "rails/common/drv.h"
 #include "rails/common/rail_ep.h"
+#include "rails/common/tcp_path.h"
 #include "rails/common/region.h"
 #include "rails/common/sw_reg.h"
 #include "rails/rail.h"
@@ -127,7 +128,10 @@ enum {
 typedef struct mdr_ucx_hello {
     uint64_t target;   /* the uuid the sender means to reach */
     uint32_t addr_len; /* worker address bytes that follow */
-    uint32_t pad;
+    uint32_t inet4;    /* the sender's rail IPv4 address, network order (0: none;
+                        * MDR_UCX_ADDR_INET_OFF) */
+    uint16_t probe_port; /* its probe port, network order (0: none) */
+    uint16_t pad[3];
     uint8_t key[16];   /* the job key (MDR_JOB_KEY_LEN) */
 } mdr_ucx_hello_t;
 
@@ -158,6 +162,22 @@ typedef struct mdr_ucx_revoke {
 #define MDR_UCX_ADDR_LEN 256
 #define MDR_UCX_ADDR_HDR 8
 #define MDR_UCX_ADDR_SEG_OFF (MDR_UCX_ADDR_LEN - 4)
+/* On tcp rails bound to an interface, the interface's IPv4 address (4
+ * bytes, network order) sits before the last 4, and the pad byte (5) has
+ * MDR_UCX_ADDR_F_INET: the peer's end of the path whose kernel TCP state
+ * tells the rail's liveness (rails/common/tcp_path.h).  Without the flag
+ * (a worker address too long to leave room, another transport, a build
+ * before the field) the rail cannot tell, as before. */
+#define MDR_UCX_ADDR_INET_OFF (MDR_UCX_ADDR_LEN - 8)
+#define MDR_UCX_ADDR_F_INET 0x01
+/* ... and with MDR_UCX_ADDR_F_PROBE the last 2 bytes hold the port of its
+ * probe socket (tcp_path.h: what the rail asks before a ucp_ep_create,
+ * whose tcp connect blocks), network order */
+#define MDR_UCX_ADDR_F_PROBE 0x02
+#define MDR_UCX_ADDR_PROBE_OFF (MDR_UCX_ADDR_LEN - 2)
+/* How long a reconnection waits for the peer's probe port to answer
+ * before it gives the attempt up (the core tries again later). */
+#define MDR_UCX_PROBE_MS 20
 #define MDR_UCX_ADDR_MARK 0x31584355u /* "UCX1" in host order: byte-order mark */
 
 /* Packed remote key: this header, then the ucp_rkey_pack bytes. */
@@ -342,6 +362,8 @@ struct mdr_ep {
      * only when the ep is used again (an orderly close is not an error) */
     int peer_closed;
     char closed_reason[MDR_UCX_REASON];
+    mdr_tcp_path_t path; /* the peer's address for ep_link_quiet (rail->tcpdiag) */
+    uint16_t probe_port; /* the peer's probe port (network order; 0: none) */
 };
 
 struct mdr_rail {
@@ -391,6 +413,9 @@ struct mdr_rail {
     mdr_pool_t pool;         /* tx and rx buffers */
 
     mdr_region_tab_t regions; /* registrations (mdr_memh_t.reg) */
+    mdr_tcp_diag_t tcpdiag;  /* kernel TCP liveness: tcp rails on an interface with an
+                              * IPv4 address (family 0 otherwise: cannot tell) */
+    int probe_fd;            /* bound, never listening: peers probe the path here (-1) */
 };
 
 /* ucx_rail.c */
@@ -428,6 +453,7 @@ mdr_ep_t *mdr_ucx_ep_lookup(mdr_rail_t *rail, uint64_t uuid);
 size_t mdr_ucx_ep_backlog(mdr_ep_t *ep);
 size_t mdr_ucx_ep_unsent(mdr_ep_t *ep);
 int mdr_ucx_ep_idle(mdr_ep_t *ep);
+int mdr_ucx_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p);
 madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);
 /* Send ep's SHORT_ID if it is owed and ep is connected. */
 void mdr_ucx_short_offer(mdr_ep_t *ep);

@@ -31,6 +31,7 @@
  */
 #include "mdr_config.h"
 
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -489,6 +490,15 @@ madrail_status_t mdr_ucx_ep_connect(mdr_ep_t *ep)
         return MADRAIL_OK;
     if (ep->state != MDR_UCX_EP_OPEN)
         return MADRAIL_ERR_RAIL_DOWN;
+    if (ep->probe_port != 0 &&
+        mdr_tcp_path_probe(&rail->tcpdiag.local, &ep->path.remote, ep->probe_port,
+                           MDR_UCX_PROBE_MS) == 0) {
+        /* ucp_ep_create would block in connect() until TCP gives up */
+        mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_CONNECT,
+                        "the peer's address did not answer within %d ms (probe before "
+                        "UCX's blocking connect)", MDR_UCX_PROBE_MS);
+        return MADRAIL_ERR_RAIL_DOWN;
+    }
     st = mdr_ucx_uep_open(rail, ep->waddr, ep, &ep->uep, &us);
     if (st != MADRAIL_OK) {
         if (st == MADRAIL_ERR_NOMEM)
@@ -499,6 +509,10 @@ madrail_status_t mdr_ucx_ep_connect(mdr_ep_t *ep)
     memset(&hello, 0, sizeof(hello));
     hello.target = ep->base.uuid;
     hello.addr_len = (uint32_t)rail->waddr_len;
+    if (rail->addr[5] & MDR_UCX_ADDR_F_INET)
+        memcpy(&hello.inet4, rail->addr + MDR_UCX_ADDR_INET_OFF, 4);
+    if (rail->addr[5] & MDR_UCX_ADDR_F_PROBE)
+        memcpy(&hello.probe_port, rail->addr + MDR_UCX_ADDR_PROBE_OFF, 2);
     memcpy(hello.key, rail->job_key, sizeof(hello.key));
     iov[0].iov_base = &hello;
     iov[0].iov_len = sizeof(hello);
@@ -562,6 +576,7 @@ madrail_status_t mdr_ucx_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
     const uint8_t *a = addr;
     uint32_t mark;
     uint16_t alen;
+    madrail_status_t st;
 
     if (rail == NULL || addr == NULL || ep_p == NULL)
         return MADRAIL_ERR_INVALID;
@@ -591,7 +606,15 @@ madrail_status_t mdr_ucx_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const
             return MADRAIL_ERR_CONFIG;
         }
     }
-    return mdr_ucx_ep_alloc(rail, remote_uuid, a + MDR_UCX_ADDR_HDR, alen, ep_cookie, ep_p);
+    st = mdr_ucx_ep_alloc(rail, remote_uuid, a + MDR_UCX_ADDR_HDR, alen, ep_cookie, ep_p);
+    if (st == MADRAIL_OK && (a[5] & MDR_UCX_ADDR_F_INET) &&
+        alen <= MDR_UCX_ADDR_INET_OFF - MDR_UCX_ADDR_HDR) {
+        (*ep_p)->path.remote.family = AF_INET;
+        memcpy((*ep_p)->path.remote.a, a + MDR_UCX_ADDR_INET_OFF, 4);
+        if (a[5] & MDR_UCX_ADDR_F_PROBE)
+            memcpy(&(*ep_p)->probe_port, a + MDR_UCX_ADDR_PROBE_OFF, 2);
+    }
+    return st;
 }
 
 mdr_ep_t *mdr_ucx_ep_lookup(mdr_rail_t *rail, uint64_t uuid)
@@ -652,6 +675,19 @@ MDR_HOT size_t mdr_ucx_ep_backlog(mdr_ep_t *ep)
 MDR_HOT size_t mdr_ucx_ep_unsent(mdr_ep_t *ep)
 {
     return ep == NULL ? 0 : ep->backlog + ep->lost;
+}
+
+/* UCX's tcp transport hides its sockets, and over a black hole its sends
+ * neither fail nor complete while TCP retries (minutes; its keepalive
+ * needs an idle connection): the kernel's view of the path
+ * (rails/common/tcp_path.h) lets the core time such a rail out.  Other
+ * transports, and a peer whose address did not say its IP, cannot tell. */
+int mdr_ucx_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p)
+{
+    *quiet_ns_p = 0;
+    if (ep == NULL)
+        return 0;
+    return mdr_tcp_path_quiet(&ep->rail->tcpdiag, &ep->path, quiet_ns_p);
 }
 
 int mdr_ucx_ep_idle(mdr_ep_t *ep)
@@ -972,6 +1008,11 @@ void mdr_ucx_hello(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
     }
     ep->rx_conn = conn;
     ep->rx_seq = 1;
+    if (h.inet4 != 0) {
+        ep->path.remote.family = AF_INET;
+        memcpy(ep->path.remote.a, &h.inet4, 4);
+        ep->probe_port = h.probe_port;
+    }
     offer = mdr_rail_ep_offer(&ep->base, ep);
     if (offer == MDR_RAIL_OFFER_GONE) /* the core destroyed it inside the upcall */
         return;

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/random.h>
 
 #include "rails/common/drv.h"
@@ -857,6 +858,8 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     rail = calloc(1, sizeof(*rail));
     if (rail == NULL)
         return MADRAIL_ERR_NOMEM;
+    mdr_tcp_diag_init(&rail->tcpdiag, NULL);
+    rail->probe_fd = -1;
     {
         const char *semi = strchr(spec, ';');
         int n = semi ? (int)(semi - spec) : (int)strlen(spec);
@@ -873,8 +876,16 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
      * puts to user memory over the active-message lane, so a message sent
      * after the put's local completion already comes after its data;
      * elsewhere (RDMA devices) the put may use another lane and only a
-     * flush proves that the data is in place. */
-    rail->order_flush = s.order >= 0 ? s.order : !(s.tcp || s.shm);
+     * flush proves that the data is in place.  With more than one rail
+     * (params->failover) or rail adaptation (params->measure_puts) a tcp
+     * rail flushes too, unless order= says otherwise: a put that counts as
+     * done at the socket write may die with the link while its FIN is
+     * re-sent on a survivor (core/replay.c sends a FIN again only over a
+     * rail whose puts complete in place), and the rail would measure as
+     * fast as its send buffer. */
+    rail->order_flush = s.order >= 0 ? s.order
+                                     : !(s.tcp || s.shm) ||
+                                           (s.tcp && (params->failover || params->measure_puts));
     rail->shm = s.shm;
     /* connection ids start at random: after the handshake, what a message
      * claims to come from is (uuid, connection), which a stranger never sees */
@@ -978,6 +989,20 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     memcpy(rail->addr + MDR_UCX_ADDR_HDR, waddr, waddr_len);
     if (rail->shm)
         memcpy(rail->addr + MDR_UCX_ADDR_SEG_OFF, &rail->mm_seg, 4);
+    if (s.tcp && rail->dev[0] != '\0' && waddr_len <= MDR_UCX_ADDR_INET_OFF - MDR_UCX_ADDR_HDR) {
+        mdr_tcp_addr_t local;
+        if (mdr_tcp_addr_of_ifname(rail->dev, &local) == 0) {
+            uint16_t port;
+            mdr_tcp_diag_init(&rail->tcpdiag, &local);
+            memcpy(rail->addr + MDR_UCX_ADDR_INET_OFF, local.a, 4);
+            rail->addr[5] |= MDR_UCX_ADDR_F_INET;
+            rail->probe_fd = mdr_tcp_probe_port_open(&local, &port);
+            if (rail->probe_fd >= 0) {
+                memcpy(rail->addr + MDR_UCX_ADDR_PROBE_OFF, &port, 2);
+                rail->addr[5] |= MDR_UCX_ADDR_F_PROBE;
+            }
+        }
+    }
     rail->waddr_len = waddr_len;
     ucp_worker_release_address(rail->worker, waddr);
 
@@ -1080,6 +1105,9 @@ static void mdr_ucx_close(mdr_rail_t *rail)
     ucp_cleanup(rail->ctx);
     mdr_rail_base_cleanup(&rail->base);
     mdr_pool_cleanup(&rail->pool);
+    mdr_tcp_diag_cleanup(&rail->tcpdiag);
+    if (rail->probe_fd >= 0)
+        close(rail->probe_fd);
     free(rail->rx_scratch);
     free(rail->short_slots);
     free(rail);
@@ -1197,7 +1225,7 @@ const mdr_rail_ops_t mdr_ucx_ops = {
     .ep_backlog = mdr_ucx_ep_backlog,
     .ep_unsent = mdr_ucx_ep_unsent,
     .ep_idle = mdr_ucx_ep_idle,
-    .ep_link_quiet = mdr_rail_unknown_link_quiet,
+    .ep_link_quiet = mdr_ucx_ep_link_quiet,
     .ctrl_send = mdr_ucx_ctrl_send,
     .mem_reg = mdr_ucx_mem_reg,
     .mem_dereg = mdr_ucx_mem_dereg,

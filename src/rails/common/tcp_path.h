@@ -1,0 +1,106 @@
+/*
+ * Liveness of a TCP path for drivers whose network library owns the
+ * sockets (ofi over libfabric's tcp provider, ucx over UCX's tcp
+ * transport).  Those libraries hide their descriptors, and over a black
+ * hole (a link down without a carrier change seen here, a drop rule) their
+ * sockets neither fail nor complete: TCP retransmits for many minutes and
+ * the library waits with it.  The kernel still knows what the tcp rail
+ * asks of its own sockets (tcp_ep.c, mdr_tcp_ep_link_quiet): bytes waiting
+ * for an acknowledgement and when one last came.  NETLINK_SOCK_DIAG hands
+ * that out for every TCP socket of this network namespace, so a rail asks
+ * it for the sockets between its own address and a peer's, whoever made
+ * them.
+ *
+ * Sockets of other processes between the same two addresses are counted
+ * too, on purpose: the question is whether the path delivers, and every
+ * socket on it answers that the same way (a remote process that stops
+ * reading still has its kernel acknowledging).
+ *
+ * One dump a rail, shared by its peers, at most every MDR_TCP_PATH_CACHE_NS:
+ * the core asks at its liveness scans (about ten a second), never per
+ * message.  The kernel filters the dump to the rail's own address
+ * (bytecode), so other traffic on the node costs nothing here.
+ */
+#ifndef MDR_RAILS_TCP_PATH_H
+#define MDR_RAILS_TCP_PATH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MDR_TCP_PATH_CACHE_NS 2000000ull /* a dump serves 2 ms of questions */
+
+/* An IP address, family AF_INET or AF_INET6 (0: none). */
+typedef struct mdr_tcp_addr {
+    uint16_t family;
+    uint8_t a[16]; /* 4 or 16 bytes, network order */
+} mdr_tcp_addr_t;
+
+/* One socket of the last dump, reduced to what the rule needs. */
+typedef struct mdr_tcp_sock {
+    uint8_t dst[16];
+    uint32_t last_ack_ms; /* tcpi_last_ack_recv */
+    int waiting;          /* bytes wait for an acknowledgement (the tcp rail's rule) */
+} mdr_tcp_sock_t;
+
+/* A rail's view: its local address, the netlink socket, the last dump. */
+typedef struct mdr_tcp_diag {
+    mdr_tcp_addr_t local;
+    int fd;               /* NETLINK_SOCK_DIAG, -1 until first used or when unusable */
+    int broken;           /* the kernel refused: the rail cannot tell (-1 for ever) */
+    uint64_t stamp_ns;    /* when socks was filled */
+    mdr_tcp_sock_t *socks;
+    size_t nsocks, cap;
+    uint64_t dumps;       /* statistics: dumps made */
+} mdr_tcp_diag_t;
+
+/* One ep's path: the peer's address and when bytes were first seen
+ * waiting on it (0: nothing waits). */
+typedef struct mdr_tcp_path {
+    mdr_tcp_addr_t remote;
+    uint64_t wait_since_ns;
+} mdr_tcp_path_t;
+
+/* Start a rail's view for local (copied; family 0 leaves it unusable:
+ * every question answers -1).  Opens nothing yet. */
+void mdr_tcp_diag_init(mdr_tcp_diag_t *d, const mdr_tcp_addr_t *local);
+void mdr_tcp_diag_cleanup(mdr_tcp_diag_t *d);
+
+/* The ep_link_quiet answer for path p (rails/rail.h): 0 with *quiet_ns_p
+ * the time bytes on the path have waited for an acknowledgement with none
+ * at all (0 when nothing waits), or -1 when this rail or path cannot tell
+ * (no address, another family, the kernel without sock_diag). */
+int mdr_tcp_path_quiet(mdr_tcp_diag_t *d, mdr_tcp_path_t *p, uint64_t *quiet_ns_p);
+
+/* The IPv4 address of interface ifname into *out (family 0 when it has
+ * none or does not exist).  0 found, -1 not. */
+int mdr_tcp_addr_of_ifname(const char *ifname, mdr_tcp_addr_t *out);
+/* From a struct sockaddr_in or sockaddr_in6 of len bytes; -1 otherwise. */
+int mdr_tcp_addr_of_sockaddr(const void *sa, size_t len, mdr_tcp_addr_t *out);
+
+/* ---------------- reachability before a library's blocking connect ----
+ *
+ * UCX 1.13's tcp transport connects its socket in blocking mode inside
+ * ucp_ep_create: toward a black-holed peer that call waits for TCP's SYN
+ * retries (about two minutes), and progress with it.  So before handing
+ * the library a connection to make, a rail asks whether the path answers
+ * at all: a non-blocking connect from local to the peer's probe port, a
+ * port the peer's rail holds bound and never listens on, so its kernel
+ * answers at once with a reset (or, should anything listen there, a
+ * connection): either proves the path; no answer within timeout_ms does
+ * not.  The port is bound so that nothing else takes it. */
+
+/* A bound, non-listening TCP socket on local, port chosen by the kernel:
+ * *port_be_p its port (network order).  Returns the descriptor, or -1. */
+int mdr_tcp_probe_port_open(const mdr_tcp_addr_t *local, uint16_t *port_be_p);
+/* 1 the path from local to remote:port answered within timeout_ms, 0 it
+ * did not, -1 the probe could not be made (the caller goes ahead). */
+int mdr_tcp_path_probe(const mdr_tcp_addr_t *local, const mdr_tcp_addr_t *remote,
+                       uint16_t port_be, int timeout_ms);
+
+/* Parse a dump reply (exposed for the fuzz target and the unit test):
+ * the sock_diag messages in buf[0..len) for the local address of d are
+ * appended to d->socks.  Returns 1 at NLMSG_DONE, 0 for more to come, -1
+ * on an error message or a malformed reply. */
+int mdr_tcp_diag_parse(mdr_tcp_diag_t *d, const void *buf, size_t len);
+
+#endif /* MDR_RAILS_TCP_PATH_H */
