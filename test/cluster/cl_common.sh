@@ -41,8 +41,26 @@ cl_rails() {
     done
     echo "$cl_list"
 }
-# The rail set of this run and the suffix that names it in output
+# The rail set of this run
 CL_RAILSET=${CL_RAILSET:-tcp}
+
+# cl_need_railset: SKIP when a driver of CL_RAILSET is not built into the
+# tree's libmadrail (madrail_info -d says which are and why not)
+cl_need_railset() {
+    case $CL_RAILSET in
+        tcp) return 0 ;;
+        ofi) cl_drv="ofi" ;;
+        ucx) cl_drv="ucx" ;;
+        mix) cl_drv="ofi ucx" ;;
+        *) echo "FAIL: $cl_name: unknown rail set CL_RAILSET=$CL_RAILSET (tcp, ofi, ucx or mix)"; exit 1 ;;
+    esac
+    cl_info=$("$CL_BUILDDIR/tools/madrail_info" -d 2>&1) ||
+        { echo "FAIL: $cl_name: $CL_BUILDDIR/tools/madrail_info -d failed: $cl_info"; exit 1; }
+    for d in $cl_drv; do
+        printf '%s\n' "$cl_info" | grep -Eq "^  $d +yes" ||
+            cl_skip "rail set $CL_RAILSET needs the $d driver: $(printf '%s\n' "$cl_info" | grep -E "^  $d " | sed 's/  */ /g')"
+    done
+}
 
 cl_skip() {
     echo "SKIP: $cl_name: $*"

@@ -28,6 +28,7 @@
 # Needs root, `ip netns` and a hydra mpiexec (SKIP otherwise).
 . "$(dirname "$0")/cl_common.sh"
 cl_need_root
+cl_need_railset
 cl_find_hydra
 PROG=$CL_BUILDDIR/test/integration/it_failover
 [ -x "$PROG" ] || { echo "FAIL: $cl_name: $PROG not built (make check builds it)"; exit 1; }
