@@ -356,9 +356,9 @@ elif [ "$BUILD_OK" = yes ]; then
         collect_line "MPICH suite" "$SRC/_build/mpich-suite.out"
         # The cluster tests that run our MPICH skipped in step 2 on a fresh
         # clone (MPICH did not exist yet): run them now that it does.
-        say "    the cluster tests that need our MPICH, now that it is built: cl_mpi, cl_slurm, cl_anysrc, cl_mpi_failover ($(elapsed))"
+        say "    the cluster tests that need our MPICH, now that it is built: cl_mpi, cl_slurm, cl_anysrc, cl_mpi_failover over tcp, ofi, ucx and one of each ($(elapsed))"
         run_check "$SRC/_build" "_build (cluster MPI tests)" \
-            TESTS="test/cluster/cl_mpi.sh test/cluster/cl_slurm.sh test/cluster/cl_anysrc.sh test/cluster/cl_mpi_failover.sh"
+            TESTS="test/cluster/cl_mpi.sh test/cluster/cl_slurm.sh test/cluster/cl_anysrc.sh test/cluster/cl_mpi_failover.sh test/cluster/cl_mpi_failover_ofi.sh test/cluster/cl_mpi_failover_ucx.sh test/cluster/cl_mpi_failover_mix.sh"
     else
         say "8-9/$NSTEPS MPI tests: skipped, MPICH did not build"
     fi

@@ -1,7 +1,8 @@
 #!/bin/sh
 # cl_mpi_failover.sh -- a rail fails under an MPI program (issue 12): our
 # MPICH (ch4:madrail) on two nodes of the namespace cluster, two tbf-shaped
-# rails of 1 Gbit, MADRAIL_RAILS=tcp:rail0,tcp:rail1, MADRAIL_RAIL_TIMEOUT=1s,
+# rails of 1 Gbit, MADRAIL_RAILS of rail set CL_RAILSET (cl_common.sh: tcp,
+# ofi, ucx or mix; default tcp), MADRAIL_RAIL_TIMEOUT=1s,
 # one rank a node, mpi_failover streaming mixed-size checksummed messages
 # (1 B..4 MiB, half of them received with MPI_ANY_SOURCE/MPI_ANY_TAG):
 #  1. rail1 `ip link set down` 1.5 s into a 6 s stream, up again 2 s
@@ -22,13 +23,17 @@
 # <srcdir>/_install/mpich): SKIP otherwise.
 . "$(dirname "$0")/cl_common.sh"
 cl_need_root
+cl_need_railset
 cl_need_our_mpich
+SET=$([ "$CL_RAILSET" = tcp ] || echo "$CL_RAILSET")
 WORK=$CL_BUILDDIR/test/cluster/cl-work
 mkdir -p "$WORK" || { echo "FAIL: $cl_name: cannot create $WORK"; exit 1; }
-PROG=$WORK/mpi_failover
+PROG=$WORK/mpi_failover${SET:+_$SET}
 cl_mpicc "$PROG" "$CL_DIR/mpi_failover.c"
-cl_up mdrtg- --nodes 2 --rails 2 --rate 1gbit
-OUT=$WORK/cl_mpi_failover.out
+RAILS=$(cl_rails "$CL_RAILSET" 2) || exit 1
+echo "rail set $CL_RAILSET: $RAILS"
+cl_up "mdrtg$SET-" --nodes 2 --rails 2 --rate 1gbit
+OUT=$WORK/cl_mpi_failover${SET:+_$SET}.out
 # this checkout's libmadrail first (cl_mpi_libdir), else the copy next to libmpi
 LIBDIR=$(cl_mpi_libdir)
 LIBS=${LIBDIR:+$LIBDIR:}$MPICH_DIR/lib
@@ -36,7 +41,7 @@ LIBS=${LIBDIR:+$LIBDIR:}$MPICH_DIR/lib
 # start SECONDS ok|error: the program in the background, output in $OUT
 start() {
     # shellcheck disable=SC2086
-    cl_cluster exec 0 env MADRAIL_RAILS=tcp:rail0,tcp:rail1 MADRAIL_RAIL_TIMEOUT=1s \
+    cl_cluster exec 0 env MADRAIL_RAILS="$RAILS" MADRAIL_RAIL_TIMEOUT=1s \
         MADRAIL_STATS=1 MPIR_CVAR_NOLOCAL=1 LD_LIBRARY_PATH="$LIBS" timeout -k 5 60 \
         "$MPICH_DIR/bin/mpiexec" $MDR_CLUSTER_HYDRA_FLAGS -n 2 -ppn 1 "$PROG" "$1" "$2" \
         >"$OUT" 2>&1 &
@@ -63,8 +68,8 @@ rail1_fails() {
     grep -q 'round .* bad bytes, length' "$OUT" && { cat "$OUT"; bad "$1: wrong bytes or statuses received"; }
     if [ $rc -eq 0 ] && grep -q 'rank 1: ok - 0 bad bytes' "$OUT"; then
         ok "$1 of rail1 mid-stream: the MPI stream completed, every byte and status right"
-        n_down=$(grep -c 'madrail stats: event: .* rail 1 tcp:rail1 peer .* down: ' "$OUT")
-        n_up=$(grep -c 'madrail stats: event: .* rail 1 tcp:rail1 peer .* up: after' "$OUT")
+        n_down=$(grep -c 'madrail stats: event: .* rail 1 [^ ]*rail1 peer .* down: ' "$OUT")
+        n_up=$(grep -c 'madrail stats: event: .* rail 1 [^ ]*rail1 peer .* up: after' "$OUT")
         [ "$n_down" -ge 2 ] && [ "$n_up" -ge 2 ] &&
             ok "$1: both ranks took rail1 down and back up ($n_down down, $n_up up events)" ||
             { cat "$OUT"; bad "$1: rail1 events $n_down down, $n_up up (want 2 each, one a rank)"; }
