@@ -101,6 +101,8 @@ static void mdr_rejoin_try(mdr_peer_rail_t *pr, uint64_t now)
     struct iovec iov;
     madrail_status_t st;
 
+    if (pr->ep && pr->close_pending)
+        mdr_watch_close_now(pr); /* its puts in flight fail and go elsewhere */
     if (pr->ep) {
         /* the failed connection: its driver may still owe completions of
          * puts on it, so it is kept until finalize, as a replaced one is */

@@ -284,6 +284,11 @@ int mdr_replay_rx(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr)
         snprintf(op->last_error, sizeof(op->last_error),
                  "the peer gave it up (it re-sent its messages on another rail)");
         mdr_peer_rail_mark_down(op, 1);
+        /* and its connection goes at the next progress, its puts in flight
+         * failed so that they go again elsewhere: over a dead link neither
+         * the peer's close nor an error may ever reach us (a ucx or ofi rail
+         * waits on TCP's retries), and kept open they would wait for good */
+        mdr_watch_close_later(op);
         mdr_rejoin_down(op); /* dialled again later, as after a driver error */
         mdr_send_rail_lost(op, 0);
     }

@@ -201,6 +201,8 @@ void mdr_watch_rail_close(mdr_peer_rail_t *pr, const char *reason)
     mdr_watch_fail_puts(pr, lost, nlost);
 }
 
+static void mdr_watch_close_one(mdr_peer_rail_t *pr, void *arg);
+
 void mdr_watch_close_later(mdr_peer_rail_t *pr)
 {
     if (pr->close_pending || !pr->ep)
@@ -213,6 +215,11 @@ void mdr_watch_close_later(mdr_peer_rail_t *pr)
  * protocol error): the peer's transport then sees them end, so the peer
  * takes the rail down as well instead of sending on into a connection
  * whose every message we drop. */
+void mdr_watch_close_now(mdr_peer_rail_t *pr)
+{
+    mdr_watch_close_one(pr, NULL);
+}
+
 static void mdr_watch_close_one(mdr_peer_rail_t *pr, void *arg)
 {
     mdr_lost_put_t *lost;

@@ -23,5 +23,9 @@ void mdr_watch_rail_close(mdr_peer_rail_t *pr, const char *reason);
  * connection from the next progress, so that the peer sees it end too
  * (its puts in flight fail and go again on other rails). */
 void mdr_watch_close_later(mdr_peer_rail_t *pr);
+/* A close mdr_watch_close_later asked for, done now if still pending (from
+ * progress, not an upcall): the rejoin's next connection must not start
+ * while the old one still holds puts that nobody will fail. */
+void mdr_watch_close_now(mdr_peer_rail_t *pr);
 
 #endif /* MDR_WATCH_H */
