@@ -6,7 +6,9 @@
 # process a node under hydra, it_failover streaming checksummed 1 MiB
 # messages from node0 to node1:
 #  0. rail0 alone, no fault: the surviving rail's single-rail rate;
-#  1. rail1 `ip link set down` on node0 1.5 s into a 5 s stream;
+#  1. rail1 `ip link set down` on node0 1.5 s into a 5 s stream: asserted
+#     also that the rail went down on the kernel's link event
+#     (rails/common/linkwatch.c), not on its timeout;
 #  2. the same with rail1 black-holed (nftables drop, the link stays up:
 #     TCP retransmits and never errors; only the rail timeout finds it);
 #     asserted: both processes take rail1 down (the rail timeout), no
@@ -111,6 +113,14 @@ for how in link-down blackhole; do
     echo "$how: detection ${d1:-?}-${d:-?} s after the fault (after/before the $how command; MADRAIL_RAIL_TIMEOUT=1s), ${life:-?} ms after rail1's last sign of life at the sender; receiver $before MB/s before, $after MB/s from 1 s after detection (rail0 alone: $single)"
     both_saw 'rail 1 down' "$how of rail1 mid-stream: both processes took rail1 down (detection ${d:-?} s)" \
         "$how of rail1 mid-stream: rail1 not taken down on both nodes"
+    if [ $how = link-down ]; then
+        # the kernel says a link went down at once (rails/common/linkwatch.c):
+        # the rail must not wait for its timeout
+        n_ev=$(grep -c 'madrail stats: event: .* rail 1 [^ ]*rail1 peer .* down: link of rail1 down (kernel link event)' "$WORK/out")
+        [ "$n_ev" -ge 1 ] &&
+            ok "link-down: taken down on the kernel's link event, not the timeout ($n_ev event(s))" ||
+            { grep 'stats: event' "$WORK/out"; bad "link-down: no rail1 event names the kernel's link event"; }
+    fi
     grep -q 'bad bytes, length' "$WORK/out" && bad "$how: wrong bytes received"
     if [ $rc -eq 0 ] && grep -q 'rank 1: ok - 0 bad bytes' "$WORK/out"; then
         ok "$how of rail1 mid-stream: the stream completed byte-exact on rail0"

@@ -41,6 +41,7 @@
 
 #include "rails/common/drv.h"
 #include "rails/common/rail_ep.h"
+#include "rails/common/linkwatch.h"
 #include "rails/common/tcp_path.h"
 #include "rails/ofi/ofi_cfg.h"
 #include "rails/rail.h"
@@ -259,6 +260,8 @@ struct mdr_rail {
     int short_form;     /* injects and has remote CQ data: the short form (see the top) */
     mdr_ep_t **short_eps; /* MDR_OFI_SHORT_SLOTS, allocated with the first */
     uint32_t short_next;  /* where the search for a free slot starts */
+    mdr_link_watch_t lw;    /* the interface's link events (linkwatch.h), when the
+                             * spec names an interface */
     mdr_tcp_diag_t tcpdiag; /* kernel TCP liveness (tcp_path.h): a provider over kernel
                              * TCP sockets (tcp, sockets) with an IP address; else
                              * family 0 and ep_link_quiet cannot tell */

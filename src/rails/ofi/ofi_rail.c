@@ -585,6 +585,7 @@ static madrail_status_t mdr_ofi_open(const char *spec, const mdr_rail_params_t *
     if (rail == NULL)
         return MADRAIL_ERR_NOMEM;
     mdr_tcp_diag_init(&rail->tcpdiag, NULL);
+    rail->lw.fd = -1;
     if (mdr_rail_base_init(&rail->base, rail->log_name, params, mdr_ofi_ep_free) !=
         MADRAIL_OK) {
         free(rail);
@@ -743,6 +744,7 @@ static madrail_status_t mdr_ofi_open(const char *spec, const mdr_rail_params_t *
     st = mdr_ofi_rx_post_all(rail);
     if (st != MADRAIL_OK)
         goto err;
+    mdr_link_watch_init(&rail->lw, dev);
     if (mdr_ofi_prov_kernel_tcp(rail->prov)) {
         mdr_tcp_addr_t local;
         if (mdr_tcp_addr_of_sockaddr(rail->name_buf, rail->name_len, &local) == 0)
@@ -817,6 +819,7 @@ static void mdr_ofi_teardown(mdr_rail_t *rail)
         mdr_hash_cleanup(&rail->peers);
     mdr_rail_base_cleanup(&rail->base);
     mdr_tcp_diag_cleanup(&rail->tcpdiag);
+    mdr_link_watch_cleanup(&rail->lw);
     mdr_cfg_release(&mdr_ofi_cfg_table, &rail->cfg);
     free(rail);
 }
@@ -1000,6 +1003,21 @@ MDR_HOT int mdr_ofi_poll_cq(mdr_rail_t *rail, int quiet)
     return count;
 }
 
+/* The rail's link went down (linkwatch.h): every ep fails now, as after a
+ * provider error, instead of a rail timeout later. */
+static void mdr_ofi_link_down(mdr_rail_t *rail)
+{
+    mdr_list_t *l;
+
+    mdr_warn("rail %s: the link of %s went down (kernel link event): its endpoints fail",
+             rail->log_name, rail->lw.ifname);
+    mdr_list_for_each(l, &rail->base.eps_all) {
+        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, base.link);
+        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "link of %s down (kernel link event)",
+                        rail->lw.ifname);
+    }
+}
+
 MDR_HOT static int mdr_ofi_progress(mdr_rail_t *rail)
 {
     mdr_list_t *l;
@@ -1008,6 +1026,8 @@ MDR_HOT static int mdr_ofi_progress(mdr_rail_t *rail)
     if (rail == NULL || rail->base.in_progress)
         return 0;
     rail->base.in_progress = 1;
+    if (rail->lw.fd >= 0 && mdr_link_watch_poll(&rail->lw, mdr_time_coarse_ns()))
+        mdr_ofi_link_down(rail);
     while ((l = mdr_list_pop_head(&rail->rx_repost)) != NULL) {
         mdr_ofi_rxbuf_t *rxb = mdr_container_of(l, mdr_ofi_rxbuf_t, link);
         if (mdr_ofi_post_rx(rail, rxb) != MADRAIL_OK) {

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "rails/common/linkwatch.h"
 #include "rails/common/drv.h"
 #include "rails/common/rail_ep.h"
 #include "rails/common/region.h"
@@ -282,6 +283,7 @@ struct mdr_rail {
     char name[64];      /* attr.name: "tcp:lo" */
     char log_name[96];  /* "tcp:lo(127.0.0.1:4711)" for messages */
     char ifname[IF_NAMESIZE];
+    mdr_link_watch_t lw;  /* ifname's link events (rails/common/linkwatch.h) */
     struct sockaddr_in local; /* listen address (port filled after bind) */
     int listen_fd;
     int epfd;                 /* group->epfd when in a group, else its own */

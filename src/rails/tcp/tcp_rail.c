@@ -355,6 +355,7 @@ static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *
         return MADRAIL_ERR_NOMEM;
     rail->listen_fd = -1;
     rail->epfd = -1;
+    rail->lw.fd = -1;
     st = mdr_cfg_parse(&mdr_tcp_cfg_table, params->overrides, &rail->cfg);
     if (st != MADRAIL_OK)
         goto err_cfg;
@@ -378,6 +379,8 @@ static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *
         st = mdr_tcp_resolve(spec, first, rail->ifname, &addr, &loopback);
         free(copy);
     }
+    if (st == MADRAIL_OK && !loopback)
+        mdr_link_watch_init(&rail->lw, rail->ifname);
     if (st != MADRAIL_OK) {
         if (st != MADRAIL_ERR_NOMEM)
             st = MADRAIL_ERR_CONFIG;
@@ -469,6 +472,7 @@ static void mdr_tcp_close(mdr_rail_t *rail)
     mdr_tcp_group_leave(rail);
     mdr_tcp_mem_cleanup(rail);
     mdr_rail_base_cleanup(&rail->base);
+    mdr_link_watch_cleanup(&rail->lw);
     free(rail->rbuf);
     mdr_cfg_release(&mdr_tcp_cfg_table, &rail->cfg);
     free(rail);
@@ -829,6 +833,21 @@ static int mdr_tcp_poll(mdr_rail_t *rail)
     return got + n;
 }
 
+/* The rail's link went down (linkwatch.h): every ep fails now, as after a
+ * connection error, instead of a rail timeout later. */
+static void mdr_tcp_link_down(mdr_rail_t *rail)
+{
+    mdr_list_t *l;
+
+    mdr_warn("rail %s: the link of %s went down (kernel link event): its connections fail",
+             rail->log_name, rail->ifname);
+    mdr_list_for_each(l, &rail->base.eps_all) {
+        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, base.link);
+        mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "link of %s down (kernel link event)",
+                        rail->ifname);
+    }
+}
+
 static int mdr_tcp_progress(mdr_rail_t *rail)
 {
     int count = 0, r;
@@ -837,6 +856,8 @@ static int mdr_tcp_progress(mdr_rail_t *rail)
         return 0;
     rail->base.in_progress = 1;
     rail->passes++;
+    if (rail->lw.fd >= 0 && mdr_link_watch_poll(&rail->lw, mdr_time_coarse_ns()))
+        mdr_tcp_link_down(rail);
     if (!mdr_list_empty(&rail->flushq))
         count += mdr_tcp_flush_coalesced(rail);
     count += mdr_tcp_poll(rail);

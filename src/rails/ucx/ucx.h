@@ -44,6 +44,7 @@
 
 #include "rails/common/drv.h"
 #include "rails/common/rail_ep.h"
+#include "rails/common/linkwatch.h"
 #include "rails/common/tcp_path.h"
 #include "rails/common/region.h"
 #include "rails/common/sw_reg.h"
@@ -415,6 +416,7 @@ struct mdr_rail {
     mdr_region_tab_t regions; /* registrations (mdr_memh_t.reg) */
     mdr_tcp_diag_t tcpdiag;  /* kernel TCP liveness: tcp rails on an interface with an
                               * IPv4 address (family 0 otherwise: cannot tell) */
+    mdr_link_watch_t lw;     /* dev's link events (linkwatch.h) */
     int probe_fd;            /* bound, never listening: peers probe the path here (-1) */
 };
 

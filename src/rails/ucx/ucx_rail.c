@@ -860,6 +860,7 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
         return MADRAIL_ERR_NOMEM;
     mdr_tcp_diag_init(&rail->tcpdiag, NULL);
     rail->probe_fd = -1;
+    rail->lw.fd = -1;
     {
         const char *semi = strchr(spec, ';');
         int n = semi ? (int)(semi - spec) : (int)strlen(spec);
@@ -989,6 +990,8 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
     memcpy(rail->addr + MDR_UCX_ADDR_HDR, waddr, waddr_len);
     if (rail->shm)
         memcpy(rail->addr + MDR_UCX_ADDR_SEG_OFF, &rail->mm_seg, 4);
+    if (!rail->shm)
+        mdr_link_watch_init(&rail->lw, rail->dev);
     if (s.tcp && rail->dev[0] != '\0' && waddr_len <= MDR_UCX_ADDR_INET_OFF - MDR_UCX_ADDR_HDR) {
         mdr_tcp_addr_t local;
         if (mdr_tcp_addr_of_ifname(rail->dev, &local) == 0) {
@@ -1106,6 +1109,7 @@ static void mdr_ucx_close(mdr_rail_t *rail)
     mdr_rail_base_cleanup(&rail->base);
     mdr_pool_cleanup(&rail->pool);
     mdr_tcp_diag_cleanup(&rail->tcpdiag);
+    mdr_link_watch_cleanup(&rail->lw);
     if (rail->probe_fd >= 0)
         close(rail->probe_fd);
     free(rail->rx_scratch);
@@ -1137,6 +1141,25 @@ static madrail_status_t mdr_ucx_addr_pack(mdr_rail_t *rail, void *buf, size_t le
 
 /* ---------------- progress ---------------- */
 
+/* The rail's link went down (linkwatch.h): every ep fails now, as after
+ * UCX's error handler, instead of a rail timeout later. */
+static void mdr_ucx_link_down(mdr_rail_t *rail)
+{
+    mdr_list_t *l;
+
+    mdr_warn("rail %s: the link of %s went down (kernel link event): its endpoints fail",
+             rail->name, rail->lw.ifname);
+    mdr_list_for_each(l, &rail->base.eps_all) {
+        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, base.link);
+        if (ep->state == MDR_UCX_EP_OPEN) {
+            if (ep->uep != NULL)
+                ep->uep->failed = 1; /* closed by force: a flush would wait on TCP */
+            mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "link of %s down (kernel link event)",
+                            rail->lw.ifname);
+        }
+    }
+}
+
 MDR_HOT static int mdr_ucx_progress(mdr_rail_t *rail)
 {
     int count = 0, i, n;
@@ -1144,6 +1167,8 @@ MDR_HOT static int mdr_ucx_progress(mdr_rail_t *rail)
     if (rail == NULL || rail->base.in_progress || rail->closing_rail)
         return 0;
     rail->base.in_progress = 1;
+    if (rail->lw.fd >= 0 && mdr_link_watch_poll(&rail->lw, mdr_time_coarse_ns()))
+        mdr_ucx_link_down(rail);
     /* Spin only while UCX makes progress that gives the core nothing yet
      * (a rendezvous, a flush, a send completing): once a message or a
      * completion is queued, deliver it at once.  Each ucp_worker_progress
