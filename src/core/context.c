@@ -111,6 +111,14 @@ static const mdr_cfg_entry_t core_entries[] = {
               "that returns is back in use within about this long. 0: a rail that went down "
               "stays down. A rail closed because the peer sent a malformed message is never "
               "dialled again."),
+    CFG_ENTRY("MADRAIL_RAIL_FLAP", MDR_CFG_TIME, "10s", 0, 3600, rail_flap,
+              "A rail that goes down again less than this long after it came back up is "
+              "flapping: it is held down before it is dialled again, for MADRAIL_RAIL_REJOIN "
+              "times 2 to the number of flaps in a row, at most MADRAIL_RAIL_HOLD_MAX (an "
+              "event 'held down' says how long). A rail up for longer than this starts "
+              "afresh. 0: no hold-down."),
+    CFG_ENTRY("MADRAIL_RAIL_HOLD_MAX", MDR_CFG_TIME, "60s", 0, 3600, rail_hold_max,
+              "The longest hold-down of a flapping rail (MADRAIL_RAIL_FLAP)."),
     CFG_ENTRY("MADRAIL_STATS", MDR_CFG_BOOL, "0", 1, 0, stats,
               "Print per-rail statistics to stderr at finalize, and per peer each rail's "
               "measured throughput and stripe weight."),

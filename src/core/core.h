@@ -222,6 +222,8 @@ typedef struct mdr_core_config {
     double put_ahead;    /* MADRAIL_PUT_AHEAD: seconds of puts a rail's driver may hold */
     double rail_timeout; /* MADRAIL_RAIL_TIMEOUT: seconds of silence that take a rail down, 0: off */
     double rail_rejoin;  /* MADRAIL_RAIL_REJOIN: longest back-off between reconnections, 0: off */
+    double rail_flap;    /* MADRAIL_RAIL_FLAP: a down this soon after an up is a flap, 0: off */
+    double rail_hold_max;/* MADRAIL_RAIL_HOLD_MAX: longest hold-down of a flapping rail */
     int stats;           /* MADRAIL_STATS */
     char *log_level;     /* MADRAIL_LOG_LEVEL */
     char *job_key;       /* MADRAIL_JOB_KEY: 32 hex digits or empty */
@@ -311,6 +313,9 @@ struct mdr_peer_rail {
     uint64_t probe_ns; /* when the attempt started */
     uint64_t rejoin_at_ns;   /* next attempt */
     uint64_t rejoin_wait_ns; /* current back-off */
+    uint64_t up_ns;    /* when it last came back up (revive), 0: never went down */
+    unsigned flaps;    /* downs in a row each within MADRAIL_RAIL_FLAP of coming back */
+    uint64_t hold_ns;  /* the hold-down of the last flap (0: none) */
 };
 
 /* An outbound control message that could not be sent at once (no credit or

@@ -238,10 +238,7 @@ madrail_status_t mdr_peer_connect_rail(mdr_peer_t *peer, int rail)
     return MADRAIL_OK;
 }
 
-/* Keep a rail event for madrail_rail_events and MADRAIL_STATS. */
-static void mdr_peer_rail_event(mdr_peer_rail_t *pr, int up, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void mdr_peer_rail_event(mdr_peer_rail_t *pr, int up, const char *fmt, ...)
+void mdr_peer_rail_event(mdr_peer_rail_t *pr, int up, const char *fmt, ...)
 {
     mdr_ctx_t *ctx = pr->peer->ctx;
     madrail_rail_event_t *ev = &ctx->events[ctx->nevents++ % MDR_EVENTS_MAX];
@@ -384,6 +381,7 @@ void mdr_peer_rail_revive(mdr_peer_rail_t *pr)
     mdr_replay_reset(pr); /* its counters restart with the connection (replay.c) */
     mdr_health_rail_reset(pr);
     ctx->rails[pr->rail].up_events++;
+    pr->up_ns = mdr_time_ns();
     mdr_peer_rail_event(pr, 1, "after %.3f s down",
                         pr->down_ns ? (double)(mdr_time_ns() - pr->down_ns) / 1e9 : 0.0);
     if (!mdr_list_empty(&pr->peer->txq) || !mdr_list_empty(&pr->peer->sendq))

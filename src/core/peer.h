@@ -43,6 +43,10 @@ int mdr_peer_rail_mark_down(mdr_peer_rail_t *pr, int failover);
  * reconnected to us, or answered our reconnection, rejoin.c): up again,
  * with fresh credits, reorder state and health. */
 void mdr_peer_rail_revive(mdr_peer_rail_t *pr);
+/* Keep a rail event for madrail_rail_events and MADRAIL_STATS (up: 1 an
+ * up event, 0 a down one; the text says what happened). */
+void mdr_peer_rail_event(mdr_peer_rail_t *pr, int up, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Some rail can still carry messages to peer. */
 int mdr_peer_reachable(const mdr_peer_t *peer);
 /* Report a malformed message: close the rail to this peer. */

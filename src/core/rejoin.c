@@ -59,16 +59,57 @@ static void mdr_rejoin_arm(mdr_peer_rail_t *pr, uint64_t now)
     pr->rejoin_at_ns = now + pr->rejoin_wait_ns;
 }
 
+/* A rail that goes down again soon after it came back (MADRAIL_RAIL_FLAP)
+ * is held down before it is dialled again, for the back-off cap times 2 to
+ * the flaps in a row, at most MADRAIL_RAIL_HOLD_MAX: a link that bounces
+ * costs a failover each time it carries stripes and dies under them, and a
+ * rail that was stable for a while starts afresh.  Returns the hold (0:
+ * none). */
+static uint64_t mdr_rejoin_flap_hold(mdr_peer_rail_t *pr, uint64_t now)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    uint64_t flap = (uint64_t)(ctx->cfg.rail_flap * 1e9);
+    uint64_t max = (uint64_t)(ctx->cfg.rail_hold_max * 1e9), hold;
+    unsigned k;
+
+    if (flap == 0 || pr->up_ns == 0 || now - pr->up_ns >= flap) {
+        pr->flaps = 0;
+        pr->hold_ns = 0;
+        return 0;
+    }
+    pr->flaps++;
+    hold = mdr_rejoin_cap_ns(ctx);
+    for (k = 0; k < pr->flaps && hold < max; k++)
+        hold *= 2;
+    if (hold > max)
+        hold = max;
+    pr->hold_ns = hold;
+    return hold;
+}
+
 void mdr_rejoin_down(mdr_peer_rail_t *pr)
 {
     mdr_ctx_t *ctx = pr->peer->ctx;
+    uint64_t now, hold;
 
     if (ctx->cfg.rail_rejoin <= 0 || ctx->finalizing || pr->rejoin_armed ||
         ctx->uuid >= pr->peer->uuid || !pr->have_addr)
         return;
     pr->rejoin_armed = 1;
     pr->rejoin_wait_ns = 0;
-    mdr_rejoin_arm(pr, mdr_time_ns());
+    now = mdr_time_ns();
+    mdr_rejoin_arm(pr, now);
+    hold = mdr_rejoin_flap_hold(pr, now);
+    if (hold && pr->rejoin_at_ns < now + hold) {
+        pr->rejoin_at_ns = now + hold;
+        mdr_warn("rail %s peer %u: down again %.2f s after it came back (flap %u in a row): "
+                 "held down for %.2f s before it is dialled again (MADRAIL_RAIL_FLAP, "
+                 "MADRAIL_RAIL_HOLD_MAX)", ctx->rails[pr->rail].attr.name, pr->peer->index,
+                 (double)(now - pr->up_ns) / 1e9, pr->flaps, (double)hold / 1e9);
+        mdr_peer_rail_event(pr, 0, "held down %.3f s: flap %u in a row (down %.3f s after "
+                            "coming back)", (double)hold / 1e9, pr->flaps,
+                            (double)(now - pr->up_ns) / 1e9);
+    }
     ctx->nrejoin++;
 }
 

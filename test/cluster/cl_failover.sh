@@ -20,6 +20,9 @@
 #  3. rejoin: rail1 `ip link set down` 1.5 s into a 7 s stream and up
 #     again 2 s later: both processes bring rail1 back up (MADRAIL_RAIL_REJOIN,
 #     1 s) and, when the stream completes, rail1 carried stripes again;
+#  3b. flapping: rail1's link down for 1 s and up for 1 s, five times, under
+#     a 12 s stream: byte-exact, and rail1 held down (MADRAIL_RAIL_FLAP)
+#     at least once before it was dialled again;
 #  4. both rails black-holed: both processes end with a clean error.
 # Printed, not asserted (times depend on this shared machine): detection
 # time (fault to "rail down" in the sender's log, same clock on both
@@ -168,6 +171,34 @@ else
     echo "KNOWN GAP (rejoin): the stream did not complete after the failover (exit $rc:" \
         "$(grep -m1 -E 'stalled|error at' "$WORK/out")); CL_FAILOVER_RECOVERY=0"
 fi
+
+# --- 3b. a flapping rail: rail1's link down and up again five times in
+# ten seconds under a 12 s stream; the side that dials holds the rail down
+# for a growing time before it dials again (MADRAIL_RAIL_FLAP)
+EXTRA_ENV=MADRAIL_STATS=1
+start "$R2" 12 ok
+EXTRA_ENV=
+sleep 1
+for i in 1 2 3 4 5; do
+    cl_cluster link-down 1 0 >/dev/null
+    sleep 1
+    cl_cluster link-up 1 0 >/dev/null
+    sleep 1
+done
+wait $job
+rc=$?
+grep -E 'error|FAIL|ok -|held down|stalled' "$WORK/out"
+n_down=$(grep -c 'madrail stats: event: .* rail 1 [^ ]*rail1 peer .* down: ' "$WORK/out")
+n_held=$(grep -c 'madrail stats: event: .* rail 1 [^ ]*rail1 peer .* down: held down' "$WORK/out")
+grep -q 'bad bytes, length' "$WORK/out" && bad "flapping: wrong bytes received"
+if [ $rc -eq 0 ] && grep -q 'rank 1: ok - 0 bad bytes' "$WORK/out"; then
+    ok "flapping: the stream completed byte-exact through five downs of rail1 ($n_down down events)"
+else
+    cat "$WORK/out"
+    bad "flapping: the stream did not complete (exit $rc)"
+fi
+[ "$n_held" -ge 1 ] && ok "flapping: rail1 held down before it was dialled again ($n_held hold(s))" ||
+    { grep 'stats: event' "$WORK/out"; bad "flapping: no 'held down' event for rail1"; }
 
 # --- 4. every rail fails
 start "$R2" 8 error

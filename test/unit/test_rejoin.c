@@ -7,7 +7,8 @@
  * rate, no more; a rail that dies again during its rejoin (right after it
  * came back up, or while the dialler's probe waits for its answer) ends
  * down again and is dialled again, traffic flowing on rail 0 meanwhile,
- * and comes back once the link delivers.  Two contexts of this process, progressed from this
+ * and comes back once the link delivers; a rail that flaps is held down
+ * for a growing time before it is dialled again.  Two contexts of this process, progressed from this
  * thread, timeouts of 100 ms.  Asserted: rail states, up events, attempts,
  * put bytes per rail and exact data; times are printed only.
  */
@@ -294,9 +295,78 @@ static void test_dies_in_rejoin(int after_up)
     pair_close(&p);
 }
 
+/* One down/up cycle of rail 1: black hole, a transfer, both sides down,
+ * the hole lifted, both sides up again (5 s at most).  1 when it came up. */
+static int flap_once(pair_t *p, uint64_t t)
+{
+    uint64_t t0;
+
+    mdr_loop_rail_blackhole(p->a->rails[1].rail, 1);
+    (void)transfer(p, t);
+    t0 = mdr_time_ns();
+    while (!both_down(p, 1) && mdr_time_ns() - t0 < 3000000000ull)
+        spin(p);
+    mdr_loop_rail_blackhole(p->a->rails[1].rail, 0);
+    t0 = mdr_time_ns();
+    while (!both_up(p, 1) && mdr_time_ns() - t0 < 5000000000ull)
+        spin(p);
+    return both_up(p, 1);
+}
+
+/* A flapping rail (issue 27 item 4), the clock scaled down: rail 1 goes
+ * down again right after each time it came back, so the dialling side
+ * holds it down before it dials, doubling from MADRAIL_RAIL_REJOIN (50 ms)
+ * up to MADRAIL_RAIL_HOLD_MAX (400 ms): 100, 200, 400, 400 ms; each hold is
+ * a 'held down' event; a rail that stayed up longer than MADRAIL_RAIL_FLAP
+ * (2 s) starts afresh.  Asserted: the flap counts, the holds, that no rail
+ * came back before its hold ran out (a time lower bound, never an upper
+ * one), the events and exact data. */
+static void test_flapping(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:fl0,loop:fl1", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_RNDV_RECV_FIRST=0", "MADRAIL_RAIL_WEIGHTS=1,1",
+                        "MADRAIL_RAIL_TIMEOUT=100ms", "MADRAIL_RAIL_REJOIN=50ms",
+                        "MADRAIL_RAIL_FLAP=2s", "MADRAIL_RAIL_HOLD_MAX=400ms", NULL};
+    static const uint64_t want[] = {0, 100000000ull, 200000000ull, 400000000ull, 400000000ull};
+    madrail_rail_event_t ev[32];
+    uint64_t total = 0;
+    mdr_peer_rail_t *pr;
+    mdr_ctx_t *dialler;
+    pair_t p;
+    int k, n, held = 0;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "flapping: open");
+        return;
+    }
+    dialler = p.a->uuid < p.b->uuid ? p.a : p.b;
+    pr = &mdr_peer_get(dialler, dialler == p.a ? p.a2b : p.b2a)->rails[1];
+    CHECK(transfer(&p, 1), "flapping: first transfer");
+    for (k = 0; k < 5; k++) {
+        int up = flap_once(&p, 10 + k);
+        CHECK(up && pr->flaps == (unsigned)k && pr->hold_ns == want[k] &&
+                  pr->up_ns - pr->down_ns >= pr->hold_ns,
+              "flapping: cycle %d: back up (%d), flap %u in a row, held %.0f ms (want %.0f), "
+              "down for %.0f ms", k + 1, up, pr->flaps, (double)pr->hold_ns / 1e6,
+              (double)want[k] / 1e6, (double)(pr->up_ns - pr->down_ns) / 1e6);
+    }
+    n = madrail_rail_events(dialler, ev, 32, &total);
+    for (k = 0; k < n; k++)
+        if (ev[k].rail == 1 && !ev[k].up && strstr(ev[k].what, "held down"))
+            held++;
+    CHECK(held == 4, "flapping: four 'held down' events (%d of %d events)", held, n);
+    spin_for(&p, 2.1); /* up for longer than MADRAIL_RAIL_FLAP */
+    CHECK(flap_once(&p, 20) && pr->flaps == 0 && pr->hold_ns == 0,
+          "flapping: after a stable second the next down is no flap (flaps %u, hold %.0f ms)",
+          pr->flaps, (double)pr->hold_ns / 1e6);
+    CHECK(transfer(&p, 21) && transfer(&p, 22), "flapping: transfers exact afterwards");
+    pair_close(&p);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    test_flapping();
     test_blackhole_returns("200ms");
     test_blackhole_returns("0");
     test_dead_for_good();
