@@ -55,6 +55,8 @@ enum {
                              * request (no SYNC, no offer spent, no AM): the low 32 bits
                              * of seq in h.len, then the tag; the payload is the rest
                              * (eager.c) */
+    MDR_MSG_GONE = 17,      /* the sender gave its connection on another rail up
+                             * (mdr_gone_hdr_t): fence it now (watch.c) */
     MDR_MSG_MAX
 };
 
@@ -79,6 +81,12 @@ typedef struct mdr_hdr {
     uint16_t credits; /* normal slots returned to the receiver of this message, this rail */
     uint32_t len;     /* total length of the control message, header included */
 } mdr_hdr_t;
+
+typedef struct mdr_gone_hdr {
+    mdr_hdr_t h;
+    uint32_t rail;   /* the rail given up (not the one this came on) */
+    uint32_t pad;
+} mdr_gone_hdr_t;
 
 typedef struct mdr_eager_hdr {
     mdr_hdr_t h;

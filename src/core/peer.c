@@ -266,6 +266,7 @@ int mdr_peer_rail_mark_down(mdr_peer_rail_t *pr, int failover)
         if (!pr->peer->ctx->finalizing) /* connections closing at the end are no event */
             mdr_peer_rail_event(pr, 0, "%s", pr->last_error[0] ? pr->last_error : "closed");
         mdr_replay_rail_down(pr); /* what may not have arrived goes on another rail */
+        mdr_watch_tell_gone(pr);  /* and the peer fences the connection first */
         /* the copies that fill a hole in the peer's sequence (ours to it
          * and its to us) need slots the messages after the hole hold */
         if (!pr->peer->broken)

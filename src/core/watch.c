@@ -85,6 +85,55 @@ static void mdr_watch_ping(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
     pr->pongs_owed++; /* sent by the next scan */
 }
 
+/* The peer gave up its connection on rail g.rail (a timeout, a link event,
+ * what it learned from us): fence ours now, before anything it sends
+ * after this on this rail (a FIN of a stripe it put again here) can
+ * complete a receive whose buffer the dead connection might still write
+ * into. */
+static void mdr_watch_gone(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    mdr_gone_hdr_t g;
+    mdr_peer_rail_t *op;
+
+    (void)len;
+    memcpy(&g, hdr, sizeof(g));
+    if (g.rail >= (uint32_t)ctx->nrails || g.rail == (uint32_t)pr->rail) {
+        mdr_peer_proto_fail(pr, "GONE for rail %u (it came on rail %d, we have %d)", g.rail,
+                            pr->rail, ctx->nrails);
+        return;
+    }
+    op = &pr->peer->rails[g.rail];
+    if (!op->ep || op->probing)
+        return; /* nothing of the old connection left, or a new one already */
+    if (!op->down) {
+        mdr_warn("rail %s peer %u: the peer gave this rail up: closing it",
+                 ctx->rails[g.rail].attr.name, pr->peer->index);
+        mdr_watch_rail_close(op, "the peer gave it up");
+    } else if (op->close_pending) {
+        mdr_watch_close_now(op);
+    }
+}
+
+void mdr_watch_tell_gone(mdr_peer_rail_t *pr)
+{
+    mdr_peer_t *peer = pr->peer;
+    mdr_gone_hdr_t g;
+    int r;
+
+    if (peer->ctx->finalizing || peer->broken)
+        return;
+    for (r = 0; r < peer->ctx->nrails; r++) {
+        if (r == pr->rail || !mdr_peer_rail_usable(&peer->rails[r]))
+            continue;
+        memset(&g, 0, sizeof(g));
+        g.h.type = MDR_MSG_GONE;
+        g.h.len = sizeof(g);
+        g.rail = (uint32_t)pr->rail;
+        (void)mdr_ctrl_send(peer, r, &g.h, sizeof(g), NULL, 0);
+    }
+}
+
 static void mdr_watch_pong(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len)
 {
     (void)hdr;
@@ -100,10 +149,14 @@ madrail_status_t mdr_watch_init(mdr_ctx_t *ctx)
 {
     static const mdr_ctrl_handler_t ping = {"PING", sizeof(mdr_hdr_t), 0, 0, mdr_watch_ping, 1};
     static const mdr_ctrl_handler_t pong = {"PONG", sizeof(mdr_hdr_t), 0, 0, mdr_watch_pong, 1};
+    static const mdr_ctrl_handler_t gone = {"GONE", sizeof(mdr_gone_hdr_t), 0, 0,
+                                            mdr_watch_gone, 0};
     madrail_status_t st = mdr_ctrl_register(ctx, MDR_MSG_PING, &ping);
 
     if (st == MADRAIL_OK)
         st = mdr_ctrl_register(ctx, MDR_MSG_PONG, &pong);
+    if (st == MADRAIL_OK)
+        st = mdr_ctrl_register(ctx, MDR_MSG_GONE, &gone);
     return st;
 }
 
@@ -165,6 +218,7 @@ static size_t mdr_watch_drop_ep(mdr_peer_rail_t *pr, mdr_lost_put_t **lost_p)
         }
     }
     pr->ep = NULL;
+    ctx->rails[pr->rail].ops->ep_fence(ep); /* nothing of it may land later (rail.h) */
     ctx->rails[pr->rail].ops->ep_destroy(ep);
     *lost_p = lost;
     return nlost;

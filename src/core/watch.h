@@ -27,5 +27,9 @@ void mdr_watch_close_later(mdr_peer_rail_t *pr);
  * progress, not an upcall): the rejoin's next connection must not start
  * while the old one still holds puts that nobody will fail. */
 void mdr_watch_close_now(mdr_peer_rail_t *pr);
+/* pr's rail went down to its peer: a GONE on every other rail the peer is
+ * reachable on, so that it fences that connection before a FIN of a stripe
+ * put again elsewhere can complete a receive (watch.c). */
+void mdr_watch_tell_gone(mdr_peer_rail_t *pr);
 
 #endif /* MDR_WATCH_H */

@@ -185,6 +185,17 @@ typedef struct mdr_rail_ops {
      * the driver's errors), so a peer process that is merely slow to call
      * progress is never taken for a dead link. */
     int (*ep_link_quiet)(mdr_ep_t *ep, uint64_t *quiet_ns_p);
+    /* The core gives ep up for a failure its driver did not report (a rail
+     * timeout, a link event, the peer's word) and calls this before
+     * ep_destroy: once it returns, nothing sent earlier on ep's connection,
+     * in either direction, may still be delivered into this process's
+     * memory or upcalls, nor into the peer's memory (a put that a dead
+     * link held and that lands after its buffer was handed back would
+     * write into a buffer that belongs to another message).  Drivers whose
+     * puts the target checks against a region it revokes (tcp, shm, loop),
+     * or whose connection cannot outlive the destroy, use
+     * mdr_rail_noop_fence. */
+    void (*ep_fence)(mdr_ep_t *ep);
 
     /* Send a control message (total <= slot_size).  The buffers are
      * reusable on return.  Messages on one ep are delivered in order.
@@ -252,6 +263,8 @@ madrail_status_t mdr_rail_unsup_put(mdr_ep_t *ep, const void *local, size_t len,
                                     size_t rkey_len, mdr_completion_t *comp);
 
 int mdr_rail_noop_flush(mdr_rail_t *rail);
+/* ep_fence of a driver that needs none. */
+void mdr_rail_noop_fence(mdr_ep_t *ep);
 /* ep_link_quiet of a driver that cannot tell: -1. */
 int mdr_rail_unknown_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p);
 

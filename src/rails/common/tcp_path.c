@@ -26,6 +26,8 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -179,6 +181,7 @@ static void mdr_tcp_diag_one(mdr_tcp_diag_t *d, const struct inet_diag_msg *m, s
     memset(&s, 0, sizeof(s));
     memcpy(s.dst, m->id.idiag_dst, alen);
     s.last_ack_ms = ti.tcpi_last_ack_recv;
+    s.inode = m->idiag_inode;
     if ((ti.tcpi_unacked == 0 && m->idiag_wqueue == 0) ||
         (ti.tcpi_unacked == 0 && ti.tcpi_probes == 0 &&
          (tlen < offsetof(struct tcp_info, tcpi_snd_wnd) + sizeof(ti.tcpi_snd_wnd) ||
@@ -422,4 +425,62 @@ int mdr_tcp_path_quiet(mdr_tcp_diag_t *d, mdr_tcp_path_t *p, uint64_t *quiet_ns_
     last_ack = (uint64_t)best * 1000000ull;
     *quiet_ns_p = since < last_ack ? since : last_ack;
     return 0;
+}
+
+int mdr_tcp_path_fence(mdr_tcp_diag_t *d, const mdr_tcp_addr_t *remote)
+{
+    size_t alen, i, n = 0;
+    uint32_t inodes[64];
+    struct dirent *de;
+    DIR *dir;
+    int fenced = 0;
+
+    if (d == NULL || remote == NULL || d->broken || d->local.family == 0 ||
+        remote->family != d->local.family)
+        return -1;
+    if (d->fd < 0 && mdr_tcp_diag_open(d) != 0)
+        return -1;
+    if (mdr_tcp_diag_dump(d) != 0) {
+        close(d->fd);
+        d->fd = -1;
+        return -1;
+    }
+    d->stamp_ns = mdr_time_ns();
+    alen = mdr_tcp_alen(d->local.family);
+    for (i = 0; i < d->nsocks && n < sizeof(inodes) / sizeof(inodes[0]); i++)
+        if (memcmp(d->socks[i].dst, remote->a, alen) == 0 && d->socks[i].inode != 0)
+            inodes[n++] = d->socks[i].inode;
+    if (n == 0)
+        return 0;
+    dir = opendir("/proc/self/fd");
+    if (dir == NULL)
+        return -1;
+    while ((de = readdir(dir)) != NULL) {
+        char path[300], link[64];
+        unsigned ino;
+        ssize_t len;
+        int fd;
+
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        fd = atoi(de->d_name);
+        if (fd == dirfd(dir))
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
+        len = readlink(path, link, sizeof(link) - 1);
+        if (len <= 0)
+            continue;
+        link[len] = '\0';
+        if (sscanf(link, "socket:[%u]", &ino) != 1)
+            continue;
+        for (i = 0; i < n; i++) {
+            if (inodes[i] == ino) {
+                if (shutdown(fd, SHUT_RDWR) == 0)
+                    fenced++;
+                break;
+            }
+        }
+    }
+    closedir(dir);
+    return fenced;
 }

@@ -39,6 +39,7 @@ typedef struct mdr_tcp_addr {
 typedef struct mdr_tcp_sock {
     uint8_t dst[16];
     uint32_t last_ack_ms; /* tcpi_last_ack_recv */
+    uint32_t inode;       /* the socket's inode (mdr_tcp_path_fence) */
     int waiting;          /* bytes wait for an acknowledgement (the tcp rail's rule) */
 } mdr_tcp_sock_t;
 
@@ -70,6 +71,19 @@ void mdr_tcp_diag_cleanup(mdr_tcp_diag_t *d);
  * at all (0 when nothing waits), or -1 when this rail or path cannot tell
  * (no address, another family, the kernel without sock_diag). */
 int mdr_tcp_path_quiet(mdr_tcp_diag_t *d, mdr_tcp_path_t *p, uint64_t *quiet_ns_p);
+
+/* Fence the path to remote (a connection the core gave up while the
+ * library that owns its sockets still holds them open): shutdown(SHUT_RDWR)
+ * on every socket of this process between d's address and remote (found
+ * by a fresh dump and /proc/self/fd).  After it, bytes the peer sent
+ * before and that arrive later are refused by the kernel (data after a
+ * shutdown of reading resets the connection), so a put a dead link held
+ * can never land once its buffer was handed back; the library sees the
+ * connection end.  Every socket of this process on that path goes, those
+ * of other peers at the same address too: they share the link that
+ * failed (a false alarm costs them a reconnection, never data).  Returns
+ * the number of sockets shut down, -1 when the path cannot be told. */
+int mdr_tcp_path_fence(mdr_tcp_diag_t *d, const mdr_tcp_addr_t *remote);
 
 /* The IPv4 address of interface ifname into *out (family 0 when it has
  * none or does not exist).  0 found, -1 not. */

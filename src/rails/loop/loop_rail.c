@@ -1159,6 +1159,7 @@ const mdr_rail_ops_t mdr_loop_ops = {
     .ep_unsent = mdr_loop_ep_unsent,
     .ep_idle = mdr_loop_ep_idle,
     .ep_link_quiet = mdr_loop_ep_link_quiet,
+    .ep_fence = mdr_rail_noop_fence,
     .ctrl_send = mdr_loop_ctrl_send,
     .mem_reg = mdr_loop_mem_reg,
     .mem_dereg = mdr_loop_mem_dereg,

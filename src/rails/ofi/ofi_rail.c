@@ -1059,6 +1059,7 @@ const mdr_rail_ops_t mdr_ofi_ops = {
     .ep_unsent = mdr_ofi_ep_unsent,
     .ep_idle = mdr_ofi_ep_idle,
     .ep_link_quiet = mdr_ofi_ep_link_quiet,
+    .ep_fence = mdr_rail_noop_fence,
     .ctrl_send = mdr_ofi_ctrl_send,
     .mem_reg = mdr_ofi_mem_reg,
     .mem_dereg = mdr_ofi_mem_dereg,

@@ -1010,6 +1010,7 @@ const mdr_rail_ops_t mdr_shm_ops = {
     .ep_unsent = mdr_shm_ep_unsent,
     .ep_idle = mdr_shm_ep_idle,
     .ep_link_quiet = mdr_rail_unknown_link_quiet,
+    .ep_fence = mdr_rail_noop_fence,
     .ctrl_send = mdr_shm_ctrl_send,
     .mem_reg = mdr_shm_mem_reg,
     .mem_dereg = mdr_shm_mem_dereg,

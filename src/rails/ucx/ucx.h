@@ -456,6 +456,7 @@ size_t mdr_ucx_ep_backlog(mdr_ep_t *ep);
 size_t mdr_ucx_ep_unsent(mdr_ep_t *ep);
 int mdr_ucx_ep_idle(mdr_ep_t *ep);
 int mdr_ucx_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p);
+void mdr_ucx_ep_fence(mdr_ep_t *ep);
 madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);
 /* Send ep's SHORT_ID if it is owed and ep is connected. */
 void mdr_ucx_short_offer(mdr_ep_t *ep);

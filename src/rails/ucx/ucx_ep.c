@@ -690,6 +690,29 @@ int mdr_ucx_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p)
     return mdr_tcp_path_quiet(&ep->rail->tcpdiag, &ep->path, quiet_ns_p);
 }
 
+/* UCX's tcp transport writes a put into the target's memory from the
+ * bytes that arrive, with no key the target could revoke: a put a dead
+ * link held would land whenever the link delivers again, after the core
+ * re-put its bytes elsewhere and handed the buffer back.  So the
+ * connection's sockets are shut down here, on both sides of a failover
+ * (the core calls this before the destroy, and the peer hears of it
+ * before any re-put's FIN: core/watch.c, GONE): stale bytes that arrive
+ * later reset the connection instead (rails/common/tcp_path.h).  The ucp
+ * endpoint is closed by force at the destroy. */
+void mdr_ucx_ep_fence(mdr_ep_t *ep)
+{
+    int n;
+
+    if (ep == NULL)
+        return;
+    if (ep->uep != NULL)
+        ep->uep->failed = 1;
+    n = mdr_tcp_path_fence(&ep->rail->tcpdiag, &ep->path.remote);
+    if (n > 0)
+        mdr_info("rail %s peer %016llx: %d socket(s) of the given-up connection shut down",
+                 ep->rail->name, (unsigned long long)ep->base.uuid, n);
+}
+
 int mdr_ucx_ep_idle(mdr_ep_t *ep)
 {
     if (ep == NULL)

@@ -1152,8 +1152,7 @@ static void mdr_ucx_link_down(mdr_rail_t *rail)
     mdr_list_for_each(l, &rail->base.eps_all) {
         mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, base.link);
         if (ep->state == MDR_UCX_EP_OPEN) {
-            if (ep->uep != NULL)
-                ep->uep->failed = 1; /* closed by force: a flush would wait on TCP */
+            mdr_ucx_ep_fence(ep); /* closed by force, stale bytes refused */
             mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "link of %s down (kernel link event)",
                             rail->lw.ifname);
         }
@@ -1251,6 +1250,7 @@ const mdr_rail_ops_t mdr_ucx_ops = {
     .ep_unsent = mdr_ucx_ep_unsent,
     .ep_idle = mdr_ucx_ep_idle,
     .ep_link_quiet = mdr_ucx_ep_link_quiet,
+    .ep_fence = mdr_ucx_ep_fence,
     .ctrl_send = mdr_ucx_ctrl_send,
     .mem_reg = mdr_ucx_mem_reg,
     .mem_dereg = mdr_ucx_mem_dereg,
