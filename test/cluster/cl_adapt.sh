@@ -1,7 +1,8 @@
 #!/bin/sh
 # cl_adapt.sh -- rails that adapt (issue 11, docs/configuration.md "Rail
 # adaptation") between two nodes of the namespace cluster: two tcp rails
-# shaped by tc tbf to 1 Gbit and 300 Mbit, MADRAIL_RAILS=tcp:rail0,tcp:rail1
+# shaped by tc tbf to 1 Gbit and 300 Mbit, MADRAIL_RAILS of rail set CL_RAILSET
+# (cl_common.sh; default tcp:rail0,tcp:rail1)
 # and no MADRAIL_RAIL_WEIGHTS (the veths report the same speed whatever
 # their shaping, so the static split is 50/50), one process a node under
 # hydra, it_adapt with 1 MiB messages, 16 in flight:
@@ -27,6 +28,7 @@
 # Needs root, `ip netns` and a hydra mpiexec (SKIP otherwise).
 . "$(dirname "$0")/cl_common.sh"
 cl_need_root
+cl_need_railset
 cl_find_hydra
 ADAPT=$CL_BUILDDIR/test/integration/it_adapt
 [ -x "$ADAPT" ] || { echo "FAIL: $cl_name: $ADAPT not built (make check builds it; set MDR_BUILDDIR)"; exit 1; }
@@ -34,9 +36,11 @@ P1=${CL_ADAPT_P1:-0.66:0.88}
 P2=${CL_ADAPT_P2:-0.12:0.34}
 N1=${CL_ADAPT_N1:-96}
 N2=${CL_ADAPT_N2:-128}
-cl_up mdrta- --nodes 2 --rails 2 --rate 1gbit,300mbit
+cl_up "mdrta$([ "$CL_RAILSET" = tcp ] || echo "$CL_RAILSET")-" --nodes 2 --rails 2 --rate 1gbit,300mbit
 
-export MADRAIL_RAILS=tcp:rail0,tcp:rail1
+MADRAIL_RAILS=$(cl_rails "$CL_RAILSET" 2) || exit 1
+export MADRAIL_RAILS
+echo "rail set $CL_RAILSET: $MADRAIL_RAILS"
 unset MADRAIL_RAIL_WEIGHTS MADRAIL_ADAPT MADRAIL_ADAPT_GAIN MADRAIL_ADAPT_SAMPLE MADRAIL_ADAPT_PROBE
 # the rate swap, run by rank 0 in node0 with the rails idle
 swap="bash $CL_DIR/cluster.sh --prefix $CL_PREFIX rate 0 300mbit >/dev/null &&"

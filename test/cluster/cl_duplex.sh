@@ -1,7 +1,8 @@
 #!/bin/sh
 # cl_duplex.sh -- full-duplex rails: libmadrail between two nodes of the
 # namespace cluster over two tbf-shaped rails (1 Gbit each, full duplex:
-# each direction has its own 1 Gbit), MADRAIL_RAILS=tcp:rail0,tcp:rail1,
+# each direction has its own 1 Gbit), MADRAIL_RAILS of rail set CL_RAILSET
+# (cl_common.sh; default tcp:rail0,tcp:rail1),
 # one process a node under hydra.  madrail_bw at 1 MiB, window 32, one way
 # (osu_bw) and both ways at once (--bibw, osu_bibw: bytes of both
 # directions / time), interleaved over CL_DUPLEX_ROUNDS rounds (default 2);
@@ -25,14 +26,17 @@
 # root, `ip netns` and a hydra mpiexec (SKIP otherwise).
 . "$(dirname "$0")/cl_common.sh"
 cl_need_root
+cl_need_railset
 cl_find_hydra
 BW=$CL_BUILDDIR/bench/madrail_bw
 [ -x "$BW" ] || { echo "FAIL: $cl_name: $BW not built (set MDR_BUILDDIR)"; exit 1; }
 ROUNDS=${CL_DUPLEX_ROUNDS:-2}
 MIN_RATIO=${CL_DUPLEX_MIN_RATIO:-1.5}
-cl_up mdrtd- --nodes 2 --rails 2 --rate 1gbit
+cl_up "mdrtd$([ "$CL_RAILSET" = tcp ] || echo "$CL_RAILSET")-" --nodes 2 --rails 2 --rate 1gbit
 
-export MADRAIL_RAILS=tcp:rail0,tcp:rail1
+MADRAIL_RAILS=$(cl_rails "$CL_RAILSET" 2) || exit 1
+export MADRAIL_RAILS
+echo "rail set $CL_RAILSET: $MADRAIL_RAILS"
 unset MADRAIL_RAIL_WEIGHTS
 # bw [--bibw]: MB/s of one madrail_bw run at 1 MiB (empty on failure)
 bw() {

@@ -70,6 +70,9 @@ rate() {
         if (t >= a && t < b) { s += $5; n++ } } END { if (n) printf "%.1f", s / n; else print "?" }' \
         "$WORK/out"
 }
+stall() { # the receiver's longest gap between completed messages, ms
+    sed -n 's/^rank 1: stall: the longest gap between completed messages was \([0-9]*\) ms.*/\1/p' "$WORK/out"
+}
 detect() { # the first "rail 1 down at T" of rank 0 (the sender), minus the fault time
     awk -v f="$1" '/^rank 0: rail 1 down at / { printf "%.3f", $7 - f; exit }' "$WORK/out"
 }
@@ -113,6 +116,7 @@ for how in link-down blackhole; do
     life=$(sed -n 's/.*madrail stats: event: .* rail 1 [^ ]*rail1 peer .* down: no sign of life for \([0-9]*\) ms.*/\1/p' \
         "$WORK/out" | head -n 1)
     after=$(rate "$(echo "$tf + ${d:-1} + 1" | bc)")
+    echo "STALL $CL_RAILSET $how: $(stall) ms (the longest gap between completed 1 MiB messages at the receiver)"
     echo "$how: detection ${d1:-?}-${d:-?} s after the fault (after/before the $how command; MADRAIL_RAIL_TIMEOUT=1s), ${life:-?} ms after rail1's last sign of life at the sender; receiver $before MB/s before, $after MB/s from 1 s after detection (rail0 alone: $single)"
     both_saw 'rail 1 down' "$how of rail1 mid-stream: both processes took rail1 down (detection ${d:-?} s)" \
         "$how of rail1 mid-stream: rail1 not taken down on both nodes"
@@ -150,6 +154,7 @@ rc=$?
 grep -E 'rail . (down|up)|error|FAIL|ok -|came back|stats: (event|failover)|sent again|re-sends' "$WORK/out"
 up=$(awk -v f="$tu" '/^rank [01]: rail 1 up at / { t = $7 - f; if (t > m) m = t } END { if (m) printf "%.3f", m }' "$WORK/out")
 echo "rejoin: rail1 up on both nodes ${up:-?} s after the link returned (MADRAIL_RAIL_REJOIN=1s)"
+echo "STALL $CL_RAILSET link-down-then-up: $(stall) ms"
 both_saw 'rail 1 up' "rejoin: rail1 came back up on both nodes after its link returned" \
     "rejoin: rail1 not back up on both nodes (exit $rc)"
 grep -q 'bad bytes, length' "$WORK/out" && bad "rejoin: wrong bytes received"
@@ -189,6 +194,7 @@ wait $job
 rc=$?
 grep -E 'error|FAIL|ok -|held down|stalled' "$WORK/out"
 n_down=$(grep -c 'madrail stats: event: .* rail 1 [^ ]*rail1 peer .* down: ' "$WORK/out")
+echo "STALL $CL_RAILSET flapping: $(stall) ms"
 n_held=$(grep -c 'madrail stats: event: .* rail 1 [^ ]*rail1 peer .* down: held down' "$WORK/out")
 grep -q 'bad bytes, length' "$WORK/out" && bad "flapping: wrong bytes received"
 if [ $rc -eq 0 ] && grep -q 'rank 1: ok - 0 bad bytes' "$WORK/out"; then

@@ -1,7 +1,7 @@
 #!/bin/sh
 # cl_stripe.sh -- libmadrail striping between two nodes of the namespace
-# cluster, over two tbf-shaped rails (1 Gbit each), MADRAIL_RAILS=
-# tcp:rail0,tcp:rail1, one process a node under hydra:
+# cluster, over two tbf-shaped rails (1 Gbit each), MADRAIL_RAILS of rail set
+# CL_RAILSET (cl_common.sh; default tcp:rail0,tcp:rail1), one process a node under hydra:
 #  1. it_stripe (8 x 16 MiB, every byte checked): equal weights put 30..70%
 #     of the payload on each rail; MADRAIL_RAIL_WEIGHTS=3,1 puts 65..85% on
 #     rail0 -- the program checks both sides' per-rail put counters;
@@ -16,14 +16,17 @@
 # mpiexec (SKIP otherwise).
 . "$(dirname "$0")/cl_common.sh"
 cl_need_root
+cl_need_railset
 cl_find_hydra
 STRIPE=$CL_BUILDDIR/test/integration/it_stripe
 BW=$CL_BUILDDIR/bench/madrail_bw
 [ -x "$STRIPE" ] && [ -x "$BW" ] ||
     { echo "FAIL: $cl_name: $STRIPE or $BW not built (set MDR_BUILDDIR)"; exit 1; }
-cl_up mdrts- --nodes 2 --rails 2 --rate 1gbit
+cl_up "mdrts$([ "$CL_RAILSET" = tcp ] || echo "$CL_RAILSET")-" --nodes 2 --rails 2 --rate 1gbit
 
-export MADRAIL_RAILS=tcp:rail0,tcp:rail1
+MADRAIL_RAILS=$(cl_rails "$CL_RAILSET" 2) || exit 1
+export MADRAIL_RAILS
+echo "rail set $CL_RAILSET: $MADRAIL_RAILS"
 unset MADRAIL_RAIL_WEIGHTS
 run() { # run [VAR=value...] -- PROGRAM ARGS: one process on each node
     envs=
@@ -58,9 +61,9 @@ echo "$out"
 # rows "[host:pid] madrail stats: <rail> <name> tx_msgs tx_bytes tx_put_bytes put% ..."
 stats=$(echo "$out" | sed -n 's/^\[\([^]:]*\):\([0-9]*\)\] madrail stats: *\([0-9][0-9]*\)  *\([^ ]*\)  *[0-9]*  *[0-9]*  *\([0-9]*\) .*/\1 \2 \3 \4 \5/p')
 hosts=$(echo "$stats" | awk '{print $1}' | sort -u | tr '\n' ' ')
-[ "$hosts" = "mdrts-node0 mdrts-node1 " ] && ok "statistics from two hosts: $hosts" ||
-    bad "statistics came from hosts '$hosts' (want mdrts-node0 mdrts-node1)"
-verdict=$(echo "$stats" | awk '$1 == "mdrts-node0" { put[$3] = $5; name[$3] = $4; tot += $5; n++ }
+[ "$hosts" = "${CL_PREFIX}node0 ${CL_PREFIX}node1 " ] && ok "statistics from two hosts: $hosts" ||
+    bad "statistics came from hosts '$hosts' (want ${CL_PREFIX}node0 ${CL_PREFIX}node1)"
+verdict=$(echo "$stats" | awk -v h="${CL_PREFIX}node0" '$1 == h { put[$3] = $5; name[$3] = $4; tot += $5; n++ }
     END {
         if (n != 2 || tot == 0) { printf "sender: %d rails, %.0f put bytes\n", n, tot; exit 1 }
         bad = 0
@@ -73,7 +76,7 @@ verdict=$(echo "$stats" | awk '$1 == "mdrts-node0" { put[$3] = $5; name[$3] = $4
         exit bad
     }')
 [ $? -eq 0 ] && ok "sender's put bytes: $verdict" || bad "sender's rail split (each must be 30..70%): $verdict"
-puttot=$(echo "$stats" | awk '$1 == "mdrts-node0" { t += $5 } END { printf "%.0f\n", t }')
+puttot=$(echo "$stats" | awk -v h="${CL_PREFIX}node0" '$1 == h { t += $5 } END { printf "%.0f\n", t }')
 d0=$((tx0b - tx0a))
 d1=$((tx1b - tx1a))
 if [ "$puttot" -gt 0 ] && [ $((d0 * 10)) -ge $((puttot * 3)) ] && [ $((d1 * 10)) -ge $((puttot * 3)) ]; then

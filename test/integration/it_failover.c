@@ -6,7 +6,9 @@
  * rank 1 checks every byte.  Both print, in wall-clock time (the nodes of
  * the namespace cluster share the clock), the receiver's throughput per
  * quarter second and the moment each rail first counts a failover, so the
- * script can measure detection time and the rate after failover.
+ * script can measure detection time and the rate after failover; at the
+ * end the receiver prints the stall: the longest gap between two
+ * completed messages (after the first, so connection set-up is not one).
  *
  *   it_failover SECONDS ok      the stream must complete, byte-exact
  *   it_failover SECONDS error   a transfer must fail with an error (every
@@ -101,7 +103,7 @@ static madrail_status_t wait_req(it_env_t *e, madrail_request_t *req, madrail_in
 int main(int argc, char **argv)
 {
     it_env_t e;
-    double secs, t0, tb, last_ok;
+    double secs, t0, tb, last_ok, last_msg = 0, gap_max = 0, gap_end = 0;
     int expect_error, rc;
     uint64_t seen[8] = {0}, i = 0, bytes_b = 0, more, bad_total = 0;
     uint8_t *buf;
@@ -152,6 +154,11 @@ int main(int argc, char **argv)
                         printf("rank 1: message %llu: %llu bad bytes, length %zu\n",
                                (unsigned long long)i, (unsigned long long)bad, info.length);
                     bytes_b += SIZE;
+                    if (last_msg > 0 && wall() - last_msg > gap_max) {
+                        gap_max = wall() - last_msg;
+                        gap_end = wall();
+                    }
+                    last_msg = wall();
                 }
             }
         }
@@ -190,6 +197,9 @@ int main(int argc, char **argv)
         _exit(expect_error && !stalled ? 0 : 1); /* no finalize barrier */
     }
     report_rejoined(&e);
+    if (e.rank == 1)
+        printf("rank 1: stall: the longest gap between completed messages was %.0f ms "
+               "(ending at %.3f)\n", gap_max * 1e3, gap_end);
     it_check(&e, !expect_error, "the stream completed: %llu messages of 1 MiB%s",
              (unsigned long long)i, e.rank == 1 ? ", every byte checked" : "");
     if (e.rank == 1)

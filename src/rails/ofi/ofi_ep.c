@@ -325,6 +325,25 @@ int mdr_ofi_ep_idle(mdr_ep_t *ep)
     return ep == NULL || ep->pending == 0;
 }
 
+/* A provider over kernel TCP sockets (tcp;ofi_rxm) keeps a connection the
+ * core gave up open underneath, and what it held there (a write into the
+ * receive buffer, a message) lands when the link delivers again: seen as
+ * wrong bytes in a later message on the namespace cluster (cl_failover_ofi
+ * 'flapping').  So its sockets on this path are shut down here, as the ucx
+ * rail does (rails/common/tcp_path.h, mdr_tcp_path_fence); other
+ * providers have none (nothing to do). */
+void mdr_ofi_ep_fence(mdr_ep_t *ep)
+{
+    int n;
+
+    if (ep == NULL || ep->rail->tcpdiag.local.family == 0)
+        return;
+    n = mdr_tcp_path_fence(&ep->rail->tcpdiag, &ep->path.remote);
+    if (n > 0)
+        mdr_info("rail %s peer %016llx: %d socket(s) of the given-up connection shut down",
+                 ep->rail->log_name, (unsigned long long)ep->base.uuid, n);
+}
+
 /* A provider over kernel TCP sockets hides them, and over a black hole it
  * neither fails nor completes for as long as TCP retries (minutes): the
  * kernel's view of the path (rails/common/tcp_path.h) is what lets the

@@ -1013,6 +1013,8 @@ static void mdr_ofi_link_down(mdr_rail_t *rail)
              rail->log_name, rail->lw.ifname);
     mdr_list_for_each(l, &rail->base.eps_all) {
         mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, base.link);
+        if (!ep->failed)
+            mdr_ofi_ep_fence(ep); /* what the provider holds must never land later */
         mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "link of %s down (kernel link event)",
                         rail->lw.ifname);
     }
@@ -1059,7 +1061,7 @@ const mdr_rail_ops_t mdr_ofi_ops = {
     .ep_unsent = mdr_ofi_ep_unsent,
     .ep_idle = mdr_ofi_ep_idle,
     .ep_link_quiet = mdr_ofi_ep_link_quiet,
-    .ep_fence = mdr_rail_noop_fence,
+    .ep_fence = mdr_ofi_ep_fence,
     .ctrl_send = mdr_ofi_ctrl_send,
     .mem_reg = mdr_ofi_mem_reg,
     .mem_dereg = mdr_ofi_mem_dereg,

@@ -1,0 +1,3 @@
+#!/bin/sh
+# cl_duplex_ofi.sh -- cl_duplex.sh over libfabric's tcp provider with rxm (ofi:tcp;ofi_rxm:railN): CL_RAILSET=ofi
+CL_RAILSET=ofi exec sh "$(dirname "$0")/cl_duplex.sh"

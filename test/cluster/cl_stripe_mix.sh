@@ -1,0 +1,3 @@
+#!/bin/sh
+# cl_stripe_mix.sh -- cl_stripe.sh over one ofi rail (rail0) and one ucx rail (rail1): CL_RAILSET=mix
+CL_RAILSET=mix exec sh "$(dirname "$0")/cl_stripe.sh"
