@@ -229,6 +229,7 @@ typedef struct mdr_core_config {
     double adapt_sample; /* MADRAIL_ADAPT_SAMPLE: busy seconds per throughput sample */
     double put_ahead;    /* MADRAIL_PUT_AHEAD: seconds of puts a rail's driver may hold */
     double rail_timeout; /* MADRAIL_RAIL_TIMEOUT: seconds of silence that take a rail down, 0: off */
+    double rail_timeout_min; /* MADRAIL_RAIL_TIMEOUT_MIN: floor of a timeout from the RTO, 0: off */
     double rail_rejoin;  /* MADRAIL_RAIL_REJOIN: longest back-off between reconnections, 0: off */
     double rail_flap;    /* MADRAIL_RAIL_FLAP: a down this soon after an up is a flap, 0: off */
     double rail_hold_max;/* MADRAIL_RAIL_HOLD_MAX: longest hold-down of a flapping rail */

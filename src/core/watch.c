@@ -306,6 +306,31 @@ static int mdr_watch_wanted(const mdr_peer_t *peer, uint64_t gen)
            peer->rfs_out != NULL || peer->nrfs_wait != 0;
 }
 
+/* The rail timeout of pr's path: where the driver knows the transport's
+ * own retransmission timeout (ep_link_rto: TCP's RTO without back-off, 200
+ * ms at least on Linux), MDR_WATCH_RTO_MULT times it, at least
+ * MADRAIL_RAIL_TIMEOUT_MIN and at most MADRAIL_RAIL_TIMEOUT; else
+ * MADRAIL_RAIL_TIMEOUT.  A healthy path acknowledges within its RTO (TCP
+ * retransmits at it, and a tail loss is probed well before), so silence
+ * past it with bytes waiting is a dead path: a black hole is found in a
+ * quarter of a second instead of the second the fixed timeout takes. */
+#define MDR_WATCH_RTO_MULT 1.25
+static uint64_t mdr_watch_timeout(mdr_peer_rail_t *pr, const mdr_rail_slot_t *rs,
+                                  uint64_t *rto_p)
+{
+    const mdr_ctx_t *ctx = pr->peer->ctx;
+    uint64_t max = (uint64_t)(ctx->cfg.rail_timeout * 1e9);
+    uint64_t floor = (uint64_t)(ctx->cfg.rail_timeout_min * 1e9), t;
+
+    *rto_p = 0;
+    if (floor == 0 || floor >= max || rs->ops->ep_link_rto(pr->ep, rto_p) != 0)
+        return max;
+    t = (uint64_t)((double)*rto_p * MDR_WATCH_RTO_MULT);
+    if (t < floor)
+        t = floor;
+    return t < max ? t : max;
+}
+
 /* Watch one rail at a scan: take it down when its last sign of life is a
  * timeout old, PING it when due.  Returns when it next needs a look (its
  * deadline, its next PING, or the transport's wait clock to start just
@@ -316,8 +341,8 @@ static uint64_t mdr_watch_rail(mdr_peer_rail_t *pr, uint64_t now, int wanted)
     mdr_rail_slot_t *rs = &ctx->rails[pr->rail];
     uint64_t timeout = (uint64_t)(ctx->cfg.rail_timeout * 1e9);
     uint64_t soon = now + timeout / 64, next, due;
-    uint64_t quiet;
-    char why[160];
+    uint64_t quiet, rto;
+    char why[240];
 
     while (pr->pongs_owed && mdr_ctrl_send_reserved(pr, MDR_MSG_PONG) == MADRAIL_OK) {
         pr->pongs_owed--;
@@ -327,6 +352,8 @@ static uint64_t mdr_watch_rail(mdr_peer_rail_t *pr, uint64_t now, int wanted)
         pr->life_ns = now; /* nothing to watch: the clock starts when something waits */
         return pr->pongs_owed ? soon : UINT64_MAX;
     }
+    timeout = mdr_watch_timeout(pr, rs, &rto); /* after ep_link_quiet: it read the path */
+    soon = now + timeout / 64;
     if (quiet > now)
         quiet = now;
     if (pr->life_ns == 0 || pr->life_ns > now) /* > now: a stamp of mdr_watch_rx */
@@ -336,10 +363,17 @@ static uint64_t mdr_watch_rail(mdr_peer_rail_t *pr, uint64_t now, int wanted)
     if (now - quiet > pr->life_ns) /* the transport was acknowledging until then */
         pr->life_ns = now - quiet;
     if (now - pr->life_ns >= timeout) {
+        char lim[96];
+        if (rto)
+            snprintf(lim, sizeof(lim), "rail timeout %.0f ms: %.2f x the path's RTO %.0f ms, "
+                     "MADRAIL_RAIL_TIMEOUT_MIN %g s", (double)timeout / 1e6, MDR_WATCH_RTO_MULT,
+                     (double)rto / 1e6, ctx->cfg.rail_timeout_min);
+        else
+            snprintf(lim, sizeof(lim), "MADRAIL_RAIL_TIMEOUT %g s", ctx->cfg.rail_timeout);
         snprintf(why, sizeof(why),
-                 "no sign of life for %.0f ms (MADRAIL_RAIL_TIMEOUT %g s; %u PING%s "
-                 "unanswered, transport waiting %.0f ms for an acknowledgement)",
-                 (double)(now - pr->life_ns) / 1e6, ctx->cfg.rail_timeout, pr->pings_out,
+                 "no sign of life for %.0f ms (%s; %u PING%s unanswered, transport waiting "
+                 "%.0f ms for an acknowledgement)",
+                 (double)(now - pr->life_ns) / 1e6, lim, pr->pings_out,
                  pr->pings_out == 1 ? "" : "s", (double)quiet / 1e6);
         rs->stats.timeouts++;
         mdr_watch_rail_close(pr, why);

@@ -44,7 +44,7 @@ madrail_status_t mdr_rail_ops_check(const mdr_rail_ops_t *ops)
     }
     if (ops->name == NULL || ops->name[0] == '\0' || !ops->open || !ops->close ||
         !ops->query || !ops->addr_pack || !ops->ep_create || !ops->ep_destroy ||
-        !ops->ep_backlog || !ops->ep_unsent || !ops->ep_idle || !ops->ep_link_quiet || !ops->ep_fence || !ops->ctrl_send ||
+        !ops->ep_backlog || !ops->ep_unsent || !ops->ep_idle || !ops->ep_link_quiet || !ops->ep_fence || !ops->ep_link_rto || !ops->ctrl_send ||
         !ops->mem_reg || !ops->mem_dereg || !ops->rkey_pack || !ops->put || !ops->progress ||
         !ops->flush) {
         mdr_error("driver %s refused: no name or a NULL operation (a missing operation points "
@@ -152,6 +152,13 @@ int mdr_rail_noop_flush(mdr_rail_t *rail)
 void mdr_rail_noop_fence(mdr_ep_t *ep)
 {
     (void)ep;
+}
+
+int mdr_rail_unknown_link_rto(mdr_ep_t *ep, uint64_t *rto_ns_p)
+{
+    (void)ep;
+    *rto_ns_p = 0;
+    return -1;
 }
 
 int mdr_rail_unknown_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p)

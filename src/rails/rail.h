@@ -196,6 +196,12 @@ typedef struct mdr_rail_ops {
      * or whose connection cannot outlive the destroy, use
      * mdr_rail_noop_fence. */
     void (*ep_fence)(mdr_ep_t *ep);
+    /* The transport's own retransmission timeout for ep's path, without
+     * back-off (TCP: tcpi_rto >> tcpi_backoff, at least 200 ms on Linux),
+     * in *rto_ns_p: the core's rail timeout for the path is derived from
+     * it (MADRAIL_RAIL_TIMEOUT_MIN, watch.c).  Returns 0, or -1 when the
+     * driver cannot tell (the core then uses MADRAIL_RAIL_TIMEOUT). */
+    int (*ep_link_rto)(mdr_ep_t *ep, uint64_t *rto_ns_p);
 
     /* Send a control message (total <= slot_size).  The buffers are
      * reusable on return.  Messages on one ep are delivered in order.
@@ -265,6 +271,8 @@ madrail_status_t mdr_rail_unsup_put(mdr_ep_t *ep, const void *local, size_t len,
 int mdr_rail_noop_flush(mdr_rail_t *rail);
 /* ep_fence of a driver that needs none. */
 void mdr_rail_noop_fence(mdr_ep_t *ep);
+/* ep_link_rto of a driver that cannot tell: -1. */
+int mdr_rail_unknown_link_rto(mdr_ep_t *ep, uint64_t *rto_ns_p);
 /* ep_link_quiet of a driver that cannot tell: -1. */
 int mdr_rail_unknown_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p);
 

@@ -182,6 +182,7 @@ static void mdr_tcp_diag_one(mdr_tcp_diag_t *d, const struct inet_diag_msg *m, s
     memcpy(s.dst, m->id.idiag_dst, alen);
     s.last_ack_ms = ti.tcpi_last_ack_recv;
     s.inode = m->idiag_inode;
+    s.rto_us = ti.tcpi_backoff < 16 ? ti.tcpi_rto >> ti.tcpi_backoff : ti.tcpi_rto;
     if ((ti.tcpi_unacked == 0 && m->idiag_wqueue == 0) ||
         (ti.tcpi_unacked == 0 && ti.tcpi_probes == 0 &&
          (tlen < offsetof(struct tcp_info, tcpi_snd_wnd) + sizeof(ti.tcpi_snd_wnd) ||
@@ -483,4 +484,23 @@ int mdr_tcp_path_fence(mdr_tcp_diag_t *d, const mdr_tcp_addr_t *remote)
     }
     closedir(dir);
     return fenced;
+}
+
+int mdr_tcp_path_rto(mdr_tcp_diag_t *d, const mdr_tcp_path_t *p, uint64_t *rto_ns_p)
+{
+    size_t alen, i;
+    uint32_t best = 0;
+
+    *rto_ns_p = 0;
+    if (d == NULL || p == NULL || d->local.family == 0 || p->remote.family != d->local.family ||
+        d->stamp_ns == 0)
+        return -1;
+    alen = mdr_tcp_alen(d->local.family);
+    for (i = 0; i < d->nsocks; i++)
+        if (memcmp(d->socks[i].dst, p->remote.a, alen) == 0 && d->socks[i].rto_us > best)
+            best = d->socks[i].rto_us;
+    if (best == 0)
+        return -1;
+    *rto_ns_p = (uint64_t)best * 1000ull;
+    return 0;
 }

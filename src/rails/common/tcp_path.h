@@ -40,6 +40,8 @@ typedef struct mdr_tcp_sock {
     uint8_t dst[16];
     uint32_t last_ack_ms; /* tcpi_last_ack_recv */
     uint32_t inode;       /* the socket's inode (mdr_tcp_path_fence) */
+    uint32_t rto_us;      /* tcpi_rto >> tcpi_backoff: the retransmission timeout
+                           * without back-off (mdr_tcp_path_rto) */
     int waiting;          /* bytes wait for an acknowledgement (the tcp rail's rule) */
 } mdr_tcp_sock_t;
 
@@ -71,6 +73,11 @@ void mdr_tcp_diag_cleanup(mdr_tcp_diag_t *d);
  * at all (0 when nothing waits), or -1 when this rail or path cannot tell
  * (no address, another family, the kernel without sock_diag). */
 int mdr_tcp_path_quiet(mdr_tcp_diag_t *d, mdr_tcp_path_t *p, uint64_t *quiet_ns_p);
+
+/* The retransmission timeout of the path to remote (the largest of its
+ * sockets', without back-off) from the last dump, in *rto_ns_p: 0, or -1
+ * when no socket of the path is known. */
+int mdr_tcp_path_rto(mdr_tcp_diag_t *d, const mdr_tcp_path_t *p, uint64_t *rto_ns_p);
 
 /* Fence the path to remote (a connection the core gave up while the
  * library that owns its sockets still holds them open): shutdown(SHUT_RDWR)

@@ -1160,6 +1160,7 @@ const mdr_rail_ops_t mdr_loop_ops = {
     .ep_idle = mdr_loop_ep_idle,
     .ep_link_quiet = mdr_loop_ep_link_quiet,
     .ep_fence = mdr_rail_noop_fence,
+    .ep_link_rto = mdr_rail_unknown_link_rto,
     .ctrl_send = mdr_loop_ctrl_send,
     .mem_reg = mdr_loop_mem_reg,
     .mem_dereg = mdr_loop_mem_dereg,

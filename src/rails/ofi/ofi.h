@@ -347,6 +347,7 @@ size_t mdr_ofi_ep_unsent(mdr_ep_t *ep);
 int mdr_ofi_ep_idle(mdr_ep_t *ep);
 int mdr_ofi_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p);
 void mdr_ofi_ep_fence(mdr_ep_t *ep);
+int mdr_ofi_ep_link_rto(mdr_ep_t *ep, uint64_t *rto_ns_p);
 madrail_status_t mdr_ofi_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);
 madrail_status_t mdr_ofi_put(mdr_ep_t *ep, const void *local, size_t len, mdr_memh_t *lmemh,
                              uint64_t raddr, const void *rkey, size_t rkey_len,

@@ -325,6 +325,14 @@ int mdr_ofi_ep_idle(mdr_ep_t *ep)
     return ep == NULL || ep->pending == 0;
 }
 
+int mdr_ofi_ep_link_rto(mdr_ep_t *ep, uint64_t *rto_ns_p)
+{
+    *rto_ns_p = 0;
+    if (ep == NULL)
+        return -1;
+    return mdr_tcp_path_rto(&ep->rail->tcpdiag, &ep->path, rto_ns_p);
+}
+
 /* A provider over kernel TCP sockets (tcp;ofi_rxm) keeps a connection the
  * core gave up open underneath, and what it held there (a write into the
  * receive buffer, a message) lands when the link delivers again: seen as

@@ -1062,6 +1062,7 @@ const mdr_rail_ops_t mdr_ofi_ops = {
     .ep_idle = mdr_ofi_ep_idle,
     .ep_link_quiet = mdr_ofi_ep_link_quiet,
     .ep_fence = mdr_ofi_ep_fence,
+    .ep_link_rto = mdr_ofi_ep_link_rto,
     .ctrl_send = mdr_ofi_ctrl_send,
     .mem_reg = mdr_ofi_mem_reg,
     .mem_dereg = mdr_ofi_mem_dereg,

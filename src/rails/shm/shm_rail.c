@@ -1011,6 +1011,7 @@ const mdr_rail_ops_t mdr_shm_ops = {
     .ep_idle = mdr_shm_ep_idle,
     .ep_link_quiet = mdr_rail_unknown_link_quiet,
     .ep_fence = mdr_rail_noop_fence,
+    .ep_link_rto = mdr_rail_unknown_link_rto,
     .ctrl_send = mdr_shm_ctrl_send,
     .mem_reg = mdr_shm_mem_reg,
     .mem_dereg = mdr_shm_mem_dereg,

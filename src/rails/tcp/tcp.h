@@ -371,6 +371,7 @@ size_t mdr_tcp_ep_backlog(mdr_ep_t *ep);
 size_t mdr_tcp_ep_unsent(mdr_ep_t *ep);
 int mdr_tcp_ep_idle(mdr_ep_t *ep);
 int mdr_tcp_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p);
+int mdr_tcp_ep_link_rto(mdr_ep_t *ep, uint64_t *rto_ns_p);
 /* tcp_info.c: 1 when the peer's window takes at least a segment, 0 when
  * not, -1 when the kernel does not say. */
 int mdr_tcp_window_open(int fd);

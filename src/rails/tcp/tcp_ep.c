@@ -596,6 +596,23 @@ int mdr_tcp_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p)
     return 0;
 }
 
+/* The socket's retransmission timeout without back-off (rail.h). */
+int mdr_tcp_ep_link_rto(mdr_ep_t *ep, uint64_t *rto_ns_p)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+
+    *rto_ns_p = 0;
+    if (ep == NULL || ep->conn == NULL || ep->state != MDR_TCP_EP_OPEN)
+        return -1;
+    memset(&ti, 0, sizeof(ti));
+    if (getsockopt(ep->conn->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 || ti.tcpi_rto == 0)
+        return -1;
+    *rto_ns_p = (uint64_t)(ti.tcpi_backoff < 16 ? ti.tcpi_rto >> ti.tcpi_backoff : ti.tcpi_rto) *
+                1000ull;
+    return 0;
+}
+
 /* ---------------- sending ---------------- */
 
 /* Headers of the put frames one write carries (they live until it returns). */

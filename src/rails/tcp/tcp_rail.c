@@ -905,6 +905,7 @@ const mdr_rail_ops_t mdr_tcp_ops = {
     .ep_idle = mdr_tcp_ep_idle,
     .ep_link_quiet = mdr_tcp_ep_link_quiet,
     .ep_fence = mdr_rail_noop_fence,
+    .ep_link_rto = mdr_tcp_ep_link_rto,
     .ctrl_send = mdr_tcp_ctrl_send,
     .mem_reg = mdr_tcp_mem_reg,
     .mem_dereg = mdr_tcp_mem_dereg,

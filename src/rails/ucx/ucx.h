@@ -457,6 +457,7 @@ size_t mdr_ucx_ep_unsent(mdr_ep_t *ep);
 int mdr_ucx_ep_idle(mdr_ep_t *ep);
 int mdr_ucx_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p);
 void mdr_ucx_ep_fence(mdr_ep_t *ep);
+int mdr_ucx_ep_link_rto(mdr_ep_t *ep, uint64_t *rto_ns_p);
 madrail_status_t mdr_ucx_ctrl_send(mdr_ep_t *ep, const struct iovec *iov, int iovcnt);
 /* Send ep's SHORT_ID if it is owed and ep is connected. */
 void mdr_ucx_short_offer(mdr_ep_t *ep);

@@ -690,6 +690,14 @@ int mdr_ucx_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p)
     return mdr_tcp_path_quiet(&ep->rail->tcpdiag, &ep->path, quiet_ns_p);
 }
 
+int mdr_ucx_ep_link_rto(mdr_ep_t *ep, uint64_t *rto_ns_p)
+{
+    *rto_ns_p = 0;
+    if (ep == NULL)
+        return -1;
+    return mdr_tcp_path_rto(&ep->rail->tcpdiag, &ep->path, rto_ns_p);
+}
+
 /* UCX's tcp transport writes a put into the target's memory from the
  * bytes that arrive, with no key the target could revoke: a put a dead
  * link held would land whenever the link delivers again, after the core

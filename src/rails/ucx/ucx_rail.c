@@ -1251,6 +1251,7 @@ const mdr_rail_ops_t mdr_ucx_ops = {
     .ep_idle = mdr_ucx_ep_idle,
     .ep_link_quiet = mdr_ucx_ep_link_quiet,
     .ep_fence = mdr_ucx_ep_fence,
+    .ep_link_rto = mdr_ucx_ep_link_rto,
     .ctrl_send = mdr_ucx_ctrl_send,
     .mem_reg = mdr_ucx_mem_reg,
     .mem_dereg = mdr_ucx_mem_dereg,
