@@ -72,7 +72,7 @@ if [ "${MDR_FUZZ_ENABLED:-}" = no ] || [ -z "$BUILD" ] || [ ! -x "$BUILD/test/fu
 fi
 
 if [ ${#TARGETS[@]} -eq 0 ]; then
-    for t in core tcp shm ofi ucx; do
+    for t in core tcp netlink shm ofi ucx; do
         [ -x "$BUILD/test/fuzz/fuzz_$t" ] && TARGETS+=("$t")
     done
 fi
