@@ -266,7 +266,6 @@ int mdr_peer_rail_mark_down(mdr_peer_rail_t *pr, int failover)
         if (!pr->peer->ctx->finalizing) /* connections closing at the end are no event */
             mdr_peer_rail_event(pr, 0, "%s", pr->last_error[0] ? pr->last_error : "closed");
         mdr_replay_rail_down(pr); /* what may not have arrived goes on another rail */
-        mdr_watch_tell_gone(pr);  /* and the peer fences the connection first */
         /* the copies that fill a hole in the peer's sequence (ours to it
          * and its to us) need slots the messages after the hole hold */
         if (!pr->peer->broken)
@@ -412,6 +411,12 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
     snprintf(pr->last_error, sizeof(pr->last_error), "%s (%s)", reason ? reason : "",
              madrail_status_str(status));
     mdr_peer_rail_mark_down(pr, 1);
+    /* a connection that was made may hold what the peer must never see
+     * land later: it fences its end before a FIN sent after this can
+     * complete a receive (watch.c, GONE); one never made held nothing, and
+     * the peer's own connection on that rail may be fine */
+    if (status != MADRAIL_ERR_RAIL_CONNECT)
+        mdr_watch_tell_gone(pr);
     mdr_rejoin_down(pr);
     mdr_send_rail_lost(pr, status == MADRAIL_ERR_RAIL_CONNECT);
     if (status == MADRAIL_ERR_RAIL_CONNECT && pr->untracked_sent && !pr->replay_ok &&

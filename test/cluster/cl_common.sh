@@ -135,6 +135,20 @@ cl_mpi_libdir() {
     fi
 }
 
+# cl_wait_started OUT: wait (30 s at most) until both processes of the job
+# writing to OUT printed "stream starts at": a fault meant to hit a running
+# stream must not come while a loaded machine is still launching the job
+# (seen in CI: ofi's rail set took over 1.5 s to start, the link went down
+# before the first message and no failover was seen).
+cl_wait_started() {
+    cl_w=0
+    while [ "$(grep -c 'stream starts at' "$1" 2>/dev/null || true)" != 2 ] && [ $cl_w -lt 300 ]; do
+        sleep 0.1
+        cl_w=$((cl_w + 1))
+    done
+    [ $cl_w -lt 300 ] || echo "note: $cl_name: the job's stream had not started after 30 s"
+}
+
 # cl_every_rail_fails OUT: 1.5 s after the job $job started (writing to
 # OUT), black-hole rails 0 and 1, wait for the job, lift the holes; then
 # check that both processes printed "ok - the stream ended with ..."
@@ -146,6 +160,7 @@ cl_mpi_libdir() {
 # close before it reaps the process (pmip_cb.c), 0 otherwise: a race.
 # (timeout's 124 or 137, a hang, is still a failure.)
 cl_every_rail_fails() {
+    cl_wait_started "$1"
     sleep 1.5
     cl_tf=$(date +%s.%N)
     cl_cluster blackhole 0 >/dev/null

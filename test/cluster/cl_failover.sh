@@ -49,6 +49,7 @@ trap 'rm -rf "$WORK"; cl_cluster down >/dev/null 2>&1' EXIT
 
 # start RAILS SECONDS ok|error: the stream in the background, output in $WORK/out
 start() {
+    rm -f "$WORK/out" # cl_wait_started reads the new job's lines only
     # shellcheck disable=SC2086
     cl_cluster exec 0 env MADRAIL_RAILS="$1" ${EXTRA_ENV:-} timeout -k 5 40 "$MPIEXEC" \
         $MDR_CLUSTER_HYDRA_FLAGS -n 2 -ppn 1 "$PROG" "$2" "$3" >"$WORK/out" 2>&1 &
@@ -92,6 +93,7 @@ for how in link-down blackhole; do
     EXTRA_ENV=MADRAIL_STATS=1
     start "$R2" 5 ok
     EXTRA_ENV=
+    cl_wait_started "$WORK/out"
     sleep 1.5
     tf=$(now)
     if [ $how = link-down ]; then
@@ -144,6 +146,7 @@ done
 EXTRA_ENV=MADRAIL_STATS=1
 start "$R2" 7 ok
 EXTRA_ENV=
+cl_wait_started "$WORK/out"
 sleep 1.5
 cl_cluster link-down 1 0 >/dev/null
 sleep 2
@@ -183,6 +186,7 @@ fi
 EXTRA_ENV=MADRAIL_STATS=1
 start "$R2" 12 ok
 EXTRA_ENV=
+cl_wait_started "$WORK/out"
 sleep 1
 for i in 1 2 3 4 5; do
     cl_cluster link-down 1 0 >/dev/null

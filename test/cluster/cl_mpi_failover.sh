@@ -40,6 +40,7 @@ LIBS=${LIBDIR:+$LIBDIR:}$MPICH_DIR/lib
 
 # start SECONDS ok|error: the program in the background, output in $OUT
 start() {
+    rm -f "$OUT" # cl_wait_started reads the new job's lines only
     # shellcheck disable=SC2086
     cl_cluster exec 0 env MADRAIL_RAILS="$RAILS" MADRAIL_RAIL_TIMEOUT=1s \
         MADRAIL_STATS=1 MPIR_CVAR_NOLOCAL=1 LD_LIBRARY_PATH="$LIBS" timeout -k 5 60 \
@@ -52,6 +53,7 @@ start() {
 # (link down, or an nftables drop with the link up) and returns 2 s later
 rail1_fails() {
     start 6 ok
+    cl_wait_started "$OUT"
     sleep 1.5
     if [ "$1" = link-down ]; then
         cl_cluster link-down 1 0 >/dev/null

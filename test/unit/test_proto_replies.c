@@ -786,12 +786,81 @@ static void test_revoke(void)
  * credits never spent (ctrl.c, older than this test), a CREDIT below the
  * return threshold (ctrl.c, issue 9 item 3), and the header table's own
  * rules for CREDIT: no body, no flags, even with a count that is right. */
+/* GONE (watch.c): a peer whose rail 1 to A failed by its own account
+ * (its driver's error) tells A on a surviving rail, and A closes its end
+ * of rail 1 at once (the fence: nothing the dead connection holds may
+ * land after a FIN that follows); a GONE naming the rail it came on or a
+ * rail A does not have closes the rail it came on, a GONE for a rail
+ * already down changes nothing, and other traffic goes on. */
+static void test_gone(void)
+{
+    trio_t t;
+    mdr_gone_hdr_t g;
+    mdr_peer_t *ab;
+
+    printf("# GONE: a rail the peer gave up, and malformed ones\n");
+    if (trio_open(&t, "MADRAIL_RAILS=loop:go0,loop:go1,loop:go2", NULL) != 0) {
+        CHECK(0, "open");
+        return;
+    }
+    ab = peer_of(&t, A, B);
+    CHECK(exchange(&t, A, B, 100000, 40) && exchange(&t, B, A, 100000, 41) &&
+              ab->rails[1].ep != NULL && peer_of(&t, B, A)->rails[1].ep != NULL,
+          "setup: rail 1 connected both ways");
+    /* a GONE alone (nothing re-sent with it): A closes its end of rail 1 */
+    memset(&g, 0, sizeof(g));
+    g.h.type = MDR_MSG_GONE;
+    g.rail = 1;
+    forge(&t, B, A, 0, &g, sizeof(g));
+    spin(&t, ONLY(A), 5);
+    CHECK(ab->rails[1].down && ab->rails[1].ep == NULL &&
+              strcmp(ab->rails[1].last_error, "the peer gave it up (rail down)") == 0,
+          "A closed rail 1 on B's GONE at once (%s)",
+          ab->rails[1].down ? ab->rails[1].last_error : "up");
+    CHECK(!ab->rails[0].down && !ab->rails[2].down, "A's other rails to B stay up");
+    peer_closed_rail(&t, B, A, 1);
+    /* B's driver reports its rail 2 to A failed: B tells A (GONE, and the
+     * copies of what A may not have seen), A takes rail 2 down too */
+    mdr_ep_failed_upcall(&peer_of(&t, B, A)->rails[2], MADRAIL_ERR_RAIL_DOWN,
+                         "test: B's end of rail 2 failed");
+    spin(&t, ONLY(A) | ONLY(B), 20);
+    CHECK(ab->rails[2].down && ab->rails[2].ep == NULL,
+          "A closed rail 2 when B's end of it failed (%s)",
+          ab->rails[2].down ? ab->rails[2].last_error : "up");
+    /* a second GONE for the same rail: nothing more happens */
+    memset(&g, 0, sizeof(g));
+    g.h.type = MDR_MSG_GONE;
+    g.rail = 1;
+    forge(&t, B, A, 0, &g, sizeof(g));
+    spin(&t, ONLY(A), 5);
+    CHECK(rails_down(&t, A, B) == 6u, "a GONE for a rail already down changes nothing (mask %x)",
+          rails_down(&t, A, B));
+    /* C: a GONE naming the rail it came on */
+    memset(&g, 0, sizeof(g));
+    g.h.type = MDR_MSG_GONE;
+    g.rail = 2;
+    forge(&t, C, A, 2, &g, sizeof(g));
+    spin(&t, ONLY(A), 5);
+    CHECK(rails_down(&t, A, C) == 4u, "a GONE naming the rail it came on closes that rail only "
+          "(mask %x)", rails_down(&t, A, C));
+    peer_closed_rail(&t, C, A, 2);
+    /* C: a GONE naming a rail A does not have */
+    g.rail = 7;
+    forge(&t, C, A, 0, &g, sizeof(g));
+    spin(&t, ONLY(A), 5);
+    CHECK(rails_down(&t, A, C) == 5u, "a GONE naming rail 7 of 3 closes the rail it came on "
+          "(mask %x)", rails_down(&t, A, C));
+    peer_closed_rail(&t, C, A, 0);
+    CHECK(others_complete(&t, 2000), "other traffic completes");
+    trio_close(&t);
+}
+
 static void test_credit(void)
 {
     trio_t t;
     mdr_hdr_t h;
     uint8_t junk[16];
-    unsigned cr0, crc, tcr, out2, out3;
+    unsigned cr0, crc, tcr, out2, out3, bret0, cret0;
     mdr_peer_t *ab;
 
     printf("# CREDIT from a third peer, in the wrong state, of the wrong size\n");
@@ -804,6 +873,10 @@ static void test_credit(void)
     CHECK(exchange(&t, A, B, 100, 20) && exchange(&t, A, C, 100, 21), "setup: some traffic");
     cr0 = ab->rails[0].credits;
     crc = peer_of(&t, A, C)->rails[0].credits;
+    /* what B and C owe A on rail 0: a GONE they send there when their end
+     * of a closed rail fails (watch.c) carries it back, legitimately */
+    bret0 = peer_of(&t, B, A)->rails[0].ret_pending;
+    cret0 = peer_of(&t, C, A)->rails[0].ret_pending;
 
     /* C returns a credit A never spent on rail 1 to C */
     memset(&h, 0, sizeof(h));
@@ -848,8 +921,12 @@ static void test_credit(void)
     CHECK(rails_down(&t, A, B) == 14u, "... and rail 3 closed (mask %x)", rails_down(&t, A, B));
     peer_closed_rail(&t, B, A, 3);
 
-    CHECK(ab->rails[0].credits == cr0 && peer_of(&t, A, C)->rails[0].credits == crc,
-          "credits on rail 0 unchanged");
+    bret0 -= peer_of(&t, B, A)->rails[0].ret_pending;
+    cret0 -= peer_of(&t, C, A)->rails[0].ret_pending;
+    CHECK(ab->rails[0].credits == cr0 + bret0 && peer_of(&t, A, C)->rails[0].credits == crc + cret0,
+          "credits on rail 0 changed only by what the peers' GONE messages returned (%u, %u; "
+          "B returned %u, C %u)", ab->rails[0].credits - cr0,
+          peer_of(&t, A, C)->rails[0].credits - crc, bret0, cret0);
     CHECK(others_complete(&t, 1800), "other traffic completes");
     trio_close(&t);
 }
@@ -1037,6 +1114,7 @@ static const struct {
     {"nack", test_nack},
     {"revoke", test_revoke},
     {"credit", test_credit},
+    {"gone", test_gone},
     {"flags", test_flags},
     {"dispatch", test_dispatch},
 };
