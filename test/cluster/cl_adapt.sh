@@ -29,6 +29,7 @@
 . "$(dirname "$0")/cl_common.sh"
 cl_need_root
 cl_need_railset
+cl_rates_need_plain_build
 cl_find_hydra
 ADAPT=$CL_BUILDDIR/test/integration/it_adapt
 [ -x "$ADAPT" ] || { echo "FAIL: $cl_name: $ADAPT not built (make check builds it; set MDR_BUILDDIR)"; exit 1; }

@@ -27,6 +27,7 @@
 . "$(dirname "$0")/cl_common.sh"
 cl_need_root
 cl_need_railset
+cl_rates_need_plain_build
 cl_find_hydra
 BW=$CL_BUILDDIR/bench/madrail_bw
 [ -x "$BW" ] || { echo "FAIL: $cl_name: $BW not built (set MDR_BUILDDIR)"; exit 1; }
