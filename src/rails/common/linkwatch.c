@@ -140,3 +140,17 @@ int mdr_link_watch_read(mdr_link_watch_t *lw)
     }
     return went_down;
 }
+
+void mdr_link_watch_fail_eps(const mdr_link_watch_t *lw, mdr_rail_base_t *rb,
+                             const char *rail_name,
+                             void (*fail)(mdr_rail_ep_t *ep, const char *why))
+{
+    char why[64];
+    mdr_list_t *l;
+
+    snprintf(why, sizeof(why), "link of %s down (kernel link event)", lw->ifname);
+    mdr_warn("rail %s: the link of %s went down (kernel link event): its connections fail",
+             rail_name, lw->ifname);
+    mdr_list_for_each(l, &rb->eps_all)
+        fail(mdr_container_of(l, mdr_rail_ep_t, link), why);
+}

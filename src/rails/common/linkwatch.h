@@ -19,6 +19,8 @@
 
 #include <stdint.h>
 
+#include "rails/common/rail_ep.h"
+
 #define MDR_LINK_WATCH_NS 5000000ull /* look every 5 ms at most */
 
 typedef struct mdr_link_watch {
@@ -48,6 +50,13 @@ static inline int mdr_link_watch_poll(mdr_link_watch_t *lw, uint64_t coarse_now)
     lw->next_ns = coarse_now + MDR_LINK_WATCH_NS;
     return mdr_link_watch_read(lw);
 }
+
+/* The link of lw went down: log it once for the rail, then fail(ep, why)
+ * for every ep of rb not destroyed (the driver's own failure, and its
+ * fence where it needs one), why naming the interface. */
+void mdr_link_watch_fail_eps(const mdr_link_watch_t *lw, mdr_rail_base_t *rb,
+                             const char *rail_name,
+                             void (*fail)(mdr_rail_ep_t *ep, const char *why));
 
 /* The parser of link messages (for the unit test and the fuzz target):
  * the RTM_NEWLINK/RTM_DELLINK messages in buf[0..len) about lw's

@@ -504,3 +504,16 @@ int mdr_tcp_path_rto(mdr_tcp_diag_t *d, const mdr_tcp_path_t *p, uint64_t *rto_n
     *rto_ns_p = (uint64_t)best * 1000ull;
     return 0;
 }
+
+void mdr_tcp_path_fence_ep(mdr_tcp_diag_t *d, const mdr_tcp_path_t *p, const char *rail_name,
+                           uint64_t uuid)
+{
+    int n;
+
+    if (d->local.family == 0)
+        return;
+    n = mdr_tcp_path_fence(d, &p->remote);
+    if (n > 0)
+        mdr_info("rail %s peer %016llx: %d socket(s) of the given-up connection shut down",
+                 rail_name, (unsigned long long)uuid, n);
+}

@@ -92,6 +92,11 @@ int mdr_tcp_path_rto(mdr_tcp_diag_t *d, const mdr_tcp_path_t *p, uint64_t *rto_n
  * the number of sockets shut down, -1 when the path cannot be told. */
 int mdr_tcp_path_fence(mdr_tcp_diag_t *d, const mdr_tcp_addr_t *remote);
 
+/* mdr_tcp_path_fence for the ep of rail_name to peer uuid, and a line at
+ * info level saying how many sockets went. */
+void mdr_tcp_path_fence_ep(mdr_tcp_diag_t *d, const mdr_tcp_path_t *p, const char *rail_name,
+                           uint64_t uuid);
+
 /* The IPv4 address of interface ifname into *out (family 0 when it has
  * none or does not exist).  0 found, -1 not. */
 int mdr_tcp_addr_of_ifname(const char *ifname, mdr_tcp_addr_t *out);

@@ -342,14 +342,8 @@ int mdr_ofi_ep_link_rto(mdr_ep_t *ep, uint64_t *rto_ns_p)
  * providers have none (nothing to do). */
 void mdr_ofi_ep_fence(mdr_ep_t *ep)
 {
-    int n;
-
-    if (ep == NULL || ep->rail->tcpdiag.local.family == 0)
-        return;
-    n = mdr_tcp_path_fence(&ep->rail->tcpdiag, &ep->path.remote);
-    if (n > 0)
-        mdr_info("rail %s peer %016llx: %d socket(s) of the given-up connection shut down",
-                 ep->rail->log_name, (unsigned long long)ep->base.uuid, n);
+    if (ep != NULL)
+        mdr_tcp_path_fence_ep(&ep->rail->tcpdiag, &ep->path, ep->rail->log_name, ep->base.uuid);
 }
 
 /* A provider over kernel TCP sockets hides them, and over a black hole it

@@ -1003,21 +1003,16 @@ MDR_HOT int mdr_ofi_poll_cq(mdr_rail_t *rail, int quiet)
     return count;
 }
 
-/* The rail's link went down (linkwatch.h): every ep fails now, as after a
+/* The rail's link went down (linkwatch.h): every ep is fenced (what the
+ * provider holds must never land later) and fails now, as after a
  * provider error, instead of a rail timeout later. */
-static void mdr_ofi_link_down(mdr_rail_t *rail)
+static void mdr_ofi_link_fail(mdr_rail_ep_t *b, const char *why)
 {
-    mdr_list_t *l;
+    mdr_ep_t *ep = mdr_container_of(b, mdr_ep_t, base);
 
-    mdr_warn("rail %s: the link of %s went down (kernel link event): its endpoints fail",
-             rail->log_name, rail->lw.ifname);
-    mdr_list_for_each(l, &rail->base.eps_all) {
-        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, base.link);
-        if (!ep->failed)
-            mdr_ofi_ep_fence(ep); /* what the provider holds must never land later */
-        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "link of %s down (kernel link event)",
-                        rail->lw.ifname);
-    }
+    if (!ep->failed)
+        mdr_ofi_ep_fence(ep);
+    mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "%s", why);
 }
 
 MDR_HOT static int mdr_ofi_progress(mdr_rail_t *rail)
@@ -1029,7 +1024,7 @@ MDR_HOT static int mdr_ofi_progress(mdr_rail_t *rail)
         return 0;
     rail->base.in_progress = 1;
     if (rail->lw.fd >= 0 && mdr_link_watch_poll(&rail->lw, mdr_time_coarse_ns()))
-        mdr_ofi_link_down(rail);
+        mdr_link_watch_fail_eps(&rail->lw, &rail->base, rail->log_name, mdr_ofi_link_fail);
     while ((l = mdr_list_pop_head(&rail->rx_repost)) != NULL) {
         mdr_ofi_rxbuf_t *rxb = mdr_container_of(l, mdr_ofi_rxbuf_t, link);
         if (mdr_ofi_post_rx(rail, rxb) != MADRAIL_OK) {

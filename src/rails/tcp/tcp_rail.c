@@ -835,17 +835,9 @@ static int mdr_tcp_poll(mdr_rail_t *rail)
 
 /* The rail's link went down (linkwatch.h): every ep fails now, as after a
  * connection error, instead of a rail timeout later. */
-static void mdr_tcp_link_down(mdr_rail_t *rail)
+static void mdr_tcp_link_fail(mdr_rail_ep_t *b, const char *why)
 {
-    mdr_list_t *l;
-
-    mdr_warn("rail %s: the link of %s went down (kernel link event): its connections fail",
-             rail->log_name, rail->ifname);
-    mdr_list_for_each(l, &rail->base.eps_all) {
-        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, base.link);
-        mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "link of %s down (kernel link event)",
-                        rail->ifname);
-    }
+    mdr_tcp_ep_fail(mdr_container_of(b, mdr_ep_t, base), MADRAIL_ERR_RAIL_DOWN, "%s", why);
 }
 
 static int mdr_tcp_progress(mdr_rail_t *rail)
@@ -857,7 +849,7 @@ static int mdr_tcp_progress(mdr_rail_t *rail)
     rail->base.in_progress = 1;
     rail->passes++;
     if (rail->lw.fd >= 0 && mdr_link_watch_poll(&rail->lw, mdr_time_coarse_ns()))
-        mdr_tcp_link_down(rail);
+        mdr_link_watch_fail_eps(&rail->lw, &rail->base, rail->log_name, mdr_tcp_link_fail);
     if (!mdr_list_empty(&rail->flushq))
         count += mdr_tcp_flush_coalesced(rail);
     count += mdr_tcp_poll(rail);

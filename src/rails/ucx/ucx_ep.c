@@ -709,16 +709,11 @@ int mdr_ucx_ep_link_rto(mdr_ep_t *ep, uint64_t *rto_ns_p)
  * endpoint is closed by force at the destroy. */
 void mdr_ucx_ep_fence(mdr_ep_t *ep)
 {
-    int n;
-
     if (ep == NULL)
         return;
     if (ep->uep != NULL)
         ep->uep->failed = 1;
-    n = mdr_tcp_path_fence(&ep->rail->tcpdiag, &ep->path.remote);
-    if (n > 0)
-        mdr_info("rail %s peer %016llx: %d socket(s) of the given-up connection shut down",
-                 ep->rail->name, (unsigned long long)ep->base.uuid, n);
+    mdr_tcp_path_fence_ep(&ep->rail->tcpdiag, &ep->path, ep->rail->name, ep->base.uuid);
 }
 
 int mdr_ucx_ep_idle(mdr_ep_t *ep)

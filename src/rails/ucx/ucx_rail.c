@@ -1141,22 +1141,17 @@ static madrail_status_t mdr_ucx_addr_pack(mdr_rail_t *rail, void *buf, size_t le
 
 /* ---------------- progress ---------------- */
 
-/* The rail's link went down (linkwatch.h): every ep fails now, as after
- * UCX's error handler, instead of a rail timeout later. */
-static void mdr_ucx_link_down(mdr_rail_t *rail)
+/* The rail's link went down (linkwatch.h): every open ep is fenced
+ * (closed by force, stale bytes refused) and fails now, as after UCX's
+ * error handler, instead of a rail timeout later. */
+static void mdr_ucx_link_fail(mdr_rail_ep_t *b, const char *why)
 {
-    mdr_list_t *l;
+    mdr_ep_t *ep = mdr_container_of(b, mdr_ep_t, base);
 
-    mdr_warn("rail %s: the link of %s went down (kernel link event): its endpoints fail",
-             rail->name, rail->lw.ifname);
-    mdr_list_for_each(l, &rail->base.eps_all) {
-        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, base.link);
-        if (ep->state == MDR_UCX_EP_OPEN) {
-            mdr_ucx_ep_fence(ep); /* closed by force, stale bytes refused */
-            mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "link of %s down (kernel link event)",
-                            rail->lw.ifname);
-        }
-    }
+    if (ep->state != MDR_UCX_EP_OPEN)
+        return;
+    mdr_ucx_ep_fence(ep);
+    mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "%s", why);
 }
 
 MDR_HOT static int mdr_ucx_progress(mdr_rail_t *rail)
@@ -1167,7 +1162,7 @@ MDR_HOT static int mdr_ucx_progress(mdr_rail_t *rail)
         return 0;
     rail->base.in_progress = 1;
     if (rail->lw.fd >= 0 && mdr_link_watch_poll(&rail->lw, mdr_time_coarse_ns()))
-        mdr_ucx_link_down(rail);
+        mdr_link_watch_fail_eps(&rail->lw, &rail->base, rail->name, mdr_ucx_link_fail);
     /* Spin only while UCX makes progress that gives the core nothing yet
      * (a rendezvous, a flush, a send completing): once a message or a
      * completion is queued, deliver it at once.  Each ucp_worker_progress
