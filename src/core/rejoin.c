@@ -15,7 +15,8 @@
  * which needs no credit, waits for its PONG or for anything else the peer
  * sends.  The first message that arrives brings the rail up before it is
  * handled, so nothing the peer sent on it is lost.  A connection that
- * fails, or stays silent for a probe deadline, is destroyed (only the
+ * fails, or stays silent for a probe deadline (twice the back-off, 250 ms
+ * to a second), is destroyed (only the
  * PING ever went on it) and the next attempt comes after a back-off that
  * doubles from an eighth of MADRAIL_RAIL_REJOIN up to MADRAIL_RAIL_REJOIN
  * itself, so a link that returns is back in use within about that long,
@@ -39,12 +40,24 @@ static uint64_t mdr_rejoin_cap_ns(const mdr_ctx_t *ctx)
     return (uint64_t)(ctx->cfg.rail_rejoin * 1e9);
 }
 
-/* How long a new connection may stay silent: twice the back-off cap, and
- * at least a second (a connection handshake on a loaded machine). */
-static uint64_t mdr_rejoin_deadline_ns(const mdr_ctx_t *ctx)
+/* How long a new connection may stay silent: twice the current back-off,
+ * at least 250 ms and at most the back-off cap (a second at least).  A
+ * connection attempt whose SYN a dead link swallowed is retried by TCP
+ * only a second later, then two: with the rail timeout at a quarter of a
+ * second (MADRAIL_RAIL_TIMEOUT_MIN) the first attempts fall inside a short
+ * outage, and a deadline of twice the cap (it was) left a rail down for
+ * seconds after its link returned (seen under cl_mpi_failover's 2 s black
+ * hole: no rejoin before the stream ended).  A fresh attempt sends a fresh
+ * SYN at once. */
+static uint64_t mdr_rejoin_deadline_ns(const mdr_peer_rail_t *pr)
 {
-    uint64_t d = 2 * mdr_rejoin_cap_ns(ctx);
-    return d < 1000000000ull ? 1000000000ull : d;
+    uint64_t max = mdr_rejoin_cap_ns(pr->peer->ctx), d = 2 * pr->rejoin_wait_ns;
+
+    if (max < 1000000000ull)
+        max = 1000000000ull;
+    if (d < 250000000ull)
+        d = 250000000ull;
+    return d < max ? d : max;
 }
 
 static void mdr_rejoin_arm(mdr_peer_rail_t *pr, uint64_t now)
@@ -189,7 +202,6 @@ static void mdr_rejoin_try(mdr_peer_rail_t *pr, uint64_t now)
 
 static void mdr_rejoin_scan(mdr_peer_rail_t *pr, void *arg)
 {
-    mdr_ctx_t *ctx = pr->peer->ctx;
     uint64_t now = *(const uint64_t *)arg;
 
     if (!pr->rejoin_armed)
@@ -199,7 +211,7 @@ static void mdr_rejoin_scan(mdr_peer_rail_t *pr, void *arg)
         return;
     }
     if (pr->probing) {
-        if (!pr->probe_failed && now - pr->probe_ns < mdr_rejoin_deadline_ns(ctx))
+        if (!pr->probe_failed && now - pr->probe_ns < mdr_rejoin_deadline_ns(pr))
             return;
         mdr_rejoin_drop_probe(pr);
         mdr_rejoin_arm(pr, now);
