@@ -5,7 +5,7 @@
 # ofi, ucx or mix; default tcp), MADRAIL_RAIL_TIMEOUT=1s,
 # one rank a node, mpi_failover streaming mixed-size checksummed messages
 # (1 B..4 MiB, half of them received with MPI_ANY_SOURCE/MPI_ANY_TAG):
-#  1. rail1 `ip link set down` 1.5 s into a 6 s stream, up again 2 s
+#  1. rail1 `ip link set down` 1.5 s into a 9 s stream, up again 2 s
 #     later: asserted that no byte or status received is wrong and, when
 #     the stream completes, that MADRAIL_STATS shows rail1 down and back up
 #     (MADRAIL_RAIL_REJOIN) on both ranks.  That the stream completes needs
@@ -49,10 +49,10 @@ start() {
     job=$!
 }
 
-# rail1_fails link-down|blackhole: rail1 fails 1.5 s into a 6 s stream
+# rail1_fails link-down|blackhole: rail1 fails 1.5 s into a 9 s stream (the fault commands take over a second each on a loaded machine: the rejoin needs time after the lift)
 # (link down, or an nftables drop with the link up) and returns 2 s later
 rail1_fails() {
-    start 6 ok
+    start 9 ok
     cl_wait_started "$OUT"
     sleep 1.5
     if [ "$1" = link-down ]; then
