@@ -301,6 +301,8 @@ struct mdr_peer_rail {
     uint64_t life_ns;  /* last sign of life: a message, or the transport's acknowledgements */
     uint64_t ping_ns;  /* when the last PING left */
     unsigned pings_out;/* PINGs sent, PONG not yet received (<= MDR_PING_MAX) */
+    unsigned stale_pongs; /* PONGs to PINGs forgotten when the rail came back up, taken
+                           * without complaint (at most MDR_PING_MAX + 1 a revival) */
     unsigned pongs_owed; /* PINGs received, PONG not yet handed to the driver */
     char last_error[300]; /* why it went down (logged once, named when the peer fails) */
     /* recovery (replay.c): copies of the normal messages sent on it whose

@@ -371,6 +371,7 @@ void mdr_peer_rail_revive(mdr_peer_rail_t *pr)
     mdr_ctx_t *ctx = pr->peer->ctx;
 
     pr->down = 0;
+    pr->stale_pongs = MDR_PING_MAX + 1; /* PINGs forgotten here, and a probe's */
     pr->pings_out = pr->pongs_owed = 0;
     pr->rx_ns = pr->life_ns = 0;
     pr->credits = ctx->cfg.credits;

@@ -139,6 +139,13 @@ static void mdr_watch_pong(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_t len
     (void)hdr;
     (void)len;
     if (pr->pings_out == 0) {
+        /* a rail that just came back forgets the PINGs it had out; their
+         * PONGs may still come, on the new connection (seen once under a
+         * flapping link: the rail closed for good on the first of them) */
+        if (pr->stale_pongs > 0) {
+            pr->stale_pongs--;
+            return;
+        }
         mdr_peer_proto_fail(pr, "PONG without a PING");
         return;
     }

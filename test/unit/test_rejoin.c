@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "forge.h"
 #include "pair.h"
 #include "util/clock.h"
 
@@ -169,6 +170,31 @@ static void test_blackhole_returns(const char *rejoin)
                   strstr(text, " down: ") && strstr(text, " up: after "),
               "rejoin %s: MADRAIL_STATS lists the events with their times", rejoin);
         free(text);
+    }
+    if (!off) {
+        /* PONGs to PINGs a side forgot when the rail came back may still
+         * arrive: up to MDR_PING_MAX + 1 are taken, one more is a
+         * protocol error (watch.c) */
+        mdr_hdr_t h;
+        int k;
+        for (k = 0; k < MDR_PING_MAX + 1; k++) {
+            memset(&h, 0, sizeof(h));
+            h.type = MDR_MSG_PONG;
+            h.len = sizeof(h);
+            (void)mdr_forge_send(p.b, p.b2a, 1, &h, sizeof(h));
+            spin_for(&p, 0.01);
+        }
+        CHECK(both_up(&p, 1), "rejoin %s: %d stale PONGs after the rail came back: still up",
+              rejoin, MDR_PING_MAX + 1);
+        memset(&h, 0, sizeof(h));
+        h.type = MDR_MSG_PONG;
+        h.len = sizeof(h);
+        (void)mdr_forge_send(p.b, p.b2a, 1, &h, sizeof(h));
+        spin_for(&p, 0.05);
+        CHECK(mdr_peer_get(p.a, p.a2b)->rails[1].down,
+              "rejoin %s: one PONG more is a protocol error: A closed rail 1 (%s)", rejoin,
+              mdr_peer_get(p.a, p.a2b)->rails[1].last_error);
+        spin_for(&p, 1.5); /* a protocol error is never dialled again: rail 0 carries on */
     }
     put1 = p.a->rails[1].stats.tx_put_bytes;
     CHECK(transfer(&p, 3) && transfer(&p, 4), "rejoin %s: transfers after the link returned",
