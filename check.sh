@@ -50,7 +50,10 @@ Run as root on Debian 12 (root is needed only if a package is missing).
        fresh clone
 
 Options:
-  --full           step 9 runs the six MPICH test-suite directories complete
+  --full           the rate-ratio cluster tests over the ofi, ucx and mixed
+                   rail sets run too (MDR_CHECK_FULL=1: cl_duplex_*, cl_adapt_*;
+                   under the default run's load they measure the CPU), and
+                   step 9 runs the six MPICH test-suite directories complete
                    (about two hours more on 2 cores: rma alone ran over 75
                    minutes with other jobs sharing them)
   --no-mpi         skip steps 7 to 9 (libmadrail alone: a few minutes)
@@ -80,7 +83,7 @@ while [ $# -gt 0 ]; do
         --no-asan) ASAN=no ;;
         --no-fuzz) FUZZ=no ;;
         --no-mpi) MPI=no ;;
-        --full) MPI=yes; SUBSET=full ;;
+        --full) MPI=yes; SUBSET=full; export MDR_CHECK_FULL=1 ;;
         *) echo "check.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
