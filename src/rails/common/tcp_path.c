@@ -10,7 +10,8 @@
  * closed window with no probe outstanding is a peer that does not read,
  * not a dead path.  Over the sockets of one path: nothing waits, quiet 0;
  * else quiet is the shorter of how long something has waited (first seen
- * at a question) and the time since the freshest segment the peer's
+ * at a question, capped by what the kernel's timers allow:
+ * mdr_tcp_wait_max_ns) and the time since the freshest segment the peer's
  * kernel sent on any of them (tcpi_last_ack_recv counts every segment
  * carrying an acknowledgement, data included).
  *
@@ -183,6 +184,8 @@ static void mdr_tcp_diag_one(mdr_tcp_diag_t *d, const struct inet_diag_msg *m, s
     s.last_ack_ms = ti.tcpi_last_ack_recv;
     s.inode = m->idiag_inode;
     s.rto_us = ti.tcpi_backoff < 16 ? ti.tcpi_rto >> ti.tcpi_backoff : ti.tcpi_rto;
+    s.wait_max_ms = (uint32_t)(mdr_tcp_wait_max_ns(ti.tcpi_rto, ti.tcpi_backoff, ti.tcpi_probes,
+                                                   ti.tcpi_unacked) / 1000000ull);
     if ((ti.tcpi_unacked == 0 && m->idiag_wqueue == 0) ||
         (ti.tcpi_unacked == 0 && ti.tcpi_probes == 0 &&
          (tlen < offsetof(struct tcp_info, tcpi_snd_wnd) + sizeof(ti.tcpi_snd_wnd) ||
@@ -378,9 +381,26 @@ int mdr_tcp_path_probe(const mdr_tcp_addr_t *local, const mdr_tcp_addr_t *remote
     return rc;
 }
 
+uint64_t mdr_tcp_wait_max_ns(uint32_t rto_us, uint32_t backoff, uint32_t probes,
+                             uint32_t unacked)
+{
+    uint64_t base, k = backoff > probes ? backoff : probes;
+
+    if (k > 20)
+        return UINT64_MAX / 2; /* TCP gave up doubling long ago: no cap */
+    /* tcpi_rto doubles with the retransmission timer's back-off; the
+     * probe timer doubles its own interval from the unchanged RTO */
+    base = unacked > 0 && backoff < 32 ? rto_us >> backoff : rto_us;
+    if (base == 0)
+        base = 200000; /* the kernel's minimum RTO when it says none */
+    if (unacked == 0 && probes > 0 && base < 500000)
+        base = 500000;
+    return base * 1000ull * ((2ull << k) - 1) + MDR_TCP_WAIT_SLACK_NS;
+}
+
 int mdr_tcp_path_quiet(mdr_tcp_diag_t *d, mdr_tcp_path_t *p, uint64_t *quiet_ns_p)
 {
-    uint64_t now = mdr_time_ns(), since, last_ack;
+    uint64_t now = mdr_time_ns(), since, last_ack, wait_max = 0;
     uint32_t best = UINT32_MAX;
     size_t alen, i;
     int waiting = 0;
@@ -415,6 +435,8 @@ int mdr_tcp_path_quiet(mdr_tcp_diag_t *d, mdr_tcp_path_t *p, uint64_t *quiet_ns_
         if (s->last_ack_ms < best)
             best = s->last_ack_ms;
         waiting |= s->waiting;
+        if (s->waiting && (uint64_t)s->wait_max_ms * 1000000ull > wait_max)
+            wait_max = (uint64_t)s->wait_max_ms * 1000000ull;
     }
     if (!waiting) {
         p->wait_since_ns = 0;
@@ -423,6 +445,8 @@ int mdr_tcp_path_quiet(mdr_tcp_diag_t *d, mdr_tcp_path_t *p, uint64_t *quiet_ns_
     if (p->wait_since_ns == 0)
         p->wait_since_ns = now;
     since = now - p->wait_since_ns;
+    if (since > wait_max) /* a clock from a wait that ended unseen */
+        since = wait_max;
     last_ack = (uint64_t)best * 1000000ull;
     *quiet_ns_p = since < last_ack ? since : last_ack;
     return 0;

@@ -42,6 +42,7 @@ typedef struct mdr_tcp_sock {
     uint32_t inode;       /* the socket's inode (mdr_tcp_path_fence) */
     uint32_t rto_us;      /* tcpi_rto >> tcpi_backoff: the retransmission timeout
                            * without back-off (mdr_tcp_path_rto) */
+    uint32_t wait_max_ms; /* mdr_tcp_wait_max_ns of the socket, in ms */
     int waiting;          /* bytes wait for an acknowledgement (the tcp rail's rule) */
 } mdr_tcp_sock_t;
 
@@ -67,6 +68,31 @@ typedef struct mdr_tcp_path {
  * every question answers -1).  Opens nothing yet. */
 void mdr_tcp_diag_init(mdr_tcp_diag_t *d, const mdr_tcp_addr_t *local);
 void mdr_tcp_diag_cleanup(mdr_tcp_diag_t *d);
+
+/* The longest the oldest byte of a socket can have waited for an
+ * acknowledgement, from the kernel's timer state in its tcp_info: rto_us
+ * (tcpi_rto), backoff (tcpi_backoff), probes (tcpi_probes) and unacked
+ * (tcpi_unacked).  TCP's retransmission timer runs from the oldest
+ * unacknowledged segment's departure (a tail-loss probe may go earlier,
+ * never later), fires one RTO after it and doubles at each firing
+ * (tcpi_backoff counts them); with nothing in flight and bytes held, the
+ * probe timer fires at the same doubling intervals (tcpi_probes); an
+ * acknowledgement resets both.  So after k firings the oldest byte left
+ * at most base x (1 + 2 + ... + 2^k) = base x (2^(k+1) - 1) ago, base
+ * being the RTO without back-off (for probes, the larger of the RTO and
+ * the 500 ms a probe refused by a local queue waits), plus
+ * MDR_TCP_WAIT_SLACK_NS for a late timer.  The rule's own clock (bytes first seen waiting) is kept by
+ * the caller at its scans, and a caller that did not look for a while
+ * (the process computed, or nothing was watched) may hold a clock started
+ * in an earlier wait that ended unseen; this bound caps it: bytes written
+ * a moment ago, acknowledged a moment later, are never taken for bytes
+ * that waited since then (seen in MPICH's coll/uoplong, 11 ranks on 2
+ * cores: a rail taken for dead 1.4-1.9 s after a wait its process never
+ * saw end).  It never shortens a clock that is right: that clock started
+ * after the bytes started waiting. */
+#define MDR_TCP_WAIT_SLACK_NS 20000000ull
+uint64_t mdr_tcp_wait_max_ns(uint32_t rto_us, uint32_t backoff, uint32_t probes,
+                             uint32_t unacked);
 
 /* The ep_link_quiet answer for path p (rails/rail.h): 0 with *quiet_ns_p
  * the time bytes on the path have waited for an acknowledgement with none

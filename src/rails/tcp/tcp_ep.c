@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "rails/common/drv.h"
+#include "rails/common/tcp_path.h"
 #include "rails/tcp/tcp.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -562,12 +563,13 @@ int mdr_tcp_ep_idle(mdr_ep_t *ep)
  * measure; with the window open nothing holds them but a drop rule,
  * so they count as waiting at once).  wait_since is when
  * waiting bytes were first seen, so an ACK-less idle stretch before them
- * does not count. */
+ * does not count; the kernel's timer state caps it (mdr_tcp_wait_max_ns:
+ * the core may not have looked since an earlier wait ended). */
 int mdr_tcp_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p)
 {
     struct tcp_info ti;
     socklen_t len = sizeof(ti);
-    uint64_t now, since, last_ack;
+    uint64_t now, since, last_ack, wait_max;
     int outq = 0;
 
     *quiet_ns_p = 0;
@@ -591,6 +593,9 @@ int mdr_tcp_ep_link_quiet(mdr_ep_t *ep, uint64_t *quiet_ns_p)
     if (ep->link_wait_ns == 0)
         ep->link_wait_ns = now;
     since = now - ep->link_wait_ns;
+    wait_max = mdr_tcp_wait_max_ns(ti.tcpi_rto, ti.tcpi_backoff, ti.tcpi_probes, ti.tcpi_unacked);
+    if (since > wait_max) /* a clock from a wait that ended unseen (tcp_path.h) */
+        since = wait_max;
     last_ack = (uint64_t)ti.tcpi_last_ack_recv * 1000000ull;
     *quiet_ns_p = since < last_ack ? since : last_ack;
     return 0;
