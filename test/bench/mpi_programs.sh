@@ -44,6 +44,11 @@ for b in mpi_lat mpi_bw mpi_bibw mpi_mbw_mr; do
         bad "$b does not build with $CC -Wall -Wextra -Werror"
     fi
 done
+if ! "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -o "$W/mpi_stream" "$SRC/bench/mpi/mpi_stream.c" \
+        >"$W/mpi_stream.build.log" 2>&1; then
+    cat "$W/mpi_stream.build.log"
+    bad "mpi_stream does not build with $CC -Wall -Wextra -Werror"
+fi
 [ $fail -eq 0 ] || { echo "FAIL: $name"; exit 1; }
 
 # run NP OUT PROGRAM ARGS...: exit status of the job, output in OUT
@@ -118,6 +123,24 @@ if run 2 "$out" "$W/mpi_bw" --sizes 0,8 --iters 2; then
     cat "$out"; bad "mpi_bw accepted a 0-byte size"
 else
     ok "mpi_bw refuses 0-byte messages in --sizes"
+fi
+
+# -- mpi_stream: a byte-checked stream, its figures, the start lines
+out=$W/stream.out
+if run 2 "$out" "$W/mpi_stream" --size 256k --window 4 --iters 64 --validate --announce &&
+        [ "$(grep -c 'stream starts at' "$out")" = 2 ] && grep -q '^# bad_messages 0$' "$out" &&
+        grep -qE '^# stall_ms [0-9.]+ at_s [0-9.]+$' "$out" && ends_well "$out" &&
+        rows "$out" | awk '$1 != 262144 || $2 + 0 <= 0 { exit 1 }'; then
+    ok "mpi_stream: 64 messages byte-exact, stall and rate printed, both ranks announced"
+else
+    cat "$out"; bad "mpi_stream --size 256k --iters 64 --validate --announce"
+fi
+if run 2 "$out" "$W/mpi_stream" --window 0; then
+    cat "$out"; bad "mpi_stream accepted --window 0"
+elif grep -q "bad value for --window: '0'" "$out"; then
+    ok "mpi_stream refuses --window 0, naming it"
+else
+    cat "$out"; bad "mpi_stream --window 0: no message naming the value"
 fi
 
 if [ $fail -eq 0 ]; then echo "PASS: $name"; exit 0; fi

@@ -181,6 +181,40 @@ int main(void)
           "the same clock after three retransmissions (a black hole): its 3 s stand (%llu ns)",
           (unsigned long long)q);
 
+    /* Fencing aborts a connection whose descriptor someone else holds:
+     * bytes already queued for reading are dropped with it (a shutdown
+     * would leave them readable: the library would still deliver them),
+     * and the peer sees a reset */
+    if (pair(&c, &s) == 0) {
+        ssize_t r;
+        memset(buf, 5, 4096);
+        check(write(c, buf, 4096) == 4096, "4096 bytes toward the fenced end");
+        sleep_ms(50); /* queued in s's receive queue, unread */
+        check(mdr_tcp_abort_fd(s) == 0, "the accepted end disconnected (%s)", strerror(errno));
+        r = recv(s, buf, sizeof(buf), MSG_DONTWAIT);
+        check(r <= 0, "no byte queued before the fence can be read after it (%zd)", r);
+        sleep_ms(50);
+        r = recv(c, buf, sizeof(buf), MSG_DONTWAIT);
+        check(r < 0 && errno == ECONNRESET, "the other end sees a reset (%zd, %s)", r,
+              strerror(errno));
+        close(c);
+        close(s);
+    }
+    /* ... and mdr_tcp_path_fence finds this process's sockets of a path:
+     * from 127.0.0.2 (d's address) to 127.0.0.1, not the accepted end */
+    if (pair(&c, &s) == 0) {
+        ssize_t r;
+        int n;
+        check(write(s, buf, 1000) == 1000, "1000 bytes toward the path's socket");
+        sleep_ms(50);
+        n = mdr_tcp_path_fence(&d, &remote);
+        check(n == 1, "the fence found the one socket from 127.0.0.2 to 127.0.0.1 (%d)", n);
+        r = recv(c, buf, sizeof(buf), MSG_DONTWAIT);
+        check(r <= 0, "its queued bytes are gone (%zd)", r);
+        close(c);
+        close(s);
+    }
+
     /* the reachability probe: a bound, never-listening port answers at once */
     fd = mdr_tcp_probe_port_open(&remote, &port);
     check(fd >= 0 && port != 0, "a probe port on 127.0.0.1 (%u)", ntohs(port));

@@ -452,6 +452,29 @@ int mdr_tcp_path_quiet(mdr_tcp_diag_t *d, mdr_tcp_path_t *p, uint64_t *quiet_ns_
     return 0;
 }
 
+/* Abort the connection of a socket someone else holds, without closing
+ * the descriptor (it is not ours to close): connect() to AF_UNSPEC
+ * disconnects a TCP socket (the kernel's tcp_disconnect) -- a reset to
+ * the peer, and the bytes queued both ways dropped at once.  A shutdown
+ * of both directions does less: bytes already queued for reading stay
+ * readable, and the library reads them after its own writes began to
+ * fail.  UCX 1.13 then aborts the process: a put that arrives on an
+ * endpoint whose send fails makes its completion reply fail, and
+ * ucp_request_try_send calls that fatal (seen on the namespace cluster,
+ * the receiver's rail link set down under a 4 MiB stream over two ucx
+ * rails, 3 of 5 runs).  A kernel that refuses the disconnect gets the
+ * shutdown. */
+int mdr_tcp_abort_fd(int fd)
+{
+    struct sockaddr sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_family = AF_UNSPEC;
+    if (connect(fd, &sa, sizeof(sa)) == 0)
+        return 0;
+    return shutdown(fd, SHUT_RDWR);
+}
+
 int mdr_tcp_path_fence(mdr_tcp_diag_t *d, const mdr_tcp_addr_t *remote)
 {
     size_t alen, i, n = 0;
@@ -500,7 +523,7 @@ int mdr_tcp_path_fence(mdr_tcp_diag_t *d, const mdr_tcp_addr_t *remote)
             continue;
         for (i = 0; i < n; i++) {
             if (inodes[i] == ino) {
-                if (shutdown(fd, SHUT_RDWR) == 0)
+                if (mdr_tcp_abort_fd(fd) == 0)
                     fenced++;
                 break;
             }
@@ -538,6 +561,6 @@ void mdr_tcp_path_fence_ep(mdr_tcp_diag_t *d, const mdr_tcp_path_t *p, const cha
         return;
     n = mdr_tcp_path_fence(d, &p->remote);
     if (n > 0)
-        mdr_info("rail %s peer %016llx: %d socket(s) of the given-up connection shut down",
+        mdr_info("rail %s peer %016llx: %d socket(s) of the given-up connection reset",
                  rail_name, (unsigned long long)uuid, n);
 }

@@ -106,17 +106,22 @@ int mdr_tcp_path_quiet(mdr_tcp_diag_t *d, mdr_tcp_path_t *p, uint64_t *quiet_ns_
 int mdr_tcp_path_rto(mdr_tcp_diag_t *d, const mdr_tcp_path_t *p, uint64_t *rto_ns_p);
 
 /* Fence the path to remote (a connection the core gave up while the
- * library that owns its sockets still holds them open): shutdown(SHUT_RDWR)
- * on every socket of this process between d's address and remote (found
- * by a fresh dump and /proc/self/fd).  After it, bytes the peer sent
- * before and that arrive later are refused by the kernel (data after a
- * shutdown of reading resets the connection), so a put a dead link held
- * can never land once its buffer was handed back; the library sees the
- * connection end.  Every socket of this process on that path goes, those
+ * library that owns its sockets still holds them open): every socket of
+ * this process between d's address and remote (found by a fresh dump and
+ * /proc/self/fd) is disconnected (mdr_tcp_abort_fd).  After it, bytes the
+ * peer sent before are gone, queued or still to arrive (the kernel
+ * answers them with a reset), so a put a dead link held can never land
+ * once its buffer was handed back; the library sees the connection
+ * end.  Every socket of this process on that path goes, those
  * of other peers at the same address too: they share the link that
  * failed (a false alarm costs them a reconnection, never data).  Returns
  * the number of sockets shut down, -1 when the path cannot be told. */
 int mdr_tcp_path_fence(mdr_tcp_diag_t *d, const mdr_tcp_addr_t *remote);
+
+/* Disconnect a connected TCP socket whose descriptor belongs to someone
+ * else (connect to AF_UNSPEC: a reset, both queues dropped; shutdown of
+ * both directions where the kernel refuses).  0 done, -1 errno. */
+int mdr_tcp_abort_fd(int fd);
 
 /* mdr_tcp_path_fence for the ep of rail_name to peer uuid, and a line at
  * info level saying how many sockets went. */
