@@ -106,14 +106,14 @@ static const mdr_cfg_entry_t core_entries[] = {
               "timeout, the upper bound of the timeout derived from it "
               "(MADRAIL_RAIL_TIMEOUT_MIN). 0: off, driver errors only. Must exceed how long "
               "the network may stall."),
-    CFG_ENTRY("MADRAIL_RAIL_TIMEOUT_MIN", MDR_CFG_TIME, "0", 0, 3600, rail_timeout_min,
-              "When set, on a rail whose driver knows its path's retransmission timeout "
-              "(tcp, and ofi and ucx over kernel TCP) the rail timeout is 1.25 times that "
-              "timeout (TCP's RTO without back-off: 200 ms at least on Linux), at least this "
-              "and at most MADRAIL_RAIL_TIMEOUT: a black hole is then found in about this "
-              "long (250ms: a stall of 257-287 ms measured). Off by default: with more "
-              "processes than cores, acknowledgements waited 316-680 ms on loopback and "
-              "rails were taken for dead at 250 ms. 0: always MADRAIL_RAIL_TIMEOUT."),
+    CFG_ENTRY("MADRAIL_RAIL_TIMEOUT_MIN", MDR_CFG_TIME, "250ms", 0, 3600, rail_timeout_min,
+              "On a rail whose driver knows its path's retransmission timeout (tcp, and ofi "
+              "and ucx over kernel TCP) the rail timeout is 1.25 times that timeout (TCP's "
+              "RTO without back-off: 200 ms at least on Linux), at least this and at most "
+              "MADRAIL_RAIL_TIMEOUT: a black hole is found in about a quarter of a second "
+              "(a stall of 257-287 ms measured) instead of MADRAIL_RAIL_TIMEOUT. Raise it "
+              "where the network may stall longer than this without failing. 0: off, always "
+              "MADRAIL_RAIL_TIMEOUT."),
     CFG_ENTRY("MADRAIL_RAIL_REJOIN", MDR_CFG_TIME, "1s", 0, 3600, rail_rejoin,
               "A rail that went down to a peer (its connection failed or it timed out) is "
               "dialled again in the background, by the side with the smaller context id, "
