@@ -36,6 +36,13 @@
 #    adaptation, and a rail whose rate drops to 200 Mbit and comes back;
 #    bandwidth at 1 and 4 MiB only, so a run stays short on a shared
 #    machine.
+#  - --drivers is issue 27's run: ch4:madrail over each of its drivers
+#    that can use the cluster's links (tcp, ofi over libfabric's
+#    tcp;ofi_rxm, ucx over UCX's tcp transport, and one ofi rail with one
+#    ucx rail) as systems of their own beside the peers, and the fault
+#    cases measured as an MPI stream sees them: the stall (the longest gap
+#    between completed receives, bench/mpi/mpi_stream.c) and the rate
+#    after it, for a link going down and for a black hole.
 # (commas inside arrays are option values: --sizes 8,1k)
 # shellcheck disable=SC2054,SC1091
 set -uo pipefail
@@ -48,7 +55,7 @@ INSTALLED_DATADIR='@pkgdatadir@'
 
 usage() {
     cat <<EOF
-Usage: $prog [--quick | --quickstart | --adapt] [options]
+Usage: $prog [--quick | --quickstart | --adapt | --drivers] [options]
 
 Benchmarks MPI over the rails of a namespace cluster (2 nodes, data rails
 shaped by tc tbf; test/cluster/cluster.sh, docs/cluster.md), in one run:
@@ -71,8 +78,12 @@ mpicc.  Cases:
   three       (--adapt) 3 rails: 1 Gbit + 1 Gbit + 300 Mbit
 In the unequal cases Open MPI also runs with the rails' rates set by hand
 (btl_tcp_bandwidth_railN, the column "Open MPI, hand-set weights").
-  linkdown    2 rails of 1 Gbit; during a long 4 MiB stream node1's rail1
-              link goes down: completes, error or hang (time limit)
+  linkdown    2 rails of 1 Gbit; during a long 4 MiB stream (mpi_stream,
+              8 in flight) node1's rail1 link goes down: completes, error
+              or hang (time limit); the stall (longest gap between
+              completed receives) and the rate after it
+  blackhole   the same with rail1 black-holed on both nodes (nftables
+              drop of everything on it; the link stays up)
 Rounds are interleaved (every system once per round); tables give medians.
 
 Options:
@@ -85,14 +96,25 @@ Options:
                    1 Gbit); bandwidth 1 MiB and 4 MiB, window 32; 3 rounds,
                    about 15 minutes; --update-docs writes the adaptation
                    section of docs/performance.md
+  --drivers        ch4:madrail's drivers (issue 27): systems madrail (tcp
+                   rails), madrail-ofi (ofi:tcp;ofi_rxm), madrail-ucx (ucx
+                   over UCX's tcp transport), madrail-mix (ofi rail0, ucx
+                   rail1) beside MPICH ch4:ucx and Open MPI; cases equal
+                   (1 and 2 rails; latency 8 B, bandwidth 1 and 4 MiB,
+                   bidirectional), unequal, linkdown, blackhole; 3 rounds,
+                   about 40 minutes; --update-docs writes the drivers
+                   section of docs/performance.md
   --quickstart     the table of ./quickstart.sh: ch4:madrail only, latency
                    8 B and bandwidth 1 MiB over one rail, two equal rails and
                    two unequal rails (1 Gbit + 300 Mbit), each beside its
                    physical limit (iperf3 per rail) and the ratio (under
                    a minute)
   --rounds N       rounds (default 3; --quick: 1)
-  --systems LIST   of madrail,mpich,openmpi (default: all that are installed)
-  --cases LIST     of equal,unequal,ratechange,linkdown (default: all)
+  --systems LIST   of madrail,madrail-ofi,madrail-ucx,madrail-mix,mpich,openmpi
+                   (default: madrail,mpich,openmpi, those installed;
+                   --drivers: all six)
+  --cases LIST     of equal,unequal,ratechange,linkdown,blackhole (default:
+                   equal,unequal,ratechange,linkdown)
   --out DIR        results directory (default ./cluster-bench-<date>)
   --update-docs    afterwards rewrite the cluster section of
                    docs/performance.md and its plots in docs/img/ (source
@@ -142,6 +164,7 @@ while [ $# -gt 0 ]; do
         --quick) PROFILE=quick ;;
         --quickstart) PROFILE=quickstart ;;
         --adapt) PROFILE=adapt ;;
+        --drivers) PROFILE=drivers ;;
         --rounds) ROUNDS=${2:-}; shift ;;
         --systems) SYSTEMS=${2:-}; shift ;;
         --cases) CASES=${2:-}; shift ;;
@@ -160,13 +183,13 @@ done
 [ -z "$JOB_TIMEOUT" ] || [[ "$JOB_TIMEOUT" =~ ^[1-9][0-9]*$ ]] ||
     { echo "$prog: --timeout must be a number of seconds" >&2; exit 2; }
 for s in ${SYSTEMS//,/ }; do
-    case $s in madrail|mpich|openmpi) ;;
-        *) echo "$prog: --systems: unknown system '$s' (madrail, mpich, openmpi)" >&2; exit 2 ;;
+    case $s in madrail|madrail-ofi|madrail-ucx|madrail-mix|mpich|openmpi) ;;
+        *) echo "$prog: --systems: unknown system '$s' (madrail, madrail-ofi, madrail-ucx, madrail-mix, mpich, openmpi)" >&2; exit 2 ;;
     esac
 done
 for c in ${CASES//,/ }; do
-    case $c in equal|unequal|ratechange|linkdown|adaptequal|unequal100|three) ;;
-        *) echo "$prog: --cases: unknown case '$c' (equal, unequal, ratechange, linkdown, adaptequal, unequal100, three)" >&2; exit 2 ;;
+    case $c in equal|unequal|ratechange|linkdown|blackhole|adaptequal|unequal100|three) ;;
+        *) echo "$prog: --cases: unknown case '$c' (equal, unequal, ratechange, linkdown, blackhole, adaptequal, unequal100, three)" >&2; exit 2 ;;
     esac
 done
 
@@ -238,9 +261,23 @@ case $PROFILE in
         STREAM_ITERS=40      # ratechange: 40 x 64 x 1 MiB = 2.7 GB (~11 s at 2 Gbit)
         RC_AT=(3 6)          # ratechange: rail1 300 Mbit at +3 s, 1 Gbit again at +6 s
         RC_LOW=300mbit
-        LD_ITERS=12          # linkdown: 12 x 64 x 4 MiB = 3.2 GB
+        LD_MSGS=768          # linkdown, blackhole: 768 x 4 MiB = 3.2 GB
         LD_AT=3              # linkdown: node1's rail1 down at +3 s
         LD_WAIT=40           # ... and the job has this long to end
+        ;;
+    drivers)
+        : "${ROUNDS:=3}"
+        : "${CASES:=equal,unequal,linkdown,blackhole}"
+        : "${SYSTEMS:=madrail,madrail-ofi,madrail-ucx,madrail-mix,mpich,openmpi}"
+        LAT_ARGS=(--sizes 8 --iters 5000 --warmup 500)
+        BW_ARGS=(--sizes 1m,4m --window 64 --iters 5 --warmup 1)
+        EQ_BENCHES="lat bw bibw"
+        UNEQ_BENCHES="lat bw"
+        PEER_RAILS="1 2"
+        IPERF_SECS=2
+        LD_MSGS=480          # 480 x 4 MiB = 2 GB: about 3 s before, 6 s after the fault
+        LD_AT=3
+        LD_WAIT=40
         ;;
     quick)
         : "${ROUNDS:=1}"
@@ -254,7 +291,7 @@ case $PROFILE in
         STREAM_ITERS=16
         RC_AT=(1.5 3)
         RC_LOW=300mbit
-        LD_ITERS=4
+        LD_MSGS=256
         LD_AT=1.5
         LD_WAIT=15
         ;;
@@ -279,9 +316,12 @@ case $PROFILE in
         BW_ARGS=(--sizes 1m --window 64 --iters 4 --warmup 1)
         IPERF_SECS=1
         SYSTEMS=madrail
+        EQ_BENCHES="lat bw"
         ;;
 esac
 [ "$ROUNDS" -ge 1 ] 2>/dev/null || ROUNDS=1
+: "${EQ_BENCHES:=lat bw bibw mr}"
+: "${LD_MSGS:=480}" "${LD_AT:=3}" "${LD_WAIT:=40}"
 FINALIZE_GRACE=10   # s a job may take to exit after "# end of measurements"
 
 [ "$(id -u)" -eq 0 ] || skip "needs root to build the namespace cluster (uid $(id -u))"
@@ -295,9 +335,16 @@ MPICC[mpich]=${MPICC_MPICH:-mpicc.mpich}
 LAUNCHER[mpich]=${MPIEXEC_MPICH:-mpiexec.mpich}
 MPICC[openmpi]=${MPICC_OPENMPI:-mpicc.openmpi}
 LAUNCHER[openmpi]=${MPIRUN_OPENMPI:-mpirun.openmpi}
+for s in madrail-ofi madrail-ucx madrail-mix; do
+    MPICC[$s]=${MPICC[madrail]}
+    LAUNCHER[$s]=${LAUNCHER[madrail]}
+done
 sys_label() {
     case $1 in
         madrail) echo "ch4:madrail" ;;
+        madrail-ofi) echo "ch4:madrail ofi" ;;
+        madrail-ucx) echo "ch4:madrail ucx" ;;
+        madrail-mix) echo "ch4:madrail ofi+ucx" ;;
         mpich) echo "MPICH ch4:ucx" ;;
         openmpi) echo "Open MPI ob1/tcp" ;;
         *) echo "$1" ;;
@@ -309,11 +356,26 @@ check_system() {
     local s=$1 cc=${MPICC[$1]} l=${LAUNCHER[$1]} dev
     command -v "$cc" >/dev/null 2>&1 || { SYS_SKIP[$s]="no $cc"; return 1; }
     command -v "$l" >/dev/null 2>&1 || { SYS_SKIP[$s]="no $l"; return 1; }
-    if [ "$s" = madrail ]; then
+    case $s in madrail*)
         dev=$("$MPICH_DIR/bin/mpichversion" 2>/dev/null | sed -n 's/^MPICH Device:[[:space:]]*//p')
         case $dev in *madrail*) ;; *) SYS_SKIP[$s]="$MPICH_DIR is '${dev:-not an MPICH}', not ch4:madrail (set MDR_MPICH_DIR)"; return 1 ;; esac
-    fi
+    esac
     return 0
+}
+# mdr_rails SYS K: MADRAIL_RAILS of system SYS over rails 0..K-1 (the rail
+# sets of test/cluster/cl_common.sh)
+mdr_rails() {
+    local i l= r
+    for i in $(seq 0 $(($2 - 1))); do
+        case $1 in
+            madrail-ofi) r="ofi:tcp;ofi_rxm:rail$i" ;;
+            madrail-ucx) r=ucx:tcp:rail$i ;;
+            madrail-mix) if [ $((i % 2)) -eq 0 ]; then r="ofi:tcp;ofi_rxm:rail$i"; else r=ucx:tcp:rail$i; fi ;;
+            *) r=tcp:rail$i ;;
+        esac
+        l=${l:+$l,}$r
+    done
+    echo "$l"
 }
 ACTIVE=()
 for s in $(echo "${SYSTEMS:-madrail,mpich,openmpi}" | tr , ' '); do
@@ -432,16 +494,16 @@ build_all() {
     local s b log
     for s in "${ACTIVE[@]}"; do
         mkdir -p "$OUT/bin/$s"
-        for b in mpi_lat mpi_bw mpi_bibw mpi_mbw_mr; do
+        for b in mpi_lat mpi_bw mpi_bibw mpi_mbw_mr mpi_stream; do
             log=$OUT/bin/$s/$b.build.log
             if ! "${MPICC[$s]}" -std=gnu11 -O2 -Wall -Wextra -o "$OUT/bin/$s/$b" \
-                    "$MPI_SRC/$b.c" "$MPI_SRC/mpi_bench.c" >"$log" 2>&1; then
+                    "$MPI_SRC/$b.c" $([ $b = mpi_stream ] || echo "$MPI_SRC/mpi_bench.c") >"$log" 2>&1; then
                 sed 's/^/    /' "$log" >&2
                 die "building $b with ${MPICC[$s]} failed"
             fi
         done
     done
-    say "built mpi_lat, mpi_bw, mpi_bibw, mpi_mbw_mr with: $(for s in "${ACTIVE[@]}"; do printf '%s ' "${MPICC[$s]}"; done)"
+    say "built mpi_lat, mpi_bw, mpi_bibw, mpi_mbw_mr, mpi_stream with: $(for s in "${ACTIVE[@]}"; do printf '%s ' "${MPICC[$s]}"; done)"
 }
 
 # ------------------------------------------------------------- versions
@@ -460,6 +522,10 @@ write_versions() {
                 madrail)
                     echo "ch4:madrail: MPICH $("$MPICH_DIR/bin/mpichversion" 2>/dev/null |
                         sed -n 's/^MPICH Version:[[:space:]]*//p') ($MPICH_DIR), libmadrail from ${MDR_LIBDIR:-$MPICH_DIR/lib}" ;;
+                madrail-*)
+                    echo "$(sys_label "$s"): the same MPICH and libmadrail, MADRAIL_RAILS=$(mdr_rails "$s" 2) (2 rails);" \
+                         "libfabric $(dpkg-query -W -f='${Version}' libfabric1 2>/dev/null || echo '?')," \
+                         "UCX $(dpkg-query -W -f='${Version}' libucx0 2>/dev/null || echo '?')" ;;
                 mpich)
                     echo "MPICH ch4:ucx: Debian mpich $(dpkg-query -W -f='${Version}' mpich 2>/dev/null || echo '?')," \
                          "UCX $(ucx_info -v 2>/dev/null | sed -n 's/^# Version //p' | head -n 1)" \
@@ -474,7 +540,8 @@ write_versions() {
         echo "profile: $PROFILE, rounds $ROUNDS, cases $CASES"
         echo "latency: mpi_lat ${LAT_ARGS[*]}"
         echo "bandwidth: mpi_bw / mpi_bibw ${BW_ARGS[*]}"
-        [ "$PROFILE" != quickstart ] && echo "message rate: mpi_mbw_mr ${MR_ARGS[*]}, 2 nodes x 2 ranks"
+        case ",$CASES," in *,linkdown,*|*,blackhole,*) echo "faults: mpi_stream --size 4m --window 8 --iters $LD_MSGS --validate, rail1 fails at +$LD_AT s" ;; esac
+        case " $EQ_BENCHES " in *" mr "*) echo "message rate: mpi_mbw_mr ${MR_ARGS[*]}, 2 nodes x 2 ranks" ;; esac
         echo "command: $prog $ORIG_ARGS"
     } >"$f"
 }
@@ -486,15 +553,15 @@ launch_cmd() {
     local s=$1 k=$2 np=$3 ppn=$4 devs mdr e
     shift 4
     devs=$(seq -f 'rail%g' 0 $((k - 1)) | paste -sd, -)
-    mdr=$(seq -f 'tcp:rail%g' 0 $((k - 1)) | paste -sd, -)
+    mdr=$(mdr_rails "$s" "$k")
     case $s in
-        madrail)
+        madrail*)
             # the job key: one for the run, given to every process, so an
             # MPICH whose netmod predates job keys (it does not hand rank
             # 0's key around) still connects with a newer libmadrail
             LAUNCH=(env "MADRAIL_RAILS=$mdr" ${MDR_LIBDIR:+"LD_LIBRARY_PATH=$MDR_LIBDIR"}
                     "MADRAIL_JOB_KEY=$RUN_JOB_KEY" "$@"
-                    "${LAUNCHER[madrail]}" -f "$MDR_CLUSTER_HOSTS" -launcher ssh
+                    "${LAUNCHER[$s]}" -f "$MDR_CLUSTER_HOSTS" -launcher ssh
                     -launcher-exec "$MDR_CLUSTER_LAUNCHER" -iface mgmt -n "$np" -ppn "$ppn") ;;
         mpich)
             # tcp only: UCX's shared-memory transports reach across the
@@ -673,11 +740,12 @@ case_equal() {
     for rd in $(seq 1 "$ROUNDS"); do
         say "equal rails, round $rd of $ROUNDS"
         links equal "$rd" 0 1 2
-        for b in lat bw bibw mr; do
+        for b in $EQ_BENCHES; do
             for k in 1 2 3; do
                 for s in "${ACTIVE[@]}"; do
                     sets="1 2 3"
                     [ "$s" = madrail ] || sets=$PEER_RAILS
+                    [ "$s" = madrail-mix ] && sets="2"   # one rail of each driver
                     case " $sets " in *" $k "*) ;; *) continue ;; esac
                     bench equal "$rd" "$s" "$k" "$b"
                 done
@@ -781,33 +849,57 @@ case_ratechange() {
     done
 }
 
-case_linkdown() {
-    local s t0 f first
+# case_fault CASE: for each system on a fresh 2-rail cluster, a 4 MiB
+# stream (mpi_stream, 8 in flight, byte-checked) during which rail1 fails
+# at +LD_AT s: linkdown, node1's rail1 link set down; blackhole, rail1
+# black-holed on both nodes (nftables drop, the link stays up).  Recorded:
+# the outcome, the stall and the rate after it (mpi_stream's figures), and
+# node0's rails every 100 ms.
+case_fault() {
+    local c=$1 s t0 f first what v st
     first=yes
+    case $c in
+        linkdown) what="node1's rail1 down" ;;
+        blackhole) what="rail1 black-holed" ;;
+    esac
     for s in "${ACTIVE[@]}"; do
         cluster_up 2 1gbit                   # a fresh cluster for each system
-        [ $first = yes ] && links linkdown 1 0 1
+        [ $first = yes ] && links "$c" 1 0 1
         first=no
-        say "link down: $(sys_label "$s"): 4 MiB stream, node1's rail1 down at +$LD_AT s, ${LD_WAIT} s to end"
-        f=$OUT/raw/linkdown.$s.samples
+        say "$c: $(sys_label "$s"): 4 MiB stream, $what at +$LD_AT s, ${LD_WAIT} s to end"
+        f=$OUT/raw/$c.$s.samples
         sampler_start "$f"
-        stream_start linkdown "$s" "$LD_ITERS" 4m
+        job_start "$c.$s" "$s" 2 2 1 "$OUT/bin/$s/mpi_stream" --size 4m --window 8 --iters "$LD_MSGS" --validate
         if t0=$(traffic_start "$f" 60); then
-            echo "linkdown,$s,0.00,traffic" >>"$EVENTS"
+            echo "$c,$s,0.00,traffic" >>"$EVENTS"
             sleep_until "$t0" "$LD_AT"
-            cl link-down 1 1 >/dev/null
-            event linkdown "$s" "$t0" "rail1 down (node1)"
+            case $c in
+                linkdown) cl link-down 1 1 >/dev/null ;;
+                blackhole) cl blackhole 1 >/dev/null ;;
+            esac
+            event "$c" "$s" "$t0" "rail1 fault: $what"
         else
             warn "$s: no traffic seen on the rails"
             t0=$EPOCHREALTIME
         fi
-        stream_end linkdown "$s" "$LD_WAIT" 4194304
-        event linkdown "$s" "$t0" "end $JOB_STATUS rc $JOB_RC"
+        job_wait "$LD_WAIT"
+        [ "$c" = blackhole ] && cl unblackhole 1 >/dev/null 2>&1
+        echo "$c,1,$s,2,stream,$JOB_STATUS,$JOB_RC,$JOB_SECS,$c.$s" >>"$JOBS"
+        st=$JOB_STATUS
+        v=$(awk '/^[0-9]+[ \t]+[0-9.]+/ { print $2 }' "$OUT/raw/$c.$s.out" | tail -n 1)
+        echo "$c,1,$s,2,stream,4194304,$v,MB/s,$st" >>"$RES"
+        v=$(sed -n 's/^# stall_ms \([0-9.]*\).*/\1/p' "$OUT/raw/$c.$s.out" | tail -n 1)
+        echo "$c,1,$s,2,stall,4194304,$v,ms,$st" >>"$RES"
+        v=$(sed -n 's/^# after_stall_MBps \([0-9.]*\).*/\1/p' "$OUT/raw/$c.$s.out" | tail -n 1)
+        echo "$c,1,$s,2,afterstall,4194304,$v,MB/s,$st" >>"$RES"
+        v=$(sed -n 's/^# bad_messages \([0-9]*\).*/\1/p' "$OUT/raw/$c.$s.out" | tail -n 1)
+        echo "$c,1,$s,2,badmsgs,4194304,$v,messages,$st" >>"$RES"
+        event "$c" "$s" "$t0" "end $JOB_STATUS rc $JOB_RC"
         sampler_stop
-        series linkdown "$s" "$f" "$t0"
-        grep -v '^\[bench\]' "$OUT/raw/linkdown.$s.out" | grep -m 3 -iE 'error|abort|fail|fatal|unreachable|timed out|hang' |
-            head -n 3 >"$OUT/raw/linkdown.$s.errors"
-        say "  $JOB_STATUS (exit $JOB_RC) after ${JOB_SECS}s"
+        series "$c" "$s" "$f" "$t0"
+        grep -v '^\[bench\]' "$OUT/raw/$c.$s.out" | grep -m 3 -iE 'error|abort|fail|fatal|unreachable|timed out|hang' |
+            head -n 3 >"$OUT/raw/$c.$s.errors"
+        say "  $JOB_STATUS (exit $JOB_RC) after ${JOB_SECS}s: $(grep -E '^# (stall_ms|after_stall|bad_messages)' "$OUT/raw/$c.$s.out" | tr '\n' ' ')"
     done
 }
 
@@ -843,7 +935,7 @@ for c in ${CASES//,/ }; do
         three) case_three ;;
         adaptequal) case_adaptequal ;;
         ratechange) case_ratechange ;;
-        linkdown) case_linkdown ;;
+        linkdown|blackhole) case_fault "$c" ;;
         quickstart) case_quickstart ;;
     esac
 done
