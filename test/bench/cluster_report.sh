@@ -60,6 +60,15 @@ D=$W/full
     echo "ratechange,1,iperf3,rail1@300mbit,link,0,36,MB/s,ok"
     echo "ratechange,1,madrail,2,stream,1048576,180.5,MB/s,ok"
     echo "linkdown,1,openmpi,2,stream,4194304,,MB/s,hang"
+    echo "linkdown,1,openmpi,2,stall,4194304,,ms,hang"
+    echo "linkdown,1,madrail,2,stream,4194304,150.0,MB/s,ok"
+    echo "linkdown,1,madrail,2,stall,4194304,73.0,ms,ok"
+    echo "linkdown,1,madrail,2,afterstall,4194304,119.8,MB/s,ok"
+    echo "linkdown,1,madrail,2,badmsgs,4194304,0,messages,ok"
+    echo "blackhole,1,madrail-ucx,2,stream,4194304,147.8,MB/s,ok"
+    echo "blackhole,1,madrail-ucx,2,stall,4194304,100.4,ms,ok"
+    echo "blackhole,1,madrail-ucx,2,afterstall,4194304,131.5,MB/s,ok"
+    echo "blackhole,1,madrail-ucx,2,badmsgs,4194304,0,messages,ok"
 } >"$D/results.csv"
 {
     echo "case,round,system,rails,bench,status,rc,seconds,name"
@@ -76,6 +85,8 @@ D=$W/full
     echo "equal,1,openmpi,2,bw,hang,143,240.0,x"
     echo "ratechange,1,madrail,2,stream,ok,0,7.0,x"
     echo "linkdown,1,openmpi,2,stream,hang,143,12.0,x"
+    echo "linkdown,1,madrail,2,stream,ok,0,14.0,x"
+    echo "blackhole,1,madrail-ucx,2,stream,ok,0,14.0,x"
 } >"$D/jobs.csv"
 {
     echo "case,system,t,event"
@@ -86,6 +97,12 @@ D=$W/full
     echo "linkdown,openmpi,0.00,traffic"
     echo "linkdown,openmpi,1.00,rail1 down (node1)"
     echo "linkdown,openmpi,11.00,end hang rc 143"
+    echo "linkdown,madrail,0.00,traffic"
+    echo "linkdown,madrail,3.00,rail1 fault: node1's rail1 down"
+    echo "linkdown,madrail,12.00,end ok rc 0"
+    echo "blackhole,madrail-ucx,0.00,traffic"
+    echo "blackhole,madrail-ucx,3.00,rail1 fault: rail1 black-holed"
+    echo "blackhole,madrail-ucx,12.00,end ok rc 0"
 } >"$D/events.csv"
 {
     echo "case,system,t,rail0,rail1,total"
@@ -143,9 +160,14 @@ has "$M" "| limit: tbf rate (frames) | 250.0 | 162.5 | 250.0 | | | |" "rate chan
 has "$M" "| limit: iperf3 (payload) | 237.0 | 155.0 | 237.0 | | | |" "rate change: iperf3 limits"
 has "$M" "| ch4:madrail | 240.0 (96%)<br>120.0 + 120.0 | 75.0 (46%)<br>40.0 + 35.0 | 240.0 (96%)<br>118.0 + 122.0 | 180.5 | – / 0.2 | ok |" \
     "rate change: phase means, per-rail split, settling (the drop never reaches 90% of the rate; the return does 0.2 s after)"
-grep -E '^\| Open MPI ob1/tcp \| \*\*hangs\*\* \(killed 10 s after the fault\) \| 72 MB \| \+0\.[56] s \|' "$M" >/dev/null &&
+grep -E '^\| Open MPI ob1/tcp \| \*\*hangs\*\* \(killed 10 s after the fault\) \| – \| – \| – \| 72 MB \| \+0\.[56] s \|' "$M" >/dev/null &&
     ok "link down: outcome, 6 x 0.1 s x 120 MB/s after the fault, last data 0.55 s after it" ||
     bad "link down row"
+has "$M" "| ch4:madrail | completes (150.0 MB/s over the run) | 73 ms | 119.8 MB/s | 0 | 0 MB | none |" \
+    "link down: a stream that completes, its stall, the rate after it, no wrong message"
+has "$M" "### A rail is black-holed mid-run" "black hole: its own section"
+has "$M" "| ch4:madrail ucx | completes (147.8 MB/s over the run) | 100 ms | 131.5 MB/s | 0 |" \
+    "black hole: a driver system's row, labelled"
 has "$M" '`MPI_ERR_OTHER: known error / pipe`' "link down: what it printed, '|' made safe for the table"
 if command -v gnuplot >/dev/null 2>&1; then
     for p in rails ratechange linkdown; do

@@ -207,7 +207,7 @@ int main(void)
         int n;
         check(write(s, buf, 1000) == 1000, "1000 bytes toward the path's socket");
         sleep_ms(50);
-        n = mdr_tcp_path_fence(&d, &remote);
+        n = mdr_tcp_path_fence(&d, &remote, MDR_TCP_FENCE_RESET);
         check(n == 1, "the fence found the one socket from 127.0.0.2 to 127.0.0.1 (%d)", n);
         r = recv(c, buf, sizeof(buf), MSG_DONTWAIT);
         check(r <= 0, "its queued bytes are gone (%zd)", r);

@@ -475,7 +475,7 @@ int mdr_tcp_abort_fd(int fd)
     return shutdown(fd, SHUT_RDWR);
 }
 
-int mdr_tcp_path_fence(mdr_tcp_diag_t *d, const mdr_tcp_addr_t *remote)
+int mdr_tcp_path_fence(mdr_tcp_diag_t *d, const mdr_tcp_addr_t *remote, mdr_tcp_fence_how_t how)
 {
     size_t alen, i, n = 0;
     uint32_t inodes[64];
@@ -523,7 +523,8 @@ int mdr_tcp_path_fence(mdr_tcp_diag_t *d, const mdr_tcp_addr_t *remote)
             continue;
         for (i = 0; i < n; i++) {
             if (inodes[i] == ino) {
-                if (mdr_tcp_abort_fd(fd) == 0)
+                if ((how == MDR_TCP_FENCE_RESET ? mdr_tcp_abort_fd(fd)
+                                                : shutdown(fd, SHUT_RDWR)) == 0)
                     fenced++;
                 break;
             }
@@ -553,14 +554,14 @@ int mdr_tcp_path_rto(mdr_tcp_diag_t *d, const mdr_tcp_path_t *p, uint64_t *rto_n
 }
 
 void mdr_tcp_path_fence_ep(mdr_tcp_diag_t *d, const mdr_tcp_path_t *p, const char *rail_name,
-                           uint64_t uuid)
+                           uint64_t uuid, mdr_tcp_fence_how_t how)
 {
     int n;
 
     if (d->local.family == 0)
         return;
-    n = mdr_tcp_path_fence(d, &p->remote);
+    n = mdr_tcp_path_fence(d, &p->remote, how);
     if (n > 0)
-        mdr_info("rail %s peer %016llx: %d socket(s) of the given-up connection reset",
-                 rail_name, (unsigned long long)uuid, n);
+        mdr_info("rail %s peer %016llx: %d socket(s) of the given-up connection %s", rail_name,
+                 (unsigned long long)uuid, n, how == MDR_TCP_FENCE_RESET ? "reset" : "shut down");
 }

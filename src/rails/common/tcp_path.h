@@ -105,18 +105,33 @@ int mdr_tcp_path_quiet(mdr_tcp_diag_t *d, mdr_tcp_path_t *p, uint64_t *quiet_ns_
  * when no socket of the path is known. */
 int mdr_tcp_path_rto(mdr_tcp_diag_t *d, const mdr_tcp_path_t *p, uint64_t *rto_ns_p);
 
+/* How a fence ends a connection someone else holds. */
+typedef enum {
+    /* shutdown(SHUT_RDWR): bytes that arrive later reset the connection;
+     * bytes already queued for reading stay readable, and the library
+     * sees its reads end and its writes fail */
+    MDR_TCP_FENCE_SHUTDOWN,
+    /* mdr_tcp_abort_fd: the queued bytes go with the connection too */
+    MDR_TCP_FENCE_RESET
+} mdr_tcp_fence_how_t;
+
 /* Fence the path to remote (a connection the core gave up while the
  * library that owns its sockets still holds them open): every socket of
  * this process between d's address and remote (found by a fresh dump and
- * /proc/self/fd) is disconnected (mdr_tcp_abort_fd).  After it, bytes the
- * peer sent before are gone, queued or still to arrive (the kernel
- * answers them with a reset), so a put a dead link held can never land
- * once its buffer was handed back; the library sees the connection
- * end.  Every socket of this process on that path goes, those
+ * /proc/self/fd) is ended as how says.  After it, bytes the peer sent
+ * later never reach the library (the kernel answers them with a reset),
+ * so a put a dead link held can never land once its buffer was handed
+ * back (with MDR_TCP_FENCE_RESET, neither can what was already queued);
+ * the library sees the connection end.  Which one a driver takes depends
+ * on its library: UCX 1.13 aborts the process on a put it reads from a
+ * connection whose writes fail (RESET), libfabric 1.17's tcp;ofi_rxm
+ * never dials a peer again whose connection was reset under it
+ * (SHUTDOWN: its rejoin was never answered, cl_failover_ofi 'rejoin',
+ * 2 of 2 runs).  Every socket of this process on that path goes, those
  * of other peers at the same address too: they share the link that
  * failed (a false alarm costs them a reconnection, never data).  Returns
- * the number of sockets shut down, -1 when the path cannot be told. */
-int mdr_tcp_path_fence(mdr_tcp_diag_t *d, const mdr_tcp_addr_t *remote);
+ * the number of sockets ended, -1 when the path cannot be told. */
+int mdr_tcp_path_fence(mdr_tcp_diag_t *d, const mdr_tcp_addr_t *remote, mdr_tcp_fence_how_t how);
 
 /* Disconnect a connected TCP socket whose descriptor belongs to someone
  * else (connect to AF_UNSPEC: a reset, both queues dropped; shutdown of
@@ -126,7 +141,7 @@ int mdr_tcp_abort_fd(int fd);
 /* mdr_tcp_path_fence for the ep of rail_name to peer uuid, and a line at
  * info level saying how many sockets went. */
 void mdr_tcp_path_fence_ep(mdr_tcp_diag_t *d, const mdr_tcp_path_t *p, const char *rail_name,
-                           uint64_t uuid);
+                           uint64_t uuid, mdr_tcp_fence_how_t how);
 
 /* The IPv4 address of interface ifname into *out (family 0 when it has
  * none or does not exist).  0 found, -1 not. */

@@ -337,13 +337,15 @@ int mdr_ofi_ep_link_rto(mdr_ep_t *ep, uint64_t *rto_ns_p)
  * core gave up open underneath, and what it held there (a write into the
  * receive buffer, a message) lands when the link delivers again: seen as
  * wrong bytes in a later message on the namespace cluster (cl_failover_ofi
- * 'flapping').  So its sockets on this path are shut down here, as the ucx
- * rail does (rails/common/tcp_path.h, mdr_tcp_path_fence); other
- * providers have none (nothing to do). */
+ * 'flapping').  So its sockets on this path are shut down here
+ * (rails/common/tcp_path.h, mdr_tcp_path_fence: a shutdown, not the reset
+ * the ucx rail makes, after which rxm never dialled the peer again);
+ * other providers have none (nothing to do). */
 void mdr_ofi_ep_fence(mdr_ep_t *ep)
 {
     if (ep != NULL)
-        mdr_tcp_path_fence_ep(&ep->rail->tcpdiag, &ep->path, ep->rail->log_name, ep->base.uuid);
+        mdr_tcp_path_fence_ep(&ep->rail->tcpdiag, &ep->path, ep->rail->log_name, ep->base.uuid,
+                              MDR_TCP_FENCE_SHUTDOWN);
 }
 
 /* A provider over kernel TCP sockets hides them, and over a black hole it

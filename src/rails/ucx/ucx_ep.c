@@ -713,7 +713,8 @@ void mdr_ucx_ep_fence(mdr_ep_t *ep)
         return;
     if (ep->uep != NULL)
         ep->uep->failed = 1;
-    mdr_tcp_path_fence_ep(&ep->rail->tcpdiag, &ep->path, ep->rail->name, ep->base.uuid);
+    mdr_tcp_path_fence_ep(&ep->rail->tcpdiag, &ep->path, ep->rail->name, ep->base.uuid,
+                          MDR_TCP_FENCE_RESET);
 }
 
 int mdr_ucx_ep_idle(mdr_ep_t *ep)
