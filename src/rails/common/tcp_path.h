@@ -81,8 +81,8 @@ void mdr_tcp_diag_cleanup(mdr_tcp_diag_t *d);
  * at most base x (1 + 2 + ... + 2^k) = base x (2^(k+1) - 1) ago, base
  * being the RTO without back-off (for probes, the larger of the RTO and
  * the 500 ms a probe refused by a local queue waits), plus
- * MDR_TCP_WAIT_SLACK_NS for a late timer.  The rule's own clock (bytes first seen waiting) is kept by
- * the caller at its scans, and a caller that did not look for a while
+ * MDR_TCP_WAIT_SLACK_NS for a late timer.  The rule's own clock (bytes
+ * first seen waiting) is kept by the caller at its scans, and a caller that did not look for a while
  * (the process computed, or nothing was watched) may hold a clock started
  * in an earlier wait that ended unseen; this bound caps it: bytes written
  * a moment ago, acknowledged a moment later, are never taken for bytes
