@@ -23,8 +23,8 @@ Run as root on Debian 12 (root is needed only if a package is missing).
 
   1/5  install missing packages (apt-get; `apt-get update` only if needed):
        build-essential g++ gfortran autoconf automake libtool pkg-config
-       libhwloc-dev hwloc libfabric-dev libfabric-bin libucx-dev ucx-utils mpich
-       libmpich-dev nftables iproute2 iputils-ping iperf3 gnuplot-nox
+       libhwloc-dev hwloc libsodium-dev libfabric-dev libfabric-bin libucx-dev
+       ucx-utils mpich libmpich-dev nftables iproute2 iputils-ping iperf3 gnuplot-nox
        openmpi-bin libopenmpi-dev (the cluster and the comparisons; the
        generic mpicc/mpirun are kept pointing at MPICH)
   2/5  generate ./configure (autoreconf) and configure ./_build with
@@ -75,7 +75,7 @@ BUILD=$SRC/_build
 PREFIX=$SRC/_install
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 PACKAGES=(build-essential g++ gfortran autoconf automake libtool pkg-config libhwloc-dev hwloc
-          libfabric-dev libfabric-bin libucx-dev ucx-utils mpich libmpich-dev
+          libsodium-dev libfabric-dev libfabric-bin libucx-dev ucx-utils mpich libmpich-dev
           nftables iproute2 iputils-ping iperf3 gnuplot-nox
           openmpi-bin libopenmpi-dev clang libclang-rt-14-dev)
 STEP="start"
