@@ -525,7 +525,13 @@ madrail_status_t mdr_match_check_config(const mdr_ctx_t *ctx)
 {
     /* out of order within the credits, plus one whole medium message */
     size_t frag = mdr_pool_cost(sizeof(mdr_frag_t) + ctx->eager_max);
-    size_t medium = (ctx->cfg.rndv_thresh / ctx->eager_max + 1) * frag + MDR_INMSG_COST;
+    size_t nfrag = ctx->cfg.rndv_thresh / ctx->eager_max + 1;
+    /* its fragments, its record, and its list of ranges when they came
+     * with gaps (at most one per fragment, the list doubling from 4); out
+     * of order, a message's list costs less than the records of the
+     * messages its fragments could otherwise be */
+    size_t medium = nfrag * frag + MDR_INMSG_COST + sizeof(struct mdr_ranges) +
+                    (2 * nfrag + 4) * sizeof(((struct mdr_ranges *)0)->r[0]);
     size_t need = mdr_ooo_bound(ctx) + medium;
 
     if (ctx->cfg.recv_mem_max < need) {
@@ -685,8 +691,9 @@ MDR_HOT void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_
                                 (unsigned long long)total, ctx->eager_max, ctx->cfg.slot_size);
             return;
         case MDR_RANGE_CAP:
-            mdr_recv_mem_fail(peer, sizeof(struct mdr_ranges) +
-                                        (m->got ? m->got->cap : 4) * sizeof(m->got->r[0]));
+            /* what mdr_ranges_room asked for: the list doubled, or a new one of 4 */
+            mdr_recv_mem_fail(peer, m->got ? m->got->cap * sizeof(m->got->r[0])
+                                           : sizeof(struct mdr_ranges) + 4 * sizeof(m->got->r[0]));
             return;
         case MDR_RANGE_NOMEM:
             mdr_peer_recv_nomem(pr, "the record of which bytes of a message arrived");

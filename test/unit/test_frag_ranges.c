@@ -303,6 +303,47 @@ static void test_many_pieces(void)
     pair_close(&p);
 }
 
+/* The list of ranges a message with gaps needs is memory like its
+ * fragments: when there is none (an allocation fails) or it would pass
+ * MADRAIL_RECV_MEM_MAX (held bytes pushed near the cap by hand), the peer
+ * fails cleanly and nothing stays held. */
+static void test_list_nomem(int cap)
+{
+    pair_t p;
+    mdr_peer_t *peer;
+    static uint8_t buf[TOTAL];
+    madrail_request_t rr;
+    madrail_status_t st;
+    size_t pad = 0;
+    uint64_t e;
+
+    if (open_pair(&p, 1) != 0)
+        return;
+    peer = mdr_peer_get(p.b, p.b2a);
+    e = peer->expected_seq;
+    madrail_irecv(p.b, p.b2a, buf, sizeof(buf), 9, 0, &rr);
+    forge_frag(&p, 0, e, TOTAL, 0, FRAG, 0);
+    spin_n(&p, 20);
+    if (cap) {
+        pad = p.b->cfg.recv_mem_max - peer->held_bytes - 8;
+        peer->held_bytes += pad;
+        p.b->held_bytes += pad;
+    } else {
+        p.b->fault_nomem = 1;
+    }
+    forge_frag(&p, 0, e, TOTAL, 1952, FRAG, 0); /* a gap: the list is made */
+    spin_n(&p, 20);
+    st = pwait(&p, &rr, NULL);
+    CHECK(peer->rails[0].down && st != MADRAIL_OK && (cap || p.b->fault_nomem == 0),
+          "%s for the list of ranges: the peer fails (%s)",
+          cap ? "MADRAIL_RECV_MEM_MAX reached" : "no memory", madrail_status_str(st));
+    CHECK(peer->held_bytes == pad && peer->inflight.count == 0, "nothing of it held (%zu)",
+          peer->held_bytes - pad);
+    peer->held_bytes -= pad;
+    p.b->held_bytes -= pad;
+    pair_close(&p);
+}
+
 /* ---- legit orders still delivered ---- */
 
 /* The fragments of a 5000-byte message (six) in the order given, by
@@ -397,6 +438,8 @@ int main(void)
     test_outside(1);
     test_outside(2);
     test_many_pieces();
+    test_list_nomem(0);
+    test_list_nomem(1);
     test_order("in order", in_order, 1);
     test_order("reversed", reverse, 1);
     test_order("reversed", reverse, 0);
