@@ -559,6 +559,8 @@ typedef struct mdr_inmsg {
     int in_order;         /* its sequence number has come up */
     int probed;           /* taken by improbe */
     size_t recvd;         /* eager bytes arrived */
+    uint64_t got_lo;      /* eager, arrived in one range: [got_lo, got_lo + recvd) */
+    struct mdr_ranges *got; /* eager, in several: the ranges (tag.c), else NULL */
     mdr_frag_t *frags;    /* eager: fragments stored until matched */
     size_t charged;       /* bytes counted in peer->held_bytes for this message */
     uint16_t held[MDR_MAX_RAILS]; /* per rail: fragments whose credit is withheld */

@@ -35,6 +35,15 @@
  *    counted in peer->held_bytes).  Data a peer already sent cannot be
  *    refused without losing it, so passing the cap fails that peer, with an
  *    error naming the variable, and frees what it held.
+ *  - The fragments of an EAGER message are tracked by the byte ranges that
+ *    arrived, not by a count of bytes: one that overlaps a range already
+ *    taken (sent twice), is empty, or lies outside its message is refused
+ *    before it touches anything, so a message is whole only when every
+ *    byte came once.  A re-sent copy that arrived already never gets here
+ *    (replay.c drops it by its index on its first rail), so an overlap is
+ *    never legit.  In order on one rail, a fragment just extends the one
+ *    range (m->got_lo, m->recvd); only fragments that leave a gap between
+ *    them (striped over rails, re-sent on another) allocate a short list.
  *  - An EAGER message at or above the rendezvous threshold is refused: a
  *    legit sender moves it by rendezvous (only a receiver-first offer sends
  *    a message eagerly above the threshold, and only up to one slot).
@@ -132,6 +141,7 @@ static void mdr_inmsg_unhold(mdr_inmsg_t *m, int released)
 void mdr_inmsg_free(mdr_ctx_t *ctx, mdr_inmsg_t *m)
 {
     mdr_frags_free(ctx, m);
+    free(m->got); /* its bytes go with m->charged */
     free(m->am);
     mdr_inmsg_unhold(m, 0);
     mdr_held_uncharge(m, m->charged);
@@ -164,6 +174,128 @@ static enum mdr_store mdr_frag_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t of
     f->next = m->frags;
     m->frags = f;
     return MDR_STORE_OK;
+}
+
+/* The byte ranges of an EAGER message that arrived, once they are more
+ * than one: sorted, disjoint, neighbours merged.  A legit sender uses our
+ * slot size (every process must use the same MADRAIL_SLOT_SIZE), so there
+ * are never more ranges than the message has fragments, at most
+ * total / eager_max + 1: more is refused, which keeps the list a few
+ * entries long and a fragment's walk of it short.  Its bytes are charged
+ * to the peer like the fragments'. */
+struct mdr_ranges {
+    uint32_t n, cap;
+    struct {
+        uint64_t lo, hi; /* [lo, hi) */
+    } r[];
+};
+
+/* What taking a fragment's range came to. */
+enum mdr_range {
+    MDR_RANGE_OK,
+    MDR_RANGE_TAKEN,  /* it overlaps bytes that arrived already, or is empty */
+    MDR_RANGE_MANY,   /* more ranges than the message has fragments */
+    MDR_RANGE_CAP,    /* its record would pass MADRAIL_RECV_MEM_MAX */
+    MDR_RANGE_NOMEM
+};
+
+/* Room for at least one more range in m->got. */
+static enum mdr_range mdr_ranges_room(mdr_ctx_t *ctx, mdr_inmsg_t *m)
+{
+    struct mdr_ranges *g = m->got, *ng;
+    uint32_t cap = g ? g->cap * 2 : 4;
+    size_t have = g ? sizeof(*g) + g->cap * sizeof(g->r[0]) : 0;
+    size_t want = sizeof(*g) + cap * sizeof(g->r[0]);
+
+    if (g && g->n < g->cap)
+        return MDR_RANGE_OK;
+    if (!mdr_held_charge(m, want - have))
+        return MDR_RANGE_CAP;
+    ng = mdr_fault_nomem(ctx) ? NULL : realloc(g, want);
+    if (!ng) {
+        mdr_held_uncharge(m, want - have);
+        return MDR_RANGE_NOMEM;
+    }
+    if (!g)
+        ng->n = 0;
+    ng->cap = cap;
+    m->got = ng;
+    return MDR_RANGE_OK;
+}
+
+/* Take [off, off + plen) as arrived in m, an EAGER message that has its
+ * first fragment (off + plen <= total was checked); m->recvd is counted by
+ * the store that follows.  Anything but MDR_RANGE_OK changes nothing. */
+MDR_HOT static enum mdr_range mdr_range_take(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off,
+                                             size_t plen)
+{
+    uint64_t end = off + plen;
+    struct mdr_ranges *g = m->got;
+    uint32_t i, lo, hi;
+    int join_prev, join_next;
+    enum mdr_range st;
+
+    if (plen == 0) /* only an empty message has an empty fragment, its only one */
+        return MDR_RANGE_TAKEN;
+    if (!g) {
+        uint64_t top = m->got_lo + m->recvd;
+        if (off == top) /* the next one: the common case */
+            return MDR_RANGE_OK;
+        if (end == m->got_lo) {
+            m->got_lo = off;
+            return MDR_RANGE_OK;
+        }
+        if (off < top && end > m->got_lo)
+            return MDR_RANGE_TAKEN;
+        /* a gap between them: a list from now on */
+        if (m->total / ctx->eager_max + 1 < 2)
+            return MDR_RANGE_MANY;
+        st = mdr_ranges_room(ctx, m);
+        if (st != MDR_RANGE_OK)
+            return st;
+        g = m->got;
+        i = off < m->got_lo;
+        g->r[!i].lo = off;
+        g->r[!i].hi = end;
+        g->r[i].lo = m->got_lo;
+        g->r[i].hi = top;
+        g->n = 2;
+        return MDR_RANGE_OK;
+    }
+    /* i: the first range that starts after off */
+    for (lo = 0, hi = g->n; lo < hi;) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (g->r[mid].lo <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    i = lo;
+    if ((i > 0 && g->r[i - 1].hi > off) || (i < g->n && g->r[i].lo < end))
+        return MDR_RANGE_TAKEN;
+    join_prev = i > 0 && g->r[i - 1].hi == off;
+    join_next = i < g->n && g->r[i].lo == end;
+    if (join_prev && join_next) { /* it fills a gap: two ranges become one */
+        g->r[i - 1].hi = g->r[i].hi;
+        memmove(&g->r[i], &g->r[i + 1], (g->n - i - 1) * sizeof(g->r[0]));
+        g->n--;
+    } else if (join_prev) {
+        g->r[i - 1].hi = end;
+    } else if (join_next) {
+        g->r[i].lo = off;
+    } else {
+        if ((uint64_t)g->n + 1 > m->total / ctx->eager_max + 1)
+            return MDR_RANGE_MANY;
+        st = mdr_ranges_room(ctx, m);
+        if (st != MDR_RANGE_OK)
+            return st;
+        g = m->got;
+        memmove(&g->r[i + 1], &g->r[i], (g->n - i) * sizeof(g->r[0]));
+        g->r[i].lo = off;
+        g->r[i].hi = end;
+        g->n++;
+    }
+    return MDR_RANGE_OK;
 }
 
 /* The cap was reached: fail the peer (all its rails) and free what it held. */
@@ -393,7 +525,13 @@ madrail_status_t mdr_match_check_config(const mdr_ctx_t *ctx)
 {
     /* out of order within the credits, plus one whole medium message */
     size_t frag = mdr_pool_cost(sizeof(mdr_frag_t) + ctx->eager_max);
-    size_t medium = (ctx->cfg.rndv_thresh / ctx->eager_max + 1) * frag + MDR_INMSG_COST;
+    size_t nfrag = ctx->cfg.rndv_thresh / ctx->eager_max + 1;
+    /* its fragments, its record, and its list of ranges when they came
+     * with gaps (at most one per fragment, the list doubling from 4); out
+     * of order, a message's list costs less than the records of the
+     * messages its fragments could otherwise be */
+    size_t medium = nfrag * frag + MDR_INMSG_COST + sizeof(struct mdr_ranges) +
+                    (2 * nfrag + 4) * sizeof(((struct mdr_ranges *)0)->r[0]);
     size_t need = mdr_ooo_bound(ctx) + medium;
 
     if (ctx->cfg.recv_mem_max < need) {
@@ -440,7 +578,7 @@ MDR_HOT void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_
                                 (unsigned long long)total, ctx->cfg.rndv_thresh);
             return;
         }
-        if (off > total || plen > total - off) {
+        if (off > total || plen > total - off || (plen == 0 && total != 0)) {
             mdr_peer_proto_fail(pr, "EAGER fragment %llu+%zu of a %llu-byte message",
                                 (unsigned long long)off, plen, (unsigned long long)total);
             return;
@@ -530,10 +668,35 @@ MDR_HOT void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_
     if (m) {
         /* another fragment of a known message */
         if (hdr->type != MDR_MSG_EAGER || m->type != MDR_MSG_EAGER || m->has_am || m->tag != tag ||
-            m->total != total || m->flags != hdr->flags || m->id != id ||
-            plen > m->total - m->recvd) {
+            m->total != total || m->flags != hdr->flags || m->id != id) {
             mdr_peer_proto_fail(pr, "fragment of message %llu does not fit it",
                                 (unsigned long long)seq);
+            return;
+        }
+        switch (mdr_range_take(ctx, m, off, plen)) {
+        case MDR_RANGE_OK:
+            break;
+        case MDR_RANGE_TAKEN:
+            mdr_peer_proto_fail(pr, "EAGER fragment %llu+%zu of message %llu (%llu bytes) "
+                                "overlaps bytes of it that arrived already (sent twice?)",
+                                (unsigned long long)off, plen, (unsigned long long)seq,
+                                (unsigned long long)total);
+            return;
+        case MDR_RANGE_MANY:
+            mdr_peer_proto_fail(pr, "EAGER fragment %llu+%zu of message %llu (%llu bytes): "
+                                "more separate pieces than a message of that size has "
+                                "fragments of %zu bytes (MADRAIL_SLOT_SIZE=%zu; every process "
+                                "must use the same value)",
+                                (unsigned long long)off, plen, (unsigned long long)seq,
+                                (unsigned long long)total, ctx->eager_max, ctx->cfg.slot_size);
+            return;
+        case MDR_RANGE_CAP:
+            /* what mdr_ranges_room asked for: the list doubled, or a new one of 4 */
+            mdr_recv_mem_fail(peer, m->got ? m->got->cap * sizeof(m->got->r[0])
+                                           : sizeof(struct mdr_ranges) + 4 * sizeof(m->got->r[0]));
+            return;
+        case MDR_RANGE_NOMEM:
+            mdr_peer_recv_nomem(pr, "the record of which bytes of a message arrived");
             return;
         }
         if (!m->in_order && mdr_ctrl_hold(pr))
@@ -611,6 +774,7 @@ MDR_HOT void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_
     m->type = type;
     m->flags = mflags;
     m->xfer_len = xfer;
+    m->got_lo = off; /* its first range (EAGER) */
     {
         enum mdr_store st = !mdr_held_charge(m, MDR_INMSG_COST) ? MDR_STORE_CAP : MDR_STORE_OK;
         if (st == MDR_STORE_OK && has_am)
