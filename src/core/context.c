@@ -76,6 +76,13 @@ static const mdr_cfg_entry_t core_entries[] = {
               "cannot be refused without losing it. 256m keeps about 4,000 unexpected messages "
               "just below MADRAIL_RNDV_THRESH from each peer (larger ones wait as ~160-byte "
               "rendezvous envelopes); out-of-order data is bounded by the credits anyway."),
+    CFG_ENTRY("MADRAIL_RECV_MEM_TOTAL_MAX", MDR_CFG_SIZE, "1g", 64 * 1024, 1ull << 50,
+              recv_mem_total_max,
+              "Bytes held for all peers together for their messages that no receive has taken "
+              "yet (MADRAIL_RECV_MEM_MAX is per peer). The peer whose message would pass it is "
+              "failed, as at the per-peer cap. 1g: four peers at the per-peer default, or "
+              "about 16,000 unexpected messages just below MADRAIL_RNDV_THRESH; without it "
+              "every new peer brings a cap of its own."),
     CFG_ENTRY("MADRAIL_ADAPT", MDR_CFG_BOOL, "1", 1, 0, adapt,
               "Measure each rail's delivered put throughput per peer and stripe by it once "
               "enough samples exist; small messages take the rail with the shortest expected "

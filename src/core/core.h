@@ -223,6 +223,7 @@ typedef struct mdr_core_config {
     unsigned rcache_max; /* MADRAIL_RCACHE_MAX */
     size_t pack_inline;  /* MADRAIL_PACK_INLINE_MAX */
     size_t recv_mem_max; /* MADRAIL_RECV_MEM_MAX: bytes held per peer for unmatched messages */
+    size_t recv_mem_total_max; /* MADRAIL_RECV_MEM_TOTAL_MAX: the same, all peers together */
     int adapt;           /* MADRAIL_ADAPT: stripe weights and rail choice from measurements */
     double adapt_gain;   /* MADRAIL_ADAPT_GAIN: EWMA gain per throughput sample */
     unsigned adapt_probe;/* MADRAIL_ADAPT_PROBE: plans between probes of a starved rail */

@@ -32,9 +32,12 @@
  *  - In order but unexpected (no receive posted yet): that is MPI's
  *    unexpected queue, which a legit program may fill as far as it likes;
  *    MADRAIL_RECV_MEM_MAX caps the bytes held per peer (both kinds,
- *    counted in peer->held_bytes).  Data a peer already sent cannot be
- *    refused without losing it, so passing the cap fails that peer, with an
- *    error naming the variable, and frees what it held.
+ *    counted in peer->held_bytes), and MADRAIL_RECV_MEM_TOTAL_MAX the bytes
+ *    held for all peers together (ctx->held_bytes): without it, every new
+ *    peer would bring a cap of its own.  Data a peer already sent cannot be
+ *    refused without losing it, so passing either cap fails the peer whose
+ *    message passed it, with an error naming the variable, and frees what
+ *    it held.
  *  - The fragments of an EAGER message are tracked by the byte ranges that
  *    arrived, not by a count of bytes: one that overlaps a range already
  *    taken (sent twice), is empty, or lies outside its message is refused
@@ -93,12 +96,15 @@ static size_t mdr_pool_cost(size_t len)
     return c < 0 ? len : (size_t)1 << (MDR_POOL_MIN_SHIFT + c);
 }
 
-/* Count n more bytes held for m's peer; 0 when MADRAIL_RECV_MEM_MAX says no. */
+/* Count n more bytes held for m's peer; 0 when MADRAIL_RECV_MEM_MAX (this
+ * peer) or MADRAIL_RECV_MEM_TOTAL_MAX (all peers) says no. */
 static int mdr_held_charge(mdr_inmsg_t *m, size_t n)
 {
     mdr_peer_t *peer = m->peer;
     mdr_ctx_t *ctx = peer->ctx;
     if (n > ctx->cfg.recv_mem_max || peer->held_bytes > ctx->cfg.recv_mem_max - n)
+        return 0;
+    if (n > ctx->cfg.recv_mem_total_max || ctx->held_bytes > ctx->cfg.recv_mem_total_max - n)
         return 0;
     peer->held_bytes += n;
     ctx->held_bytes += n;
@@ -304,10 +310,18 @@ static void mdr_recv_mem_fail(mdr_peer_t *peer, size_t more)
     mdr_ctx_t *ctx = peer->ctx;
     int r;
 
-    mdr_error("peer %u: %zu bytes held in its messages that no receive has taken yet "
-              "(unexpected or out of order); %zu more would pass MADRAIL_RECV_MEM_MAX=%zu: "
-              "failing this peer (post receives earlier, or raise MADRAIL_RECV_MEM_MAX)",
-              peer->index, peer->held_bytes, more, ctx->cfg.recv_mem_max);
+    if (more <= ctx->cfg.recv_mem_max && peer->held_bytes <= ctx->cfg.recv_mem_max - more)
+        mdr_error("peer %u: %zu bytes held in its messages and %zu in all peers' that no "
+                  "receive has taken yet (unexpected or out of order); %zu more would pass "
+                  "MADRAIL_RECV_MEM_TOTAL_MAX=%zu: failing this peer (post receives earlier, "
+                  "or raise MADRAIL_RECV_MEM_TOTAL_MAX)",
+                  peer->index, peer->held_bytes, ctx->held_bytes, more,
+                  ctx->cfg.recv_mem_total_max);
+    else
+        mdr_error("peer %u: %zu bytes held in its messages that no receive has taken yet "
+                  "(unexpected or out of order); %zu more would pass MADRAIL_RECV_MEM_MAX=%zu: "
+                  "failing this peer (post receives earlier, or raise MADRAIL_RECV_MEM_MAX)",
+                  peer->index, peer->held_bytes, more, ctx->cfg.recv_mem_max);
     for (r = 0; r < ctx->nrails; r++)
         mdr_peer_rail_mark_down(&peer->rails[r], 1);
     mdr_peer_fail(peer, MADRAIL_ERR_NOMEM);
@@ -483,7 +497,8 @@ MDR_HOT static void mdr_drain_reorder(mdr_ctx_t *ctx, mdr_peer_rail_t *pr)
 }
 
 /* Store an eager fragment into m (unmatched: a fragment of its own;
- * matched: the user's buffer).  0 when MADRAIL_RECV_MEM_MAX refused it. */
+ * matched: the user's buffer).  MDR_STORE_CAP when MADRAIL_RECV_MEM_MAX or
+ * MADRAIL_RECV_MEM_TOTAL_MAX refused it. */
 static enum mdr_store mdr_eager_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off,
                                       const uint8_t *pl, size_t plen)
 {
@@ -540,6 +555,15 @@ madrail_status_t mdr_match_check_config(const mdr_ctx_t *ctx)
                   "unexpected message below MADRAIL_RNDV_THRESH=%zu: at least %zu needed",
                   ctx->cfg.recv_mem_max, mdr_ooo_bound(ctx), ctx->cfg.credits, ctx->nrails,
                   ctx->cfg.slot_size, ctx->cfg.rndv_thresh, need);
+        return MADRAIL_ERR_CONFIG;
+    }
+    /* the total may be below the per-peer cap (then it is the tighter one),
+     * but a single peer must still fit in it */
+    if (ctx->cfg.recv_mem_total_max < need) {
+        mdr_error("MADRAIL_RECV_MEM_TOTAL_MAX=%zu: a single peer may make us hold %zu bytes "
+                  "within its credits plus one unexpected message below "
+                  "MADRAIL_RNDV_THRESH=%zu: at least %zu needed",
+                  ctx->cfg.recv_mem_total_max, mdr_ooo_bound(ctx), ctx->cfg.rndv_thresh, need);
         return MADRAIL_ERR_CONFIG;
     }
     return MADRAIL_OK;

@@ -1,0 +1,196 @@
+/*
+ * Process-wide bounds (issue 28, item 4), on the loop driver: one
+ * receiving context and many sending contexts in one process.  Per-peer
+ * caps alone let a process hold a cap's worth for every peer that turns
+ * up; what must hold here is the bound over all of them: the memory held
+ * for messages no receive has taken (MADRAIL_RECV_MEM_TOTAL_MAX, counted
+ * in ctx->held_bytes and measured as VmRSS of this process), with the
+ * peers that stayed within it untouched.
+ */
+#include "mdr_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "pair.h"
+
+/* The RSS checks measure this process; keep AddressSanitizer's quarantine
+ * of freed blocks (256 MB by default) from counting as growth. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "quarantine_size_mb=1";
+}
+
+/* VmRSS of this process in bytes (0 if unknown). */
+static size_t rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    size_t kb = 0;
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmRSS: %zu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb * 1024;
+}
+
+/* Peer src of dst with dst as a peer of src: indexes both ways. */
+static int peer_both(madrail_context_t src, madrail_context_t dst, madrail_peer_t *s2d_p,
+                     madrail_peer_t *d2s_p)
+{
+    uint8_t addr[MADRAIL_ADDR_MAX];
+    size_t len = sizeof(addr);
+    if (madrail_context_address(dst, addr, &len) != MADRAIL_OK ||
+        madrail_peer_add(src, addr, len, s2d_p) != MADRAIL_OK)
+        return -1;
+    len = sizeof(addr);
+    if (madrail_context_address(src, addr, &len) != MADRAIL_OK ||
+        madrail_peer_add(dst, addr, len, d2s_p) != MADRAIL_OK)
+        return -1;
+    return 0;
+}
+
+static int peer_down(mdr_peer_t *peer)
+{
+    int r;
+    for (r = 0; r < peer->ctx->nrails; r++)
+        if (!peer->rails[r].down)
+            return 0;
+    return 1;
+}
+
+/* ---- MADRAIL_RECV_MEM_TOTAL_MAX ---- */
+
+/* NSEND senders each leave PER bytes of unexpected medium messages at one
+ * receiver, each well within MADRAIL_RECV_MEM_MAX: together 8 times the
+ * total cap.  The receiver holds at most the total cap; the senders whose
+ * messages would pass it are failed and freed; the first ones, which fit,
+ * keep their data and it is received intact. */
+static void test_recv_total(void)
+{
+    enum { NSEND = 16, LEN = 8000, PER = 3 << 20, NMSG = PER / LEN };
+    const size_t total = 12 << 20, margin = 16 << 20;
+    const char *ov[] = {"MADRAIL_RAILS=loop:rt0", "MADRAIL_CREDITS=4", "MADRAIL_SLOT_SIZE=1k",
+                        "MADRAIL_RNDV_THRESH=16k", "MADRAIL_RECV_MEM_MAX=16m",
+                        "MADRAIL_RECV_MEM_TOTAL_MAX=12m", "MADRAIL_LOG_LEVEL=error", NULL};
+    madrail_context_params_t prm = {.overrides = ov, .job_key = MDR_TEST_JOB_KEY};
+    static madrail_request_t sr[NSEND][NMSG];
+    static uint8_t sb[LEN], rb[LEN];
+    madrail_context_t b, a[NSEND];
+    madrail_peer_t a2b[NSEND], b2a[NSEND];
+    size_t rss0, rss1, held_max = 0;
+    int i, j, k, failed = 0, kept = 0, intact = 1;
+
+    if (madrail_context_init(&prm, &b) != MADRAIL_OK) {
+        CHECK(0, "open the receiver");
+        return;
+    }
+    for (i = 0; i < NSEND; i++)
+        if (madrail_context_init(&prm, &a[i]) != MADRAIL_OK ||
+            peer_both(a[i], b, &a2b[i], &b2a[i]) != 0) {
+            CHECK(0, "open sender %d", i);
+            return;
+        }
+    CHECK(b->cfg.recv_mem_total_max == total, "MADRAIL_RECV_MEM_TOTAL_MAX=12m is read (%zu)",
+          b->cfg.recv_mem_total_max);
+    pair_fill(sb, LEN, 3);
+    rss0 = rss_bytes();
+    for (i = 0; i < NSEND; i++) {
+        mdr_peer_t *bp = mdr_peer_get(b, b2a[i]);
+        for (j = 0; j < NMSG && !peer_down(bp); j++) {
+            madrail_isend(a[i], a2b[i], sb, LEN, 1, 0, &sr[i][j]);
+            for (k = 0; k < 12; k++) {
+                madrail_progress(a[i]);
+                madrail_progress(b);
+            }
+            if (b->held_bytes > held_max)
+                held_max = b->held_bytes;
+        }
+    }
+    rss1 = rss_bytes();
+    for (i = 0; i < NSEND; i++) {
+        mdr_peer_t *bp = mdr_peer_get(b, b2a[i]);
+        if (peer_down(bp)) {
+            failed++;
+            /* b does not tell a (a closed rail says nothing to the other
+             * side): fail b on a's side too, so that a's sends end */
+            mdr_peer_t *ap = mdr_peer_get(a[i], a2b[i]);
+            ap->rails[0].down = 1;
+            mdr_peer_fail(ap, MADRAIL_ERR_PEER_UNREACHABLE);
+            CHECK(bp->held_bytes == 0 && bp->inflight.count == 0,
+                  "sender %d failed at the cap holds nothing (%zu bytes)", i, bp->held_bytes);
+        } else {
+            kept++;
+        }
+    }
+    printf("  %d senders x %d bytes unexpected: held at most %zu bytes (cap %zu); VmRSS %+ld "
+           "kB; %d failed, %d kept\n",
+           NSEND, PER, held_max, total, ((long)rss1 - (long)rss0) / 1024, failed, kept);
+    CHECK(held_max <= total, "held at most %zu bytes over all peers, total cap %zu", held_max,
+          total);
+    CHECK(rss1 <= rss0 + total + margin, "VmRSS grew %ld kB (total cap %zu kB + margin %zu kB)",
+          ((long)rss1 - (long)rss0) / 1024, total / 1024, margin / 1024);
+    CHECK(failed > 0 && kept > 0, "senders past the total cap failed (%d), the others kept (%d)",
+          failed, kept);
+    /* the senders that fit: all their messages arrive intact */
+    for (i = 0; i < NSEND; i++) {
+        if (peer_down(mdr_peer_get(b, b2a[i])))
+            continue;
+        for (j = 0; j < NMSG; j++) {
+            madrail_request_t rr;
+            int flag = 0;
+            long n;
+            memset(rb, 0, LEN);
+            madrail_irecv(b, b2a[i], rb, LEN, 1, 0, &rr);
+            for (n = 0; n < 100000 && !flag; n++) {
+                madrail_progress(a[i]);
+                madrail_progress(b);
+                madrail_test(&rr, &flag, NULL);
+            }
+            if (!flag || !pair_verify(rb, LEN, 3))
+                intact = 0;
+        }
+    }
+    CHECK(intact, "the senders within the cap have all their messages received intact");
+    CHECK(b->held_bytes == 0, "and then nothing is held (%zu bytes)", b->held_bytes);
+    for (i = 0; i < NSEND; i++) {
+        for (j = 0; j < NMSG; j++)
+            if (sr[i][j]) {
+                int flag = 0;
+                long n;
+                for (n = 0; n < 100000 && !flag; n++) {
+                    madrail_progress(a[i]);
+                    madrail_progress(b);
+                    madrail_test(&sr[i][j], &flag, NULL);
+                }
+            }
+        madrail_context_finalize(a[i]);
+    }
+    madrail_context_finalize(b);
+}
+
+static void test_config(void)
+{
+    madrail_context_t c;
+    const char *small[] = {"MADRAIL_RAILS=loop:tc0", "MADRAIL_RECV_MEM_TOTAL_MAX=64k", NULL};
+    const char *ok[] = {"MADRAIL_RAILS=loop:tc1", NULL};
+    madrail_context_params_t p1 = {.overrides = small}, p2 = {.overrides = ok};
+    CHECK(madrail_context_init(&p1, &c) == MADRAIL_ERR_CONFIG,
+          "MADRAIL_RECV_MEM_TOTAL_MAX below what one peer's credits allow is refused");
+    CHECK(madrail_context_init(&p2, &c) == MADRAIL_OK && c->cfg.recv_mem_total_max == 1u << 30,
+          "default MADRAIL_RECV_MEM_TOTAL_MAX is 1g");
+    madrail_context_finalize(c);
+}
+
+int main(void)
+{
+    test_config();
+    test_recv_total();
+    printf("%d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}
