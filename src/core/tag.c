@@ -331,6 +331,7 @@ MDR_HOT void mdr_recv_set_info(mdr_req_t *req, mdr_peer_t *peer, uint64_t tag, u
 {
     req->matched = 1;
     req->info.source = peer->index;
+    peer->index_shown = 1; /* peer.c: never retired now */
     req->info.tag = tag;
     req->info.sent_length = total;
     req->info.length = total < req->len ? total : req->len;
@@ -979,6 +980,7 @@ static void mdr_probe_info(const mdr_inmsg_t *m, madrail_info_t *info_p)
     memset(info_p, 0, sizeof(*info_p));
     info_p->status = MADRAIL_OK;
     info_p->source = m->peer->index;
+    m->peer->index_shown = 1;
     info_p->tag = m->tag;
     info_p->length = m->total;
     info_p->sent_length = m->total;

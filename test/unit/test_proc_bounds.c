@@ -5,7 +5,9 @@
  * up; what must hold here is the bound over all of them: the memory held
  * for messages no receive has taken (MADRAIL_RECV_MEM_TOTAL_MAX, counted
  * in ctx->held_bytes and measured as VmRSS of this process), with the
- * peers that stayed within it untouched.
+ * peers that stayed within it untouched; and the peers that connections
+ * from unknown processes create (the job size plus MADRAIL_PEER_SLACK),
+ * with those that leave holding nothing retired so that they do not count.
  */
 #include "mdr_config.h"
 
@@ -15,6 +17,7 @@
 
 #include "core/core.h"
 #include "pair.h"
+#include "forge.h"
 
 /* The RSS checks measure this process; keep AddressSanitizer's quarantine
  * of freed blocks (256 MB by default) from counting as growth. */
@@ -174,6 +177,128 @@ static void test_recv_total(void)
     madrail_context_finalize(b);
 }
 
+/* ---- peers created by connections ---- */
+
+static uint32_t live_peers(madrail_context_t c)
+{
+    return c->npeers - c->npeer_free;
+}
+
+/* From a to b (a knows b; b does not know a): one whole EAGER message of
+ * 100 bytes, sequence number seq, or the first fragment of two. */
+static madrail_status_t forge_msg(madrail_context_t a, madrail_peer_t a2b, uint64_t seq,
+                                  int partial)
+{
+    uint8_t msg[sizeof(mdr_eager_hdr_t) + 100];
+    mdr_eager_hdr_t *e = (mdr_eager_hdr_t *)msg;
+    memset(msg, 0, sizeof(msg));
+    e->h.type = MDR_MSG_EAGER;
+    e->h.len = sizeof(msg);
+    e->seq = seq;
+    e->tag = 7;
+    e->total = partial ? 200 : 100;
+    e->offset = 0;
+    memset(e + 1, 0x5a, 100);
+    return mdr_forge_send(a, a2b, 0, msg, sizeof(msg));
+}
+
+static int add_peer(madrail_context_t src, madrail_context_t dst, madrail_peer_t *p)
+{
+    uint8_t addr[MADRAIL_ADDR_MAX];
+    size_t len = sizeof(addr);
+    if (madrail_context_address(dst, addr, &len) != MADRAIL_OK)
+        return -1;
+    return madrail_peer_add(src, addr, len, p) == MADRAIL_OK ? 0 : -1;
+}
+
+static void spin2(madrail_context_t a, madrail_context_t b, int n)
+{
+    while (n-- > 0) {
+        if (a)
+            madrail_progress(a);
+        madrail_progress(b);
+    }
+}
+
+/* NIN unknown processes connect to b at once, each leaving a message: with
+ * the job size 2 and MADRAIL_PEER_SLACK=3, b makes peers for 5 of them and
+ * refuses the others (their messages are not held). */
+static void test_inbound_bound(void)
+{
+    enum { NIN = 12, SLACK = 3, JOB = 2 };
+    const char *ov[] = {"MADRAIL_RAILS=loop:ib0", "MADRAIL_PEER_SLACK=3",
+                        "MADRAIL_LOG_LEVEL=error", NULL};
+    madrail_context_params_t prm = {.overrides = ov, .job_key = MDR_TEST_JOB_KEY};
+    madrail_context_t b, a[NIN];
+    madrail_peer_t a2b[NIN];
+    size_t held_one;
+    int i;
+
+    if (madrail_context_init(&prm, &b) != MADRAIL_OK) {
+        CHECK(0, "open b");
+        return;
+    }
+    CHECK(madrail_context_set_job_size(b, 0) == MADRAIL_ERR_INVALID,
+          "a job size of 0 is refused");
+    CHECK(madrail_context_set_job_size(b, JOB) == MADRAIL_OK, "job size %d set", JOB);
+    for (i = 0; i < NIN; i++) {
+        if (madrail_context_init(&prm, &a[i]) != MADRAIL_OK || add_peer(a[i], b, &a2b[i]) != 0) {
+            CHECK(0, "open sender %d", i);
+            return;
+        }
+        forge_msg(a[i], a2b[i], 0, 0);
+        spin2(a[i], b, 20);
+        if (i == 0)
+            held_one = b->held_bytes;
+    }
+    printf("  %d unknown processes connected: %u peers made, %zu bytes held\n", NIN,
+           live_peers(b), b->held_bytes);
+    CHECK(live_peers(b) == JOB + SLACK, "b made %u peers for %d unknown processes (job size "
+          "%d + slack %d)", live_peers(b), NIN, JOB, SLACK);
+    CHECK(b->held_bytes == (JOB + SLACK) * held_one,
+          "only their messages are held (%zu bytes, %zu each)", b->held_bytes, held_one);
+    for (i = 0; i < NIN; i++)
+        madrail_context_finalize(a[i]);
+    spin2(NULL, b, 100);
+    madrail_context_finalize(b);
+}
+
+/* Unknown processes that come, leave a partial message and go: once gone
+ * they hold nothing and the user never saw them, so their peers are
+ * retired and do not count towards the bound: all NIN get in, one at a
+ * time, within a bound of 2 + 1. */
+static void test_inbound_retired(void)
+{
+    enum { NIN = 12 };
+    const char *ov[] = {"MADRAIL_RAILS=loop:ir0", "MADRAIL_PEER_SLACK=1", "MADRAIL_JOB_SIZE=2",
+                        "MADRAIL_LOG_LEVEL=error", NULL};
+    madrail_context_params_t prm = {.overrides = ov, .job_key = MDR_TEST_JOB_KEY};
+    madrail_context_t b, a;
+    madrail_peer_t a2b;
+    int i, got = 0, gone = 0;
+
+    if (madrail_context_init(&prm, &b) != MADRAIL_OK) {
+        CHECK(0, "open b");
+        return;
+    }
+    CHECK(b->job_size == 2, "MADRAIL_JOB_SIZE=2 is read (%u)", b->job_size);
+    for (i = 0; i < NIN; i++) {
+        if (madrail_context_init(&prm, &a) != MADRAIL_OK || add_peer(a, b, &a2b) != 0) {
+            CHECK(0, "open sender %d", i);
+            return;
+        }
+        forge_msg(a, a2b, 0, 1);
+        spin2(a, b, 20);
+        got += b->held_bytes > 0;
+        madrail_context_finalize(a);
+        spin2(NULL, b, 20);
+        gone += live_peers(b) == 0 && b->held_bytes == 0;
+    }
+    CHECK(got == NIN, "%d of %d unknown processes got a peer, one at a time", got, NIN);
+    CHECK(gone == NIN, "%d of them were retired when they left, holding nothing", gone);
+    madrail_context_finalize(b);
+}
+
 static void test_config(void)
 {
     madrail_context_t c;
@@ -191,6 +316,8 @@ int main(void)
 {
     test_config();
     test_recv_total();
+    test_inbound_bound();
+    test_inbound_retired();
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }
