@@ -299,6 +299,52 @@ static void test_inbound_retired(void)
     madrail_context_finalize(b);
 }
 
+/* 2,000 ids, one after the other, each leaving one whole message and
+ * going (issue 28: 2,000 ids cost +26.8 MB, never freed): the peers kept
+ * stop at the job size plus the default MADRAIL_PEER_SLACK (32), and so
+ * does resident memory. */
+static void test_inbound_many(void)
+{
+    enum { NIN = 2000, JOB = 2, SLACK = 32 };
+    const char *ov[] = {"MADRAIL_RAILS=loop:im0", "MADRAIL_LOG_LEVEL=error", NULL};
+    madrail_context_params_t prm = {.overrides = ov, .job_key = MDR_TEST_JOB_KEY};
+    const size_t bound = 4 << 20;
+    madrail_context_t b, a;
+    madrail_peer_t a2b;
+    size_t rss0 = 0, rss1, rss_mid = 0;
+    int i;
+
+    if (madrail_context_init(&prm, &b) != MADRAIL_OK ||
+        madrail_context_set_job_size(b, JOB) != MADRAIL_OK) {
+        CHECK(0, "open b");
+        return;
+    }
+    for (i = 0; i < NIN; i++) {
+        if (madrail_context_init(&prm, &a) != MADRAIL_OK || add_peer(a, b, &a2b) != 0) {
+            CHECK(0, "open sender %d", i);
+            return;
+        }
+        forge_msg(a, a2b, 0, 0);
+        spin2(a, b, 10);
+        madrail_context_finalize(a);
+        spin2(NULL, b, 10);
+        if (i == 2 * (JOB + SLACK))
+            rss0 = rss_bytes(); /* the bound reached: the table and pools are warm */
+        if (i == NIN / 2)
+            rss_mid = rss_bytes();
+    }
+    rss1 = rss_bytes();
+    printf("  %d ids, one message each: %u peers kept, %zu bytes held; VmRSS %+ld kB from "
+           "id %d to %d, %+ld kB to id %d\n", NIN, live_peers(b), b->held_bytes,
+           ((long)rss1 - (long)rss0) / 1024, 2 * (JOB + SLACK), NIN,
+           ((long)rss_mid - (long)rss0) / 1024, NIN / 2);
+    CHECK(live_peers(b) == JOB + SLACK, "%d ids: %u peers kept (job size %d + slack %d)", NIN,
+          live_peers(b), JOB, SLACK);
+    CHECK(rss1 <= rss0 + bound, "VmRSS grew %ld kB over the last %d ids (at most %zu kB)",
+          ((long)rss1 - (long)rss0) / 1024, NIN - 2 * (JOB + SLACK), bound / 1024);
+    madrail_context_finalize(b);
+}
+
 static void test_config(void)
 {
     madrail_context_t c;
@@ -318,6 +364,7 @@ int main(void)
     test_recv_total();
     test_inbound_bound();
     test_inbound_retired();
+    test_inbound_many();
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }
