@@ -580,8 +580,10 @@ madrail_status_t mdr_rndv_build_keys(mdr_peer_t *peer, mdr_req_t *req, size_t le
             continue;
         }
         klen = MDR_KEYS_MAX - off - sizeof(d);
-        if (rs->ops->rkey_pack(rs->rail, mdr_rcache_memh(req->reg[r]), out + off + sizeof(d),
-                               &klen) != MADRAIL_OK) {
+        /* offered to this peer alone: the rail refuses puts into it from
+         * any other (rkey_pack, rails/rail.h) */
+        if (rs->ops->rkey_pack(rs->rail, mdr_rcache_memh(req->reg[r]), peer->uuid,
+                               out + off + sizeof(d), &klen) != MADRAIL_OK) {
             mdr_rcache_put(rs->rcache, req->reg[r]);
             req->reg[r] = NULL;
             continue;
