@@ -574,8 +574,9 @@ madrail_status_t mdr_rndv_build_keys(mdr_peer_t *peer, mdr_req_t *req, size_t le
         if (off + sizeof(d) + rs->attr.max_rkey + 8 > MDR_KEYS_MAX)
             break;
         req->has_reg = 1; /* mdr_rndv_reg_release looks at reg[] */
-        if (!req->reg[r] && mdr_rcache_get(rs->rcache, req->buf, len, MDR_MEM_REMOTE_WRITE,
-                                           &req->reg[r]) != MADRAIL_OK) {
+        if (!req->reg[r] && mdr_rcache_get_offer(rs->rcache, req->buf, len,
+                                                 MDR_MEM_REMOTE_WRITE, 1, peer->uuid,
+                                                 &req->reg[r]) != MADRAIL_OK) {
             mdr_warn("rail %s: cannot register %zu bytes for a receive", rs->attr.name, len);
             continue;
         }
