@@ -41,6 +41,8 @@ struct mdr_rcache_entry {
     uintptr_t end;
     unsigned access;  /* MDR_MEM_* it was registered with */
     unsigned refcnt;
+    int offered;      /* a referenced target offered to peer (see get_offer) */
+    uint64_t peer;
     mdr_memh_t *memh;
 };
 
@@ -199,6 +201,7 @@ static madrail_status_t mdr_rcache_register(mdr_rcache_t *rc, uintptr_t start, u
     e->end = end;
     e->access = access;
     e->refcnt = 1;
+    e->offered = 0;
     e->memh = memh;
     mdr_list_push_head(&rc->entries, &e->link);
     rc->nentries++;
@@ -208,6 +211,12 @@ static madrail_status_t mdr_rcache_register(mdr_rcache_t *rc, uintptr_t start, u
 
 madrail_status_t mdr_rcache_get(mdr_rcache_t *rc, void *addr, size_t len, unsigned access,
                                 mdr_rcache_entry_t **entry_p)
+{
+    return mdr_rcache_get_offer(rc, addr, len, access, 0, 0, entry_p);
+}
+
+madrail_status_t mdr_rcache_get_offer(mdr_rcache_t *rc, void *addr, size_t len, unsigned access,
+                                      int offer, uint64_t peer, mdr_rcache_entry_t **entry_p)
 {
     uintptr_t a = (uintptr_t)addr, start, end, room;
     mdr_list_t *it;
@@ -232,6 +241,14 @@ madrail_status_t mdr_rcache_get(mdr_rcache_t *rc, void *addr, size_t len, unsign
     mdr_list_for_each(it, &rc->entries) {
         mdr_rcache_entry_t *e = mdr_container_of(it, mdr_rcache_entry_t, link);
         if (e->start <= a && e->end >= end && (e->access & access) == access) {
+            /* a target still offered to another peer's live transfer is not
+             * shared: offering it here would take it from that peer */
+            if (offer && e->refcnt > 0 && e->offered && e->peer != peer)
+                continue;
+            if (offer) {
+                e->offered = 1;
+                e->peer = peer;
+            }
             e->refcnt++;
             mdr_list_del(&e->link);
             mdr_list_push_head(&rc->entries, &e->link);
@@ -247,6 +264,10 @@ madrail_status_t mdr_rcache_get(mdr_rcache_t *rc, void *addr, size_t len, unsign
     st = mdr_rcache_register(rc, start, end, access, entry_p);
     if (st != MADRAIL_OK)
         return st;
+    if (offer) {
+        (*entry_p)->offered = 1;
+        (*entry_p)->peer = peer;
+    }
     mdr_rcache_evict(rc, rc->max_regions);
     return MADRAIL_OK;
 }
@@ -266,6 +287,8 @@ void mdr_rcache_put(mdr_rcache_t *rc, mdr_rcache_entry_t *entry)
         return;
     }
     entry->refcnt--;
+    if (entry->refcnt == 0)
+        entry->offered = 0;
     if (rc->identity) {
         mdr_rcache_drop(rc, entry);
         return;

@@ -32,6 +32,13 @@ madrail_status_t mdr_rcache_create(const mdr_rail_ops_t *ops, mdr_rail_t *rail, 
 void mdr_rcache_destroy(mdr_rcache_t *rc);
 madrail_status_t mdr_rcache_get(mdr_rcache_t *rc, void *addr, size_t len, unsigned access,
                                 mdr_rcache_entry_t **entry_p);
+/* mdr_rcache_get for a region that will be offered to the peer of uuid
+ * peer (offer = 1: rkey_pack binds a software-put region to one peer):
+ * a cached region that a live transfer of another peer holds as an
+ * offered target is not handed out, a new one is registered instead.
+ * offer = 0 is mdr_rcache_get. */
+madrail_status_t mdr_rcache_get_offer(mdr_rcache_t *rc, void *addr, size_t len, unsigned access,
+                                      int offer, uint64_t peer, mdr_rcache_entry_t **entry_p);
 mdr_memh_t *mdr_rcache_memh(const mdr_rcache_entry_t *entry);
 void mdr_rcache_put(mdr_rcache_t *rc, mdr_rcache_entry_t *entry);
 void mdr_rcache_get_stats(const mdr_rcache_t *rc, mdr_rcache_stats_t *stats);

@@ -574,14 +574,17 @@ madrail_status_t mdr_rndv_build_keys(mdr_peer_t *peer, mdr_req_t *req, size_t le
         if (off + sizeof(d) + rs->attr.max_rkey + 8 > MDR_KEYS_MAX)
             break;
         req->has_reg = 1; /* mdr_rndv_reg_release looks at reg[] */
-        if (!req->reg[r] && mdr_rcache_get(rs->rcache, req->buf, len, MDR_MEM_REMOTE_WRITE,
-                                           &req->reg[r]) != MADRAIL_OK) {
+        if (!req->reg[r] && mdr_rcache_get_offer(rs->rcache, req->buf, len,
+                                                 MDR_MEM_REMOTE_WRITE, 1, peer->uuid,
+                                                 &req->reg[r]) != MADRAIL_OK) {
             mdr_warn("rail %s: cannot register %zu bytes for a receive", rs->attr.name, len);
             continue;
         }
         klen = MDR_KEYS_MAX - off - sizeof(d);
-        if (rs->ops->rkey_pack(rs->rail, mdr_rcache_memh(req->reg[r]), out + off + sizeof(d),
-                               &klen) != MADRAIL_OK) {
+        /* offered to this peer alone: the rail refuses puts into it from
+         * any other (rkey_pack, rails/rail.h) */
+        if (rs->ops->rkey_pack(rs->rail, mdr_rcache_memh(req->reg[r]), peer->uuid,
+                               out + off + sizeof(d), &klen) != MADRAIL_OK) {
             mdr_rcache_put(rs->rcache, req->reg[r]);
             req->reg[r] = NULL;
             continue;

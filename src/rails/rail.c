@@ -127,10 +127,10 @@ void mdr_rail_unsup_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh)
     (void)rail; (void)memh;
 }
 
-madrail_status_t mdr_rail_unsup_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
-                                          size_t *len_p)
+madrail_status_t mdr_rail_unsup_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, uint64_t peer,
+                                          void *buf, size_t *len_p)
 {
-    (void)rail; (void)memh; (void)buf; (void)len_p;
+    (void)rail; (void)memh; (void)peer; (void)buf; (void)len_p;
     return MADRAIL_ERR_UNSUPPORTED;
 }
 

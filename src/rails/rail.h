@@ -214,10 +214,18 @@ typedef struct mdr_rail_ops {
     madrail_status_t (*mem_reg)(mdr_rail_t *rail, void *addr, size_t len, unsigned access,
                                 mdr_memh_t **memh_p);
     void (*mem_dereg)(mdr_rail_t *rail, mdr_memh_t *memh);
-    /* Pack the remote key of memh into buf (room for *len_p bytes, at least
-     * attr.max_rkey); on success *len_p = bytes written. */
-    madrail_status_t (*rkey_pack)(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
-                                  size_t *len_p);
+    /* Offer memh to the peer of uuid peer (the uuid ep_create was given,
+     * or ep_accepted reported) and pack its remote key into buf (room for
+     * *len_p bytes, at least attr.max_rkey); on success *len_p = bytes
+     * written.  A driver that checks puts itself (tcp, shm, loop) then
+     * takes puts into memh from that peer alone, on this rail, until
+     * mem_dereg; offering memh again moves it to the new peer.  So such a
+     * driver reports MDR_RAIL_CAP_REG_CHEAP: the core then registers per
+     * transfer and never shares one registration between two peers' live
+     * transfers.  ofi and ucx leave the binding to the provider, which
+     * makes none (docs/security.md). */
+    madrail_status_t (*rkey_pack)(mdr_rail_t *rail, mdr_memh_t *memh, uint64_t peer,
+                                  void *buf, size_t *len_p);
 
     /* Write len bytes from local (covered by lmemh, may be NULL when the
      * rail has MDR_RAIL_CAP_REG_CHEAP) to the peer's raddr, inside the
@@ -262,8 +270,8 @@ int mdr_rail_foreach(void (*fn)(const mdr_rail_ops_t *ops, void *arg), void *arg
 madrail_status_t mdr_rail_unsup_mem_reg(mdr_rail_t *rail, void *addr, size_t len,
                                         unsigned access, mdr_memh_t **memh_p);
 void mdr_rail_unsup_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh);
-madrail_status_t mdr_rail_unsup_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
-                                          size_t *len_p);
+madrail_status_t mdr_rail_unsup_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, uint64_t peer,
+                                          void *buf, size_t *len_p);
 madrail_status_t mdr_rail_unsup_put(mdr_ep_t *ep, const void *local, size_t len,
                                     mdr_memh_t *lmemh, uint64_t raddr, const void *rkey,
                                     size_t rkey_len, mdr_completion_t *comp);

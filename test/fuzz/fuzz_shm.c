@@ -344,6 +344,11 @@ static void fz_shm_run(const uint8_t *data, size_t size)
         s->region = NULL;
     if (fz_connect(s, &in) != 0)
         goto out;
+    if (s->region != NULL) { /* offered to the harness's rail */
+        mdr_shm_rkey_t rk;
+        size_t klen = sizeof(rk);
+        (void)mdr_shm_ops.rkey_pack(s->v, s->region, FZ_P_UUID, &rk, &klen);
+    }
 
     while (fz_left(&in) > 0 && nops++ < FZ_MAXOPS) {
         uint8_t op = fz_u8(&in);
@@ -521,19 +526,24 @@ static int fz_shm_seeds(const char *dir)
     memset(ctl, 0x43, sizeof(ctl));
     /* the key of the region a run registers, as V packs it */
     {
-        mdr_rail_t *v = fz_rail_open(FZ_V_UUID, 0, NULL);
+        mdr_rail_t *v, *p;
         mdr_memh_t *mh = NULL;
         mdr_shm_rkey_t rk;
         size_t klen = sizeof(rk);
-        if (v == NULL || fz_arena() == NULL ||
+        /* the same getrandom stream as a run: reset, open V then P, register */
+        fz_rand_reset();
+        v = fz_rail_open(FZ_V_UUID, 0, NULL);
+        p = fz_rail_open(FZ_P_UUID, 0, NULL);
+        if (v == NULL || p == NULL || fz_arena() == NULL ||
             mdr_shm_ops.mem_reg(v, fz_arena() + FZ_REGION_OFF, FZ_REGION_LEN,
                                 MDR_MEM_LOCAL | MDR_MEM_REMOTE_WRITE, &mh) != MADRAIL_OK ||
-            mdr_shm_ops.rkey_pack(v, mh, &rk, &klen) != MADRAIL_OK) {
+            mdr_shm_ops.rkey_pack(v, mh, FZ_P_UUID, &rk, &klen) != MADRAIL_OK) {
             fprintf(stderr, "gen_seeds: cannot open an shm rail and register memory\n");
             return -1;
         }
         key = rk.key;
         mdr_shm_ops.mem_dereg(v, mh);
+        mdr_shm_ops.close(p);
         mdr_shm_ops.close(v);
     }
 

@@ -325,6 +325,12 @@ static void fz_tcp_run(const uint8_t *data, size_t size)
         s->region = NULL;
     if (fz_connect(s) != 0)
         goto out;
+    if (s->region != NULL) { /* offered to the harness, whichever side it plays */
+        uint64_t k;
+        size_t klen = sizeof(k);
+        (void)mdr_tcp_ops.rkey_pack(s->v, s->region,
+                                    (s->setup & FZ_S_OUTGOING) ? FZ_H_UUID : FZ_P_UUID, &k, &klen);
+    }
 
     while (fz_left(&in) > 0 && nops++ < FZ_MAXOPS) {
         uint8_t op = fz_u8(&in);
@@ -499,15 +505,18 @@ static int fz_tcp_seeds(const char *dir)
     uint8_t ctl[FZ_SLOT + 8];
 
     memset(ctl, 0x43, sizeof(ctl));
-    /* the key of the region a run registers, as V packs it */
+    /* the key of the region a run registers, as V packs it (its random tag
+     * comes from the harness's getrandom, the same stream as in a run) */
     {
-        mdr_rail_t *v = fz_rail_open(FZ_V_UUID, 0, NULL);
+        mdr_rail_t *v;
         mdr_memh_t *mh = NULL;
         size_t klen = sizeof(key);
+        fz_rand_reset();
+        v = fz_rail_open(FZ_V_UUID, 0, NULL);
         if (v == NULL || fz_arena() == NULL ||
             mdr_tcp_ops.mem_reg(v, fz_arena() + FZ_REGION_OFF, FZ_REGION_LEN,
                                 MDR_MEM_LOCAL | MDR_MEM_REMOTE_WRITE, &mh) != MADRAIL_OK ||
-            mdr_tcp_ops.rkey_pack(v, mh, &key, &klen) != MADRAIL_OK || klen != sizeof(key)) {
+            mdr_tcp_ops.rkey_pack(v, mh, FZ_P_UUID, &key, &klen) != MADRAIL_OK || klen != sizeof(key)) {
             fprintf(stderr, "gen_seeds: cannot open a tcp rail on lo and register memory\n");
             return -1;
         }

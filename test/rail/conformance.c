@@ -824,7 +824,7 @@ typedef struct t_target {
 } t_target_t;
 
 static int t_target_make(t_side_t *s, t_target_t *t, size_t reg_len, size_t guard,
-                         unsigned access, char *why)
+                         unsigned access, uint64_t peer, char *why)
 {
     madrail_status_t st;
 
@@ -850,7 +850,7 @@ static int t_target_make(t_side_t *s, t_target_t *t, size_t reg_len, size_t guar
         snprintf(why, T_WHY, "max_rkey %zu too large", s->attr.max_rkey);
         return -1;
     }
-    st = s->ops->rkey_pack(s->rail, t->memh, t->rkey, &t->rkey_len);
+    st = s->ops->rkey_pack(s->rail, t->memh, peer, t->rkey, &t->rkey_len);
     if (st != MADRAIL_OK || t->rkey_len == 0 || t->rkey_len > s->attr.max_rkey) {
         snprintf(why, T_WHY, "rkey_pack: %s, %zu bytes (max_rkey %zu)", madrail_status_str(st),
                  t->rkey_len, s->attr.max_rkey);
@@ -929,7 +929,7 @@ static int chk_put_sizes(const t_spec_t *sp, char *why)
     if (rc != T_PASS)
         goto out;
     cheap = (p.a.attr.caps & MDR_RAIL_CAP_REG_CHEAP) != 0;
-    if (t_target_make(&p.b, &t, (4u << 20) + 64, 4096, MDR_MEM_REMOTE_WRITE, why) != 0) {
+    if (t_target_make(&p.b, &t, (4u << 20) + 64, 4096, MDR_MEM_REMOTE_WRITE, p.a.uuid, why) != 0) {
         rc = T_FAIL;
         goto out;
     }
@@ -1018,7 +1018,7 @@ static int chk_put_remote(const t_spec_t *sp, char *why)
         rc = T_SKIP;
         goto out;
     }
-    if (t_target_make(&p.b, &t, 1u << 20, 4096, MDR_MEM_REMOTE_WRITE, why) != 0) {
+    if (t_target_make(&p.b, &t, 1u << 20, 4096, MDR_MEM_REMOTE_WRITE, p.a.uuid, why) != 0) {
         rc = T_FAIL;
         goto out;
     }
@@ -1114,7 +1114,7 @@ static int chk_put_order(const t_spec_t *sp, char *why)
     if (rc != T_PASS)
         goto out;
     oa.len = 1u << 20;
-    if (t_target_make(&p.b, &t, oa.len, 64, MDR_MEM_REMOTE_WRITE, why) != 0) {
+    if (t_target_make(&p.b, &t, oa.len, 64, MDR_MEM_REMOTE_WRITE, p.a.uuid, why) != 0) {
         rc = T_FAIL;
         goto out;
     }
@@ -1149,7 +1149,8 @@ out:
 }
 
 /* A bad put: kind 0 straddles the region's end, 1 starts before it,
- * 2 uses the key of a deregistered region. */
+ * 2 uses the key of a deregistered region, 3 puts into a region offered
+ * to another peer (refused like the others, the data intact). */
 static int chk_put_bad(const t_spec_t *sp, char *why, int kind)
 {
     uint8_t src[256];
@@ -1167,7 +1168,14 @@ static int chk_put_bad(const t_spec_t *sp, char *why, int kind)
     rc = t_need_put(sp, &p, why);
     if (rc != T_PASS)
         goto out;
-    if (t_target_make(&p.b, &t, 4096, 4096, MDR_MEM_REMOTE_WRITE, why) != 0) {
+    if (kind == 3 && (strcmp(sp->drv, "ucx") == 0 || strcmp(sp->drv, "ofi") == 0)) {
+        snprintf(why, T_WHY, "the provider binds no key to a peer (docs/security.md)");
+        rc = T_SKIP;
+        goto out;
+    }
+    /* kind 3: the region is offered to another peer than the one that puts */
+    if (t_target_make(&p.b, &t, 4096, 4096, MDR_MEM_REMOTE_WRITE,
+                      kind == 3 ? p.a.uuid ^ 0x00ff00ff00ff00ffull : p.a.uuid, why) != 0) {
         rc = T_FAIL;
         goto out;
     }
@@ -1180,6 +1188,8 @@ static int chk_put_bad(const t_spec_t *sp, char *why, int kind)
 
     if (kind == 0) {
         raddr = t_raddr(&t, t.reg_len - 50);
+    } else if (kind == 3) {
+        raddr = t_raddr(&t, 0);
     } else if (kind == 1) {
         raddr = t_raddr(&t, 0) - 16;
     } else {
@@ -1250,7 +1260,7 @@ static int chk_drain_idle(const t_spec_t *sp, char *why)
     T_CHECK(st == MADRAIL_OK, "ctrl_send: %s", madrail_status_str(st));
     T_CHECK(T_WAIT(&p, p.b.acc.ep != NULL), "no ep_accepted");
     if (has_put) {
-        if (t_target_make(&p.b, &t, 256u << 10, 64, MDR_MEM_REMOTE_WRITE, why) != 0) {
+        if (t_target_make(&p.b, &t, 256u << 10, 64, MDR_MEM_REMOTE_WRITE, p.a.uuid, why) != 0) {
             rc = T_FAIL;
             goto out;
         }
@@ -1317,7 +1327,7 @@ static int chk_close_pending(const t_spec_t *sp, char *why)
     T_CHECK(st == MADRAIL_OK, "ctrl_send: %s", madrail_status_str(st));
     T_CHECK(T_WAIT(&p, p.b.acc.ep != NULL), "no ep_accepted");
     if (p.a.attr.caps & MDR_RAIL_CAP_PUT) {
-        if (t_target_make(&p.b, &t, 4u << 20, 64, MDR_MEM_REMOTE_WRITE, why) != 0) {
+        if (t_target_make(&p.b, &t, 4u << 20, 64, MDR_MEM_REMOTE_WRITE, p.a.uuid, why) != 0) {
             rc = T_FAIL;
             goto out;
         }
@@ -1372,7 +1382,7 @@ static int chk_peer_close(const t_spec_t *sp, char *why)
     T_CHECK(st == MADRAIL_OK, "ctrl_send: %s", madrail_status_str(st));
     T_CHECK(T_WAIT(&p, p.b.acc.nrecv >= 1), "first message never arrived");
     if (p.a.attr.caps & MDR_RAIL_CAP_PUT) {
-        if (t_target_make(&p.b, &t, 1u << 20, 64, MDR_MEM_REMOTE_WRITE, why) != 0) {
+        if (t_target_make(&p.b, &t, 1u << 20, 64, MDR_MEM_REMOTE_WRITE, p.a.uuid, why) != 0) {
             rc = T_FAIL;
             goto out;
         }
@@ -1464,7 +1474,7 @@ static int chk_fail_keeps_unsent(const t_spec_t *sp, char *why, char *note)
     T_CHECK(T_WAIT(&p, p.a.own.nrecv >= 1 || p.a.own.nfailed), "reply never arrived");
     T_CHECK(p.a.own.nfailed == 0, "ep failed: %.200s", p.a.own.fail_reason);
     if (has_put) {
-        if (t_target_make(&p.b, &t, put_len, 64, MDR_MEM_REMOTE_WRITE, why) != 0) {
+        if (t_target_make(&p.b, &t, put_len, 64, MDR_MEM_REMOTE_WRITE, p.a.uuid, why) != 0) {
             rc = T_FAIL;
             goto out;
         }
@@ -1768,7 +1778,7 @@ static int chk_knob_delay(const t_spec_t *sp, const char *fab, char *why)
     snprintf(rest, sizeof(rest), "%s;delay=3", fab);
     if (t_loop_pair(&p, sp, rest, rest, NULL, why) != 0)
         return T_FAIL;
-    if (t_target_make(&p.b, &t, 4096, 64, MDR_MEM_REMOTE_WRITE, why) != 0) {
+    if (t_target_make(&p.b, &t, 4096, 64, MDR_MEM_REMOTE_WRITE, p.a.uuid, why) != 0) {
         rc = T_FAIL;
         goto out;
     }
@@ -2049,7 +2059,7 @@ static int chk_knob_nores(const t_spec_t *sp, const char *fab, char *why)
         return T_FAIL;
     p.b.acc.on_recv = t_recv_log;
     t_narrivals = 0;
-    if (t_target_make(&p.b, &t, NOPS * 64, 64, MDR_MEM_REMOTE_WRITE, why) != 0) {
+    if (t_target_make(&p.b, &t, NOPS * 64, 64, MDR_MEM_REMOTE_WRITE, p.a.uuid, why) != 0) {
         rc = T_FAIL;
         goto out;
     }
@@ -2130,7 +2140,7 @@ static int chk_knob_bw(const t_spec_t *sp, const char *fab, char *why, char *not
             free(src);
             return T_FAIL;
         }
-        if (t_target_make(&p.b, &t, 2 * half, 64, MDR_MEM_REMOTE_WRITE, why) != 0) {
+        if (t_target_make(&p.b, &t, 2 * half, 64, MDR_MEM_REMOTE_WRITE, p.a.uuid, why) != 0) {
             rc = T_FAIL;
             goto out;
         }
@@ -2226,7 +2236,7 @@ static int chk_knob_fail(const t_spec_t *sp, const char *fab, char *why)
     snprintf(rest, sizeof(rest), "%s;fail=3", fab);
     if (t_loop_pair(&p, sp, rest, rest, NULL, why) != 0)
         return T_FAIL;
-    if (t_target_make(&p.b, &t, 4096, 64, MDR_MEM_REMOTE_WRITE, why) != 0) {
+    if (t_target_make(&p.b, &t, 4096, 64, MDR_MEM_REMOTE_WRITE, p.a.uuid, why) != 0) {
         rc = T_FAIL;
         goto out;
     }
@@ -2435,6 +2445,7 @@ static void t_run_spec(const t_spec_t *sp, int *loop_knobs_done)
     T_RUN(sp, NULL, "put-past-region-end", chk_put_bad(sp, why, 0));
     T_RUN(sp, NULL, "put-before-region", chk_put_bad(sp, why, 1));
     T_RUN(sp, NULL, "put-stale-key", chk_put_bad(sp, why, 2));
+    T_RUN(sp, NULL, "put-region-of-another-peer", chk_put_bad(sp, why, 3));
     T_RUN(sp, NULL, "drain-backlog-idle", chk_drain_idle(sp, why));
     T_RUN(sp, NULL, "destroy-with-pending", chk_destroy_pending(sp, why));
     T_RUN(sp, NULL, "upcall-sends-and-destroys", chk_upcall_calls(sp, why));

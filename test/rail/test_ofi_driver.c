@@ -847,7 +847,7 @@ static void check_put_order_mode(void)
     memset(dst, 0, len);
     st = ops->mem_reg(b.rail, dst, len, MDR_MEM_REMOTE_WRITE, &memh);
     if (st == MADRAIL_OK)
-        st = ops->rkey_pack(b.rail, memh, rkey, &rkey_len);
+        st = ops->rkey_pack(b.rail, memh, a.uuid, rkey, &rkey_len);
     if (st == MADRAIL_OK)
         st = ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.own, &a.own.ep);
     if (st == MADRAIL_OK)

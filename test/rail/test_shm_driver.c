@@ -586,7 +586,7 @@ static int child_puts(tchan_t *ch, void *arg)
     memset(&m, 0, sizeof(m));
     m.type = PT_INFO;
     m.raddr = (uint64_t)(uintptr_t)(pc.buf + PT_GUARD);
-    st = s.ops->rkey_pack(s.rail, mh, m.rkey, &rl);
+    st = s.ops->rkey_pack(s.rail, mh, s.puuid, m.rkey, &rl);
     m.rkey_len = (uint32_t)rl;
     s.acc.on_recv = pt_child_recv;
     s.acc.arg = &pc;

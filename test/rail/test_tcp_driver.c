@@ -616,7 +616,7 @@ static void test_put(side_t *a, side_t *b)
     CHECK(st == MADRAIL_OK, "B mem_reg 8 MiB");
     if (st != MADRAIL_OK)
         goto out;
-    st = ops->rkey_pack(b->rail, mh, rkey, &rkey_len);
+    st = ops->rkey_pack(b->rail, mh, a->uuid, rkey, &rkey_len);
     CHECK(st == MADRAIL_OK && rkey_len > 0 && rkey_len <= b->attr.max_rkey, "rkey_pack: %zu bytes",
           rkey_len);
 
@@ -634,7 +634,7 @@ static void test_put(side_t *a, side_t *b)
         memset(pat, 0xb7, sizeof(pat));
         st = ops->mem_reg(a->rail, back, sizeof(back), MDR_MEM_REMOTE_WRITE, &bmh);
         if (st == MADRAIL_OK)
-            st = ops->rkey_pack(a->rail, bmh, bkey, &bkey_len);
+            st = ops->rkey_pack(a->rail, bmh, b->uuid, bkey, &bkey_len);
         if (st == MADRAIL_OK)
             st = ops->put(b->ep, pat, sizeof(pat), NULL, (uint64_t)(uintptr_t)back, bkey,
                           bkey_len, &bc.c);
@@ -746,7 +746,7 @@ static void test_bad_put(int bad_key)
     pump_set(&a, &b);
     dst = calloc(1, 4096);
     if (ops->mem_reg(b.rail, dst, 1024, MDR_MEM_REMOTE_WRITE, &mh) != MADRAIL_OK ||
-        ops->rkey_pack(b.rail, mh, rkey, &rkey_len) != MADRAIL_OK) {
+        ops->rkey_pack(b.rail, mh, a.uuid, rkey, &rkey_len) != MADRAIL_OK) {
         CHECK(0, "mem_reg for the bad put");
         goto out;
     }
@@ -1009,7 +1009,7 @@ static void test_fairness(void)
     pumped[npumped++] = &b;
     pumped[npumped++] = &d;
     ops->mem_reg(b.rail, dst, LEN, MDR_MEM_REMOTE_WRITE, &mh);
-    ops->rkey_pack(b.rail, mh, rkey, &rkey_len);
+    ops->rkey_pack(b.rail, mh, a.uuid, rkey, &rkey_len);
     ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.epc, &a.ep);
     ops->ep_create(d.rail, b.uuid, b.addr, b.attr.addr_len, &d.epc, &d.ep);
     send_msg(&a, 8, 1);
@@ -1074,7 +1074,7 @@ static void test_dereg_midput(void)
     memset(src, 0x5c, LEN);
     pump_set(&a, &b);
     ops->mem_reg(b.rail, dst, LEN, MDR_MEM_REMOTE_WRITE, &mh);
-    ops->rkey_pack(b.rail, mh, rkey, &rkey_len);
+    ops->rkey_pack(b.rail, mh, a.uuid, rkey, &rkey_len);
     ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.epc, &a.ep);
     send_msg(&a, 8, 1);
     w.c = &b.epc;
@@ -1183,7 +1183,7 @@ static void test_dribble(void)
     }
     dst = calloc(1, 256);
     ops->mem_reg(b.rail, dst, 256, MDR_MEM_REMOTE_WRITE, &mh);
-    ops->rkey_pack(b.rail, mh, rkey, &rkey_len);
+    ops->rkey_pack(b.rail, mh, 0x7a7a, rkey, &rkey_len);
     memset(&h, 0, sizeof(h));
     h.type = MDR_TCP_F_HELLO;
     h.len = sizeof(hello);
@@ -1367,7 +1367,7 @@ static void test_ctrl_passes_queued(void)
     memset(src, 0x6d, LEN);
     pump_set(&a, &b);
     ops->mem_reg(b.rail, dst, N * LEN, MDR_MEM_REMOTE_WRITE, &mh);
-    ops->rkey_pack(b.rail, mh, rkey, &rkey_len);
+    ops->rkey_pack(b.rail, mh, a.uuid, rkey, &rkey_len);
     ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.epc, &a.ep);
     send_msg(&a, 8, 1);
     w.c = &b.epc;
@@ -1460,7 +1460,7 @@ static void test_raw_cont(int kind)
     pump_set(&b, NULL);
     dst = calloc(1, 4096);
     if (dst == NULL || ops->mem_reg(b.rail, dst, 4096, MDR_MEM_REMOTE_WRITE, &mh) != MADRAIL_OK ||
-        ops->rkey_pack(b.rail, mh, &key, &klen) != MADRAIL_OK || (fd = raw_connect(&b)) < 0) {
+        ops->rkey_pack(b.rail, mh, 0x7700 + (uint64_t)kind, &key, &klen) != MADRAIL_OK || (fd = raw_connect(&b)) < 0) {
         CHECK(0, "setup for the raw continuation test");
         goto out;
     }

@@ -332,12 +332,56 @@ static void lru_case(void)
     free(mem);
 }
 
+/* A target offered to one peer's live transfer is not handed to another
+ * peer's (rkey_pack would move it away from the first, whose puts would
+ * then be refused); once the first gives it back it is reused. */
+static void offer_case(void)
+{
+    const long page = sysconf(_SC_PAGESIZE);
+    const uint64_t p = 0x1111, q = 0x2222;
+    char *mem;
+    mdr_rcache_t *rc = NULL;
+    mdr_rcache_entry_t *a = NULL, *b = NULL, *c = NULL;
+
+    if (posix_memalign((void **)&mem, (size_t)page, 4 * (size_t)page) != 0) {
+        check(0, "offer: allocate test memory");
+        return;
+    }
+    fake_reset(MDR_RAIL_CAP_PUT);
+    if (mdr_rcache_create(&fake_ops, FAKE_RAIL, 1, 16, &rc) != MADRAIL_OK) {
+        check(0, "offer: create");
+        free(mem);
+        return;
+    }
+    mdr_rcache_get_offer(rc, mem, 100, MDR_MEM_REMOTE_WRITE, 1, p, &a);
+    check(mdr_rcache_get_offer(rc, mem + 200, 100, MDR_MEM_REMOTE_WRITE, 1, p, &b) ==
+                  MADRAIL_OK && b == a && fake.nreg == 1,
+          "offer: a second target of the same peer shares the region");
+    mdr_rcache_put(rc, b);
+    check(mdr_rcache_get_offer(rc, mem + 200, 100, MDR_MEM_REMOTE_WRITE, 1, q, &c) ==
+                  MADRAIL_OK && c != a && fake.nreg == 2,
+          "offer: another peer's target while the first is live gets its own region");
+    check(mdr_rcache_get(rc, mem + 300, 10, MDR_MEM_REMOTE_WRITE, &b) == MADRAIL_OK &&
+              (b == a || b == c) && fake.nreg == 2,
+          "offer: a use that offers nothing still shares");
+    mdr_rcache_put(rc, b);
+    mdr_rcache_put(rc, c);
+    mdr_rcache_put(rc, a);
+    check(mdr_rcache_get_offer(rc, mem + 200, 100, MDR_MEM_REMOTE_WRITE, 1, q, &c) ==
+                  MADRAIL_OK && fake.nreg == 2,
+          "offer: once given back, a region is reused for the other peer (re-offered)");
+    mdr_rcache_put(rc, c);
+    mdr_rcache_destroy(rc);
+    free(mem);
+}
+
 int main(void)
 {
     identity_case("identity (enable=0)", 0, MDR_RAIL_CAP_PUT);
     identity_case("identity (REG_CHEAP)", 1, MDR_RAIL_CAP_PUT | MDR_RAIL_CAP_REG_CHEAP);
     cache_case();
     lru_case();
+    offer_case();
     if (failures) {
         printf("%d failure(s)\n", failures);
         return 1;

@@ -3,13 +3,17 @@
  * was written three times (tcp, shm, ucx) before it moved here; the one
  * copy keeps the three drivers' key checks identical.  Ids are reused last
  * freed first, so the table stays as small as the most regions ever
- * registered at once; generations only grow (wrapping after 2^32 reuses of
- * one id, which no rendezvous outlives).
+ * registered at once; what makes a key unguessable and an old one dead is
+ * its tag, random per registration.  The tags come from getrandom(2) 64 at
+ * a time, so a registration costs a system call only once in 64 (tcp and
+ * shm register per transfer), and a put costs none.
  */
 #include "mdr_config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "rails/common/region.h"
 #include "rails/rail.h"
@@ -17,6 +21,28 @@
 const char mdr_region_why_stale[] = "unknown or stale remote key";
 const char mdr_region_why_access[] = "region is not registered for remote write";
 const char mdr_region_why_range[] = "put outside the registered region";
+const char mdr_region_why_peer[] = "region was offered to another peer";
+const char mdr_region_why_unbound[] = "region was not offered to any peer";
+
+/* The next random tag of tab, refilling its store when empty. */
+static madrail_status_t mdr_region_tag(mdr_region_tab_t *tab, uint32_t *tag_p)
+{
+    if (tab->nrnd == 0) {
+        size_t got = 0;
+        while (got < sizeof(tab->rnd)) {
+            ssize_t n = getrandom((uint8_t *)tab->rnd + got, sizeof(tab->rnd) - got, 0);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return MADRAIL_ERR_NORESOURCE;
+            got += (size_t)n;
+        }
+        tab->nrnd = sizeof(tab->rnd) / sizeof(tab->rnd[0]);
+    }
+    *tag_p = tab->rnd[--tab->nrnd];
+    tab->rnd[tab->nrnd] = 0; /* a used tag is not left lying in memory */
+    return MADRAIL_OK;
+}
 
 static madrail_status_t mdr_region_grow(mdr_region_tab_t *tab)
 {
@@ -48,8 +74,12 @@ madrail_status_t mdr_region_add(mdr_region_tab_t *tab, mdr_region_t *r, uintptr_
                                 size_t len, unsigned access)
 {
     madrail_status_t st;
-    uint32_t id;
+    uint32_t id, tag;
 
+    /* the tag first: failing here leaves the table as it was */
+    st = mdr_region_tag(tab, &tag);
+    if (st != MADRAIL_OK)
+        return st;
     if (tab->nfree > 0) {
         id = tab->free_ids[--tab->nfree];
     } else {
@@ -60,8 +90,13 @@ madrail_status_t mdr_region_add(mdr_region_tab_t *tab, mdr_region_t *r, uintptr_
         }
         id = tab->n++;
     }
+    if (tag == tab->gen[id])
+        tag = ~tag; /* never the id's previous key */
+    tab->gen[id] = tag;
     r->id = id;
-    r->gen = tab->gen[id];
+    r->gen = tag;
+    r->bound = 0;
+    r->peer = 0;
     r->base = base;
     r->len = len;
     r->access = access;
@@ -77,9 +112,9 @@ int mdr_region_owned(const mdr_region_tab_t *tab, const mdr_region_t *r)
 uint32_t mdr_region_remove(mdr_region_tab_t *tab, mdr_region_t *r)
 {
     tab->slots[r->id] = NULL;
-    tab->gen[r->id]++;
     tab->free_ids[tab->nfree++] = r->id;
-    return tab->gen[r->id];
+    r->bound = 0;
+    return ~r->gen;
 }
 
 mdr_region_t *mdr_region_lookup(const mdr_region_tab_t *tab, uint64_t key, const char **why_p)
@@ -100,11 +135,21 @@ mdr_region_t *mdr_region_lookup(const mdr_region_tab_t *tab, uint64_t key, const
 }
 
 mdr_region_t *mdr_region_check_put(const mdr_region_tab_t *tab, uint64_t key, uint64_t raddr,
-                                   uint64_t count, const char **why_p)
+                                   uint64_t count, uint64_t from, const char **why_p)
 {
     mdr_region_t *r = mdr_region_lookup(tab, key, why_p);
 
-    if (r != NULL && !mdr_region_covers(r->base, r->len, raddr, count)) {
+    if (r == NULL)
+        return NULL;
+    if (!r->bound) {
+        *why_p = mdr_region_why_unbound;
+        return NULL;
+    }
+    if (r->peer != from) {
+        *why_p = mdr_region_why_peer;
+        return NULL;
+    }
+    if (!mdr_region_covers(r->base, r->len, raddr, count)) {
         *why_p = mdr_region_why_range;
         return NULL;
     }

@@ -48,13 +48,14 @@ int mdr_sw_reg_known(const mdr_region_tab_t *tab, const mdr_region_t *r, const c
     return 0;
 }
 
-madrail_status_t mdr_sw_rkey_pack(const mdr_region_tab_t *tab, const mdr_region_t *r,
+madrail_status_t mdr_sw_rkey_pack(const mdr_region_tab_t *tab, mdr_region_t *r, uint64_t peer,
                                   void *buf, size_t *len_p)
 {
     uint64_t key;
 
     if (r == NULL || buf == NULL || len_p == NULL || !mdr_region_owned(tab, r))
         return MADRAIL_ERR_INVALID;
+    mdr_region_bind(r, peer);
     key = mdr_region_key(r);
     memcpy(buf, &key, sizeof(key));
     *len_p = sizeof(key);

@@ -16,7 +16,7 @@
 
 #include "rails/common/region.h"
 
-#define MDR_SW_RKEY_LEN 8 /* the packed key: generation << 32 | id */
+#define MDR_SW_RKEY_LEN 8 /* the packed key: random tag << 32 | id */
 
 /* mem_reg: check the range, allocate a zeroed handle of size bytes whose
  * mdr_region_t is at reg_off, file it in tab.  On success *memh_p is the
@@ -28,8 +28,9 @@ madrail_status_t mdr_sw_reg_new(mdr_region_tab_t *tab, const char *log_name, voi
 /* mem_dereg's check: is r filed in tab?  If not, logged ("mem_dereg of an
  * unknown handle") and 0. */
 int mdr_sw_reg_known(const mdr_region_tab_t *tab, const mdr_region_t *r, const char *log_name);
-/* rkey_pack: the key of r (owned by tab) into buf, MDR_SW_RKEY_LEN bytes. */
-madrail_status_t mdr_sw_rkey_pack(const mdr_region_tab_t *tab, const mdr_region_t *r,
+/* rkey_pack: bind r (owned by tab) to the peer of uuid peer and write its
+ * key into buf, MDR_SW_RKEY_LEN bytes. */
+madrail_status_t mdr_sw_rkey_pack(const mdr_region_tab_t *tab, mdr_region_t *r, uint64_t peer,
                                   void *buf, size_t *len_p);
 
 #endif /* MDR_RAILS_SW_REG_H */

@@ -462,10 +462,11 @@ static mdr_ep_t *mdr_loop_find_ep(mdr_rail_t *rail, const mdr_ep_t *sep)
     return NULL;
 }
 
-/* A put arrived at rail: is [raddr, raddr+len) inside a region registered
- * for remote writes under its key? */
+/* A put from the peer of uuid from arrived at rail: is [raddr, raddr+len)
+ * inside a region registered for remote writes under its key and offered
+ * to that peer? */
 static mdr_memh_t *mdr_loop_put_target(mdr_rail_t *rail, const mdr_loop_item_t *item,
-                                       char *why, size_t why_len)
+                                       uint64_t from, char *why, size_t why_len)
 {
     mdr_region_t *r;
     const char *reason;
@@ -475,7 +476,8 @@ static mdr_memh_t *mdr_loop_put_target(mdr_rail_t *rail, const mdr_loop_item_t *
                  (unsigned long long)item->rkey.rail_id, (unsigned long long)rail->id);
         return NULL;
     }
-    r = mdr_region_check_put(&rail->regions, item->rkey.key, item->raddr, item->len, &reason);
+    r = mdr_region_check_put(&rail->regions, item->rkey.key, item->raddr, item->len, from,
+                             &reason);
     if (r == NULL) {
         snprintf(why, why_len, "put of %zu bytes at 0x%llx with key %#llx: %s", item->len,
                  (unsigned long long)item->raddr, (unsigned long long)item->rkey.key, reason);
@@ -558,7 +560,7 @@ static int mdr_loop_next_event(mdr_rail_t *rail, mdr_loop_event_t *ev, uint64_t 
             ev->item = item;
             return 1;
         }
-        if (mdr_loop_put_target(rail, item, why, sizeof(why)) == NULL) {
+        if (mdr_loop_put_target(rail, item, sep->rail->uuid, why, sizeof(why)) == NULL) {
             mdr_error("rail %s: %s; closing the connection to uuid %016llx", rail->name, why,
                       (unsigned long long)rep->remote_uuid);
             mdr_list_push_head(&sep->errq, &item->link);
@@ -1021,13 +1023,16 @@ static void mdr_loop_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh)
     free(memh);
 }
 
-static madrail_status_t mdr_loop_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
-                                           size_t *len_p)
+static madrail_status_t mdr_loop_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, uint64_t peer,
+                                           void *buf, size_t *len_p)
 {
     mdr_loop_rkey_t k;
 
     if (memh == NULL || buf == NULL || len_p == NULL || memh->rail != rail)
         return MADRAIL_ERR_INVALID;
+    pthread_mutex_lock(&mdr_loop_lock); /* the put checks read it under the lock */
+    mdr_region_bind(&memh->reg, peer);
+    pthread_mutex_unlock(&mdr_loop_lock);
     k.rail_id = rail->id;
     k.key = mdr_region_key(&memh->reg);
     memcpy(buf, &k, sizeof(k));

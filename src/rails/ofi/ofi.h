@@ -357,8 +357,8 @@ madrail_status_t mdr_ofi_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
 madrail_status_t mdr_ofi_mem_reg(mdr_rail_t *rail, void *addr, size_t len, unsigned access,
                                  mdr_memh_t **memh_p);
 void mdr_ofi_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh);
-madrail_status_t mdr_ofi_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
-                                   size_t *len_p);
+madrail_status_t mdr_ofi_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, uint64_t peer,
+                                   void *buf, size_t *len_p);
 void mdr_ofi_mem_cleanup(mdr_rail_t *rail);
 
 #endif /* MDR_OFI_H */

@@ -94,13 +94,16 @@ void mdr_ofi_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh)
     free(memh);
 }
 
-madrail_status_t mdr_ofi_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
-                                   size_t *len_p)
+madrail_status_t mdr_ofi_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, uint64_t peer,
+                                   void *buf, size_t *len_p)
 {
     uint8_t *p = buf;
     uint64_t base, len;
     uint32_t flags, pad = 0;
 
+    /* Not bound: the provider lets any endpoint that holds the key write
+     * inside the region until mem_dereg closes it (docs/security.md). */
+    (void)peer;
     /* buf holds at least attr.max_rkey bytes (rail.h), whatever *len_p says */
     if (rail == NULL || memh == NULL || buf == NULL || len_p == NULL)
         return MADRAIL_ERR_INVALID;

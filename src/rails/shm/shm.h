@@ -46,7 +46,8 @@
 /* ---------------- shared layout (same binary on both sides) ---------------- */
 
 #define MDR_SHM_MAGIC 0x4d48534du /* "MSHM" */
-#define MDR_SHM_VERSION 2 /* 2: a ring claim carries the job key */
+#define MDR_SHM_VERSION 3 /* 2: a ring claim carries the job key; 3: registrations
+                           * name the peer they were offered to */
 #define MDR_SHM_PAGE 4096u
 #define MDR_SHM_NAME_MAX 80
 #define MDR_SHM_PREFIX "mdr-shm-"  /* file name prefix in /dev/shm */
@@ -117,15 +118,20 @@ typedef struct mdr_shm_ring_ctl {
     _Alignas(64) uint8_t spare[64];
 } mdr_shm_ring_ctl_t;
 
-/* One registration as a CMA writer sees it.  gen changes at deregistration,
- * so a stale key never matches; addr/len/access are written before the key
- * is handed out (the message that carries it orders them). */
+/* One registration as a CMA writer sees it.  gen (the key's tag) changes
+ * at deregistration, so a stale key never matches; addr/len/access and the
+ * peer are written before the key is handed out (the message that carries
+ * it orders them).  The writer checks itself: this stops a peer's mistake,
+ * not a hostile process, which with the ptrace rights CMA needs could
+ * write anywhere in ours anyway (docs/security.md). */
 typedef struct mdr_shm_reg_ent {
     _Atomic uint32_t gen;
     uint32_t access;
     uint64_t addr;
     uint64_t len;
     uint64_t valid; /* 1 while registered */
+    uint64_t bound; /* 1 once offered (rkey_pack) */
+    uint64_t peer;  /* the uuid of the peer it was offered to */
 } mdr_shm_reg_ent_t;
 
 typedef struct mdr_shm_seg_hdr {
@@ -361,11 +367,12 @@ madrail_status_t mdr_shm_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
 madrail_status_t mdr_shm_mem_reg(mdr_rail_t *rail, void *addr, size_t len, unsigned access,
                                  mdr_memh_t **memh_p);
 void mdr_shm_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh);
-madrail_status_t mdr_shm_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
-                                   size_t *len_p);
-/* Check a CMA put against the peer's shared table; 0 ok, -1 with *why_p. */
+madrail_status_t mdr_shm_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, uint64_t peer,
+                                   void *buf, size_t *len_p);
+/* Check a CMA put from the rail of uuid from against the peer's shared
+ * table; 0 ok, -1 with *why_p. */
 int mdr_shm_mem_check_remote(const mdr_shm_pseg_t *pseg, uint64_t key, uint64_t raddr,
-                             uint64_t count, const char **why_p);
+                             uint64_t count, uint64_t from, const char **why_p);
 void mdr_shm_mem_cleanup(mdr_rail_t *rail);
 
 #endif /* MDR_SHM_H */

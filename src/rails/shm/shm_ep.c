@@ -566,7 +566,7 @@ madrail_status_t mdr_shm_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
         return MADRAIL_OK;
 
     if (ep->cma && (uint32_t)k.key < ep->pseg->lay.nregs) {
-        if (mdr_shm_mem_check_remote(ep->pseg, k.key, raddr, len, &why) != 0) {
+        if (mdr_shm_mem_check_remote(ep->pseg, k.key, raddr, len, rail->uuid, &why) != 0) {
             mdr_shm_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "put of %zu bytes rejected: %s", len,
                             why);
             return MADRAIL_ERR_RAIL_DOWN;
@@ -676,7 +676,7 @@ static int mdr_shm_rx_drain(mdr_ep_t *ep)
             why = "record length does not match its count";
             reg = ext.count == rec.len - MDR_SHM_PUT_EXT
                       ? mdr_region_check_put(&rail->regions, ext.key, ext.raddr, ext.count,
-                                             &why)
+                                             ep->base.uuid, &why)
                       : NULL;
             if (reg == NULL) {
                 mdr_shm_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO,

@@ -1,7 +1,7 @@
 /*
  * Registrations of the shm driver.  Registering pins nothing: it records
- * [addr, addr+len) under a key id plus a generation that changes when the
- * id is reused, so a stale key can never write into a newer buffer
+ * [addr, addr+len) under a key id plus a random tag drawn anew for each
+ * registration, so a stale key does not write into a newer buffer
  * (MDR_RAIL_CAP_REG_CHEAP).  Two readers check a key: the receiver itself
  * for puts copied through a ring (the common region table, as in the tcp
  * driver: rails/common/region.h), and a CMA writer in another process,
@@ -46,6 +46,7 @@ madrail_status_t mdr_shm_mem_reg(mdr_rail_t *rail, void *addr, size_t len, unsig
         e->addr = mh->reg.base;
         e->len = len;
         e->access = access;
+        e->bound = 0;
         e->valid = 1;
         atomic_store_explicit(&e->gen, mh->reg.gen, memory_order_release);
     }
@@ -70,14 +71,23 @@ void mdr_shm_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh)
     free(memh);
 }
 
-madrail_status_t mdr_shm_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
-                                   size_t *len_p)
+madrail_status_t mdr_shm_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, uint64_t peer,
+                                   void *buf, size_t *len_p)
 {
     mdr_shm_rkey_t k;
 
     if (rail == NULL || memh == NULL || buf == NULL || len_p == NULL ||
         !mdr_region_owned(&rail->regions, &memh->reg))
         return MADRAIL_ERR_INVALID;
+    /* puts copied through a ring are checked against the binding; a CMA
+     * writer checks itself, and could write anywhere in our address space
+     * anyway (process_vm_writev needs ptrace rights over us) */
+    mdr_region_bind(&memh->reg, peer);
+    if (memh->reg.id < MDR_SHM_NREGS) {
+        mdr_shm_reg_ent_t *e = &rail->regtab[memh->reg.id];
+        e->peer = peer;
+        e->bound = 1;
+    }
     k.key = mdr_region_key(&memh->reg);
     k.tag = rail->tag;
     memcpy(buf, &k, sizeof(k));
@@ -86,11 +96,11 @@ madrail_status_t mdr_shm_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf
 }
 
 int mdr_shm_mem_check_remote(const mdr_shm_pseg_t *pseg, uint64_t key, uint64_t raddr,
-                             uint64_t count, const char **why_p)
+                             uint64_t count, uint64_t from, const char **why_p)
 {
     uint32_t id = (uint32_t)key, gen = (uint32_t)(key >> 32);
     const mdr_shm_reg_ent_t *tab, *e;
-    uint64_t addr, len, valid;
+    uint64_t addr, len, valid, bound, peer;
     uint32_t access;
 
     if (id >= pseg->lay.nregs) {
@@ -107,6 +117,8 @@ int mdr_shm_mem_check_remote(const mdr_shm_pseg_t *pseg, uint64_t key, uint64_t 
     len = e->len;
     access = e->access;
     valid = e->valid;
+    bound = e->bound;
+    peer = e->peer;
     /* entries are rewritten only after a generation change: check again */
     atomic_thread_fence(memory_order_acquire);
     if (atomic_load_explicit(&e->gen, memory_order_relaxed) != gen || !valid) {
@@ -115,6 +127,10 @@ int mdr_shm_mem_check_remote(const mdr_shm_pseg_t *pseg, uint64_t key, uint64_t 
     }
     if (!(access & MDR_MEM_REMOTE_WRITE)) {
         *why_p = mdr_region_why_access;
+        return -1;
+    }
+    if (!bound || peer != from) {
+        *why_p = bound ? mdr_region_why_peer : mdr_region_why_unbound;
         return -1;
     }
     if (!mdr_region_covers(addr, len, raddr, count)) {

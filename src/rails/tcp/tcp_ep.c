@@ -1395,7 +1395,7 @@ static void mdr_tcp_process(mdr_tcp_conn_t *conn, uint8_t *buf, size_t len)
                 mdr_region_lookup(&rail->regions, ext.rkey, &why) == NULL)
                 reg = NULL; /* deregistered since the put began: drop the rest */
             else if ((reg = mdr_region_check_put(&rail->regions, ext.rkey, ext.raddr, ext.count,
-                                                 &why)) == NULL) {
+                                                 conn->ep->base.uuid, &why)) == NULL) {
                 mdr_tcp_conn_proto(conn, "put of %llu bytes at 0x%llx (key %016llx): %s",
                                    (unsigned long long)ext.count,
                                    (unsigned long long)ext.raddr,

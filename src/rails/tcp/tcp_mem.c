@@ -3,10 +3,11 @@
  * data travels with its target address and the receiver writes it).
  * Registration pins nothing, it only records [addr, addr+len) under a key
  * id in the common region table (rails/common/region.h), so it is cheap
- * (MDR_RAIL_CAP_REG_CHEAP).  The packed rkey is the key id plus a
- * generation that changes when the id is reused, so a stale key from an
- * old rendezvous can never write into a newer buffer; the receiver checks
- * it with mdr_region_check_put.  A region deregistered while a put is
+ * (MDR_RAIL_CAP_REG_CHEAP).  The packed rkey is the key id plus a random
+ * tag drawn anew for each registration, so a stale key from an old
+ * rendezvous does not write into a newer buffer; rkey_pack binds the
+ * region to the peer it is offered to, and the receiver checks key, peer
+ * and range with mdr_region_check_put.  A region deregistered while a put is
  * streaming into it is kept (marked dead) until that connection lets go;
  * the rest of the payload is then discarded.
  */
@@ -49,12 +50,12 @@ void mdr_tcp_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh)
         free(memh);
 }
 
-madrail_status_t mdr_tcp_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
-                                   size_t *len_p)
+madrail_status_t mdr_tcp_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, uint64_t peer,
+                                   void *buf, size_t *len_p)
 {
     if (rail == NULL || memh == NULL)
         return MADRAIL_ERR_INVALID;
-    return mdr_sw_rkey_pack(&rail->regions, &memh->reg, buf, len_p);
+    return mdr_sw_rkey_pack(&rail->regions, &memh->reg, peer, buf, len_p);
 }
 
 void mdr_tcp_mem_unref(mdr_memh_t *memh)

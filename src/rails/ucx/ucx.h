@@ -503,8 +503,8 @@ const char *mdr_ucx_type_str(int type);
 madrail_status_t mdr_ucx_mem_reg(mdr_rail_t *rail, void *addr, size_t len, unsigned access,
                                  mdr_memh_t **memh_p);
 void mdr_ucx_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh);
-madrail_status_t mdr_ucx_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
-                                   size_t *len_p);
+madrail_status_t mdr_ucx_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, uint64_t peer,
+                                   void *buf, size_t *len_p);
 madrail_status_t mdr_ucx_put(mdr_ep_t *ep, const void *local, size_t len, mdr_memh_t *lmemh,
                              uint64_t raddr, const void *rkey, size_t rkey_len,
                              mdr_completion_t *comp);

@@ -174,13 +174,17 @@ void mdr_ucx_mem_dereg(mdr_rail_t *rail, mdr_memh_t *memh)
     mdr_ucx_memh_free(rail, memh);
 }
 
-madrail_status_t mdr_ucx_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, void *buf,
-                                   size_t *len_p)
+madrail_status_t mdr_ucx_rkey_pack(mdr_rail_t *rail, mdr_memh_t *memh, uint64_t peer,
+                                   void *buf, size_t *len_p)
 {
     mdr_ucx_rkey_hdr_t h;
     ucs_status_t us;
     size_t room;
 
+    /* Not bound: UCX lets any ep holding the packed key write inside the
+     * mapping, and the target's KEY_CHECK cannot stop a sender that skips
+     * it (docs/security.md). */
+    (void)peer;
     if (rail == NULL || memh == NULL || buf == NULL || len_p == NULL ||
         !mdr_region_owned(&rail->regions, &memh->reg))
         return MADRAIL_ERR_INVALID;
