@@ -508,6 +508,7 @@ struct mdr_rail {
     unsigned npending;
     unsigned nhs;            /* eps waiting for CHALLENGE or ACK (or to send ACK) */
     int held_stuck;          /* an ep's held messages met no-resource: progress retries */
+    double hs_next;          /* when progress next walks the eps for handshake deadlines */
 };
 
 /* ucx_rail.c */

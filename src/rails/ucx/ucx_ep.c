@@ -1493,8 +1493,11 @@ int mdr_ucx_hs_poll(mdr_rail_t *rail, int all)
         mdr_ucx_pending_end(rail, p);
         n++;
     }
-    if (all || (rail->nhs == 0 && !rail->held_stuck))
+    /* the walk over every ep at most every 5 ms (deadlines are seconds),
+     * at once when held messages wait for a send UCX refused */
+    if (all || (rail->nhs == 0 && !rail->held_stuck) || (now < rail->hs_next && !rail->held_stuck))
         return n;
+    rail->hs_next = now + 0.005;
     rail->held_stuck = 0;
     mdr_list_for_each_safe(l, tmp, &rail->base.eps_all) {
         mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, base.link);
