@@ -11,11 +11,13 @@
  * Endpoints are one-directional in UCX terms: each side sends on the
  * ucp_ep it created from the peer's packed worker address, and the
  * receiver finds the sender by the uuid every message carries.  The first
- * message on a ucp_ep is a HELLO with the sender's uuid and worker address,
- * so a receiver that has no ep for that uuid can create the reverse one
- * and offer it to the core (ep_accepted); a receiver that has one (both
- * sides connected) simply attaches the incoming stream to it, which is the
- * "merge" of rail.h.  Every message also carries the sender's connection
+ * message on a ucp_ep is a HELLO with the sender's uuid and worker address;
+ * once the sender proved the job key (CHALLENGE, PROOF, ACK: see
+ * mdr_ucx_hello_t), a receiver that has no ep for that uuid creates one,
+ * whose connection back is the ucp_ep it challenged on, and offers it to
+ * the core (ep_accepted); a receiver that has one (both sides connected)
+ * simply attaches the incoming stream to it, which is the "merge" of
+ * rail.h.  Every message also carries the sender's connection
  * id and a sequence number, and the receiver delivers each connection's
  * messages in sequence order whatever lane UCX used.
  *

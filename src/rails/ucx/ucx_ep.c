@@ -1,13 +1,16 @@
 /*
- * Endpoints of the ucx driver: lazy ucp_eps, sequenced sends, the HELLO /
- * REFUSE handshake, and failures.
+ * Endpoints of the ucx driver: lazy ucp_eps, sequenced sends, the
+ * handshake (HELLO, CHALLENGE, PROOF, ACK; REFUSE), and failures.
  *
  * An ep is created from the peer's packed address but its ucp_ep only on
  * the first send (a 10,000-rank job must not connect everything at init).
- * That first send is preceded by a HELLO carrying our uuid and worker
- * address: the peer attaches it to the ep it has for our uuid (both sides
- * connected: merged), or creates one and offers it to its core
- * (ep_accepted); a refusal comes back as REFUSE on a one-shot ucp_ep.
+ * That first send is preceded by a HELLO carrying our uuid, worker address
+ * and a nonce; the peer challenges it, and only once our PROOF of the job
+ * key verified (ucx.h, mdr_ucx_pending_t) does it attach the connection to
+ * the ep it has for our uuid (both sides connected: merged), or create one
+ * and offer it to its core (ep_accepted); a refusal comes back as REFUSE.
+ * Our messages wait in the ep (held) until the peer's ACK proved the key
+ * in turn.
  *
  * Sends are copied into a pooled buffer before ucp_am_send_nbx, because
  * rail.h lets the caller reuse its buffers at once while UCX keeps a
