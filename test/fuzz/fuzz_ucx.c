@@ -1,9 +1,13 @@
 /*
  * Fuzz target: the ucx driver's receive side (the active-message handler,
  * then what progress does with each message: HELLO with the sender's
- * worker address, per-connection sequencing, control messages, BYE,
- * REFUSE, key checks and answers, SYNC), as a stranger or a broken peer
- * reaching the rail's worker can drive it.
+ * worker address, the handshake's CHALLENGE, PROOF and ACK, per-connection
+ * sequencing, control messages, BYE, REFUSE, key checks and answers,
+ * SYNC), as a stranger or a broken peer reaching the rail's worker can
+ * drive it.  A stranger cannot answer V's challenge; so that inputs reach
+ * past the handshake, patch selectors put in the right proofs (V's
+ * pending challenge answered with the job key, V's expected ACK), and
+ * the seeds use them after each HELLO.
  *
  * The one refactor: the driver's active-message handler (mdr_ucx_am_cb)
  * is no longer static, so the harness hands it a header and data exactly
@@ -31,6 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rails/common/auth.h"
 #include "rails/ucx/ucx.h"
 #include "util/log.h"
 #include "fuzz_common.h"
@@ -75,6 +80,9 @@ enum {
     FZ_SEL_V_CONN = 4,      /* 4 bytes: V's connection id toward P (REFUSE, SYNC_ACK) */
     FZ_SEL_P_CONN = 5,      /* 4 bytes: P's connection id toward V */
     FZ_SEL_P_CONN16 = 6,    /* 2 bytes: its low 16 bits (the short form's header) */
+    FZ_SEL_PROOF = 7,       /* 32 bytes: the PROOF mac answering V's latest challenge to
+                             * P's uuid, made with the job key */
+    FZ_SEL_ACK = 8,         /* 32 bytes: the ACK mac V's ep to P waits for */
     FZ_NSEL
 };
 
@@ -256,6 +264,47 @@ static mdr_ucx_short_slot_t *fz_slot(fz_ucx_t *s, unsigned k)
     return NULL;
 }
 
+/* The initiator's proof for V's latest pending challenge to P's uuid
+ * (zeros when there is none), as P would make it (ucx_ep.c). */
+static void fz_proof(fz_ucx_t *s, uint8_t mac[MDR_AUTH_MAC_LEN])
+{
+    const mdr_ucx_pending_t *p = NULL;
+    uint8_t rid[2 * MDR_UCX_ADDR_LEN];
+    mdr_auth_transcript_t t;
+    unsigned i;
+
+    memset(mac, 0, MDR_AUTH_MAC_LEN);
+    for (i = 0; i < MDR_UCX_PENDING_MAX; i++)
+        if (s->v->pending[i].used && s->v->pending[i].uuid == FZ_P_UUID &&
+            (p == NULL || s->v->pending[i].deadline >= p->deadline))
+            p = &s->v->pending[i];
+    if (p == NULL)
+        return;
+    memcpy(rid, s->v->addr + MDR_UCX_ADDR_HDR, s->v->waddr_len);
+    memcpy(rid + s->v->waddr_len, p->waddr, p->waddr_len);
+    t.driver = "ucx";
+    t.uuid_i = FZ_P_UUID;
+    t.uuid_a = FZ_V_UUID;
+    t.nonce_i = p->nonce_i;
+    t.nonce_a = p->nonce_a;
+    t.rail_id = rid;
+    t.rail_id_len = s->v->waddr_len + p->waddr_len;
+    mdr_auth_mac(mac, fz_job_key, MDR_JOB_KEY_LEN, MDR_AUTH_INITIATOR, &t);
+}
+
+static void fz_ack(fz_ucx_t *s, uint8_t mac[MDR_AUTH_MAC_LEN])
+{
+    int i;
+
+    memset(mac, 0, MDR_AUTH_MAC_LEN);
+    for (i = 0; i < FZ_MAXEP; i++)
+        if (s->vep[i].ep != NULL && s->vep[i].ep->base.uuid == FZ_P_UUID &&
+            s->vep[i].ep->hs == MDR_UCX_HS_PROOF) {
+            memcpy(mac, s->vep[i].ep->mac_a_want, MDR_AUTH_MAC_LEN);
+            return;
+        }
+}
+
 static void fz_msg(fz_ucx_t *s, fz_in_t *in)
 {
     static uint64_t data[65536 / 8];
@@ -280,6 +329,7 @@ static void fz_msg(fz_ucx_t *s, fz_in_t *in)
         size_t cap = (sel & 0x80) ? hlen : dlen;
         uint64_t v64 = 0;
         uint32_t v32;
+        uint8_t mac[MDR_AUTH_MAC_LEN];
         const void *src = &v64;
         size_t n = 8;
         switch ((sel & 0x7f) % FZ_NSEL) {
@@ -289,6 +339,8 @@ static void fz_msg(fz_ucx_t *s, fz_in_t *in)
         case FZ_SEL_P_UUID: v64 = FZ_P_UUID; break;
         case FZ_SEL_V_CONN: v32 = fz_conn(s, 1); src = &v32; n = 4; break;
         case FZ_SEL_P_CONN16: v32 = fz_conn(s, 0); src = &v32; n = 2; break;
+        case FZ_SEL_PROOF: fz_proof(s, mac); src = mac; n = sizeof(mac); break;
+        case FZ_SEL_ACK: fz_ack(s, mac); src = mac; n = sizeof(mac); break;
         default: v32 = fz_conn(s, 0); src = &v32; n = 4; break;
         }
         if ((size_t)off + n <= cap)
@@ -518,11 +570,29 @@ static void sd_hello(fz_seed_t *sd, uint32_t conn, uint64_t target, uint32_t seq
 
     memset(&h, 0, sizeof(h));
     h.target = target;
-    memcpy(h.key, fz_job_key, sizeof(h.key));
+    memset(h.nonce, 0x6e, sizeof(h.nonce));
     h.addr_len = 16; /* replaced by the real length when patched */
     memcpy(b, &h, sizeof(h));
     memset(b + sizeof(h), 0x5a, sizeof(b) - sizeof(h)); /* not a worker address */
     sd_msg(sd, MDR_UCX_M_HELLO, 0, conn, seq, 0, b, sizeof(b), pt, addr ? 2 : 0);
+}
+
+/* The PROOF of connection conn, its mac patched in to answer V's challenge
+ * (good) or left as zeros; cont zeros (no session yet). */
+static void sd_proof(fz_seed_t *sd, uint32_t conn, int good)
+{
+    mdr_ucx_proof_t pr;
+    const sd_patch_t pt[] = {{offsetof(mdr_ucx_proof_t, mac), FZ_SEL_PROOF}};
+
+    memset(&pr, 0, sizeof(pr));
+    sd_msg(sd, MDR_UCX_M_PROOF, 0, conn, 0, 0, &pr, sizeof(pr), pt, good ? 1 : 0);
+}
+
+/* A HELLO as P, and a PROOF that answers V's challenge. */
+static void sd_connect(fz_seed_t *sd, uint32_t conn)
+{
+    sd_hello(sd, conn, FZ_V_UUID, 0, 1);
+    sd_proof(sd, conn, 1);
 }
 
 static int fz_ucx_seeds(const char *dir)
@@ -544,7 +614,7 @@ static int fz_ucx_seeds(const char *dir)
         memset(&sd, 0, sizeof(sd));
         sd_npatch_flags = k == 4 ? 8 : 0;
         sd_u8(&sd, setups[k]);
-        sd_hello(&sd, 7, FZ_V_UUID, 0, 1);
+        sd_connect(&sd, 7);
         sd_msg(&sd, MDR_UCX_M_CTRL, 0, 7, 1, 0, ctl, 16, NULL, 0);
         sd_msg(&sd, MDR_UCX_M_CTRL, 0, 7, 3, 0, ctl, 1, NULL, 0);  /* early */
         sd_msg(&sd, MDR_UCX_M_CTRL, 0, 7, 2, 0, ctl, FZ_SLOT, NULL, 0);
@@ -575,10 +645,56 @@ static int fz_ucx_seeds(const char *dir)
             memset(&sd, 0, sizeof(sd));
             sd_u8(&sd, 0);
             sd_hello(&sd, h[k].conn, h[k].target, h[k].seq, h[k].addr);
+            sd_proof(&sd, h[k].conn, 1);
             sd_msg(&sd, MDR_UCX_M_CTRL, 0, h[k].conn, 1, 0, ctl, 24, NULL, 0);
             sd_u8(&sd, FZ_OP_PROGRESS);
             sd_u8(&sd, 2);
             rc |= sd_save(dir, h[k].name, &sd);
+        }
+    }
+    /* the handshake: a PROOF that does not answer the challenge, one for no
+     * HELLO, one of the wrong size, the right one twice; a CHALLENGE and
+     * an ACK for V's own connection to P (good, wrong, for another
+     * connection), with V's first send to P before them */
+    {
+        const sd_patch_t vaux[] = {{offsetof(mdr_ucx_hdr_t, aux), 0x80 | FZ_SEL_V_CONN}};
+        const sd_patch_t vack[] = {{offsetof(mdr_ucx_hdr_t, aux), 0x80 | FZ_SEL_V_CONN},
+                                   {0, FZ_SEL_ACK}};
+        uint8_t nonce[16], mac[32];
+        memset(nonce, 0x33, sizeof(nonce));
+        memset(mac, 0, sizeof(mac));
+        memset(&sd, 0, sizeof(sd));
+        sd_u8(&sd, 0);
+        sd_hello(&sd, 21, FZ_V_UUID, 0, 1);
+        sd_proof(&sd, 21, 0);                   /* wrong mac */
+        sd_proof(&sd, 22, 1);                   /* no HELLO */
+        sd_hello(&sd, 23, FZ_V_UUID, 0, 1);
+        sd_msg(&sd, MDR_UCX_M_PROOF, 0, 23, 0, 0, mac, 31, NULL, 0); /* short */
+        sd_connect(&sd, 24);
+        sd_proof(&sd, 24, 1);                   /* again */
+        sd_msg(&sd, MDR_UCX_M_CTRL, 0, 24, 1, 0, ctl, 16, NULL, 0);
+        sd_u8(&sd, FZ_OP_PROGRESS);
+        sd_u8(&sd, 3);
+        rc |= sd_save(dir, "handshake-proofs", &sd);
+        for (k = 0; k < 3; k++) {
+            static const char *const names[3] = {"handshake-challenge-ack",
+                                                 "handshake-ack-wrong", "handshake-ack-other"};
+            memset(&sd, 0, sizeof(sd));
+            sd_u8(&sd, FZ_S_V_FIRST);
+            sd_msg(&sd, MDR_UCX_M_CHALLENGE, 0, 31, 0, 0, nonce, sizeof(nonce), vaux, 1);
+            if (k == 0)
+                sd_msg(&sd, MDR_UCX_M_ACK, 0, 31, 0, 0, mac, sizeof(mac), vack, 2);
+            else if (k == 1)
+                sd_msg(&sd, MDR_UCX_M_ACK, 0, 31, 0, 0, mac, sizeof(mac), vaux, 1);
+            else
+                sd_msg(&sd, MDR_UCX_M_ACK, 0, 31, 0, 5, mac, sizeof(mac), NULL, 0);
+            sd_msg(&sd, MDR_UCX_M_CTRL, 0, 31, 1, 0, ctl, 16, NULL, 0);
+            sd_u8(&sd, FZ_OP_V_SEND);
+            sd_u8(&sd, 0);
+            sd_u16(&sd, 30);
+            sd_u8(&sd, FZ_OP_PROGRESS);
+            sd_u8(&sd, 3);
+            rc |= sd_save(dir, names[k], &sd);
         }
     }
     /* headers: short, long, another version; unknown types; SYNC flags */
@@ -586,7 +702,7 @@ static int fz_ucx_seeds(const char *dir)
         mdr_ucx_hdr_t bad;
         memset(&sd, 0, sizeof(sd));
         sd_u8(&sd, 0);
-        sd_hello(&sd, 9, FZ_V_UUID, 0, 1);
+        sd_connect(&sd, 9);
         memset(&bad, 0, sizeof(bad));
         bad.type = MDR_UCX_M_CTRL;
         bad.version = MDR_UCX_VERSION;
@@ -632,7 +748,7 @@ static int fz_ucx_seeds(const char *dir)
             kc.count = c[k].count;
             memset(&sd, 0, sizeof(sd));
             sd_u8(&sd, FZ_S_V_FIRST);
-            sd_hello(&sd, 11, FZ_V_UUID, 0, 1);
+            sd_connect(&sd, 11);
             sd_msg(&sd, MDR_UCX_M_KEY_CHECK, 0, 11, 1, 0, &kc, sizeof(kc), NULL, 0);
             memset(&a, 0, sizeof(a));
             a.check_id = 5;

@@ -18,6 +18,12 @@
  * And a peer process that dies without a goodbye while the short form is
  * in use: the ep to it fails (UCX reports the broken connection).
  *
+ * The handshake (issue 28): the job key is in no message the driver
+ * frames; a recorded HELLO and PROOF replayed as a new connection are
+ * refused (the PROOF answers another challenge); a third rail with the
+ * key that claims a connected peer's id is refused, and the peer's
+ * connection keeps working.
+ *
  * Each check prints a line; exit 0 = pass, 1 = fail, 77 = skip (no ucx:lo
  * rail here).
  */
@@ -487,6 +493,150 @@ static void check_peer_death(void)
     }
 }
 
+/* ---------------- the handshake (issue 28) ---------------- */
+
+/* What the driver frames, as the test hook sees it (ucx.h, mdr_ucx_tx_hook). */
+static struct {
+    int on;
+    unsigned nmsg, nhello, nproof, nkey;
+    uint8_t hello[512], proof[512];
+    size_t hello_len, proof_len;
+    mdr_ucx_hdr_t hello_hdr, proof_hdr;
+} cap;
+
+static void cap_hook(const mdr_ucx_hdr_t *hdr, const struct iovec *iov, int iovcnt)
+{
+    uint8_t buf[sizeof(*hdr) + 16384];
+    size_t len = sizeof(*hdr), i;
+    int k;
+
+    if (!cap.on)
+        return;
+    memcpy(buf, hdr, sizeof(*hdr));
+    for (k = 0; k < iovcnt; k++)
+        if (iov[k].iov_len > 0 && len + iov[k].iov_len <= sizeof(buf)) {
+            memcpy(buf + len, iov[k].iov_base, iov[k].iov_len);
+            len += iov[k].iov_len;
+        }
+    cap.nmsg++;
+    for (i = 0; i + MDR_JOB_KEY_LEN <= len; i++)
+        if (memcmp(buf + i, rt_job_key, MDR_JOB_KEY_LEN) == 0)
+            cap.nkey++;
+    if (hdr->type == MDR_UCX_M_HELLO && len - sizeof(*hdr) <= sizeof(cap.hello)) {
+        cap.nhello++;
+        cap.hello_hdr = *hdr;
+        cap.hello_len = len - sizeof(*hdr);
+        memcpy(cap.hello, buf + sizeof(*hdr), cap.hello_len);
+    }
+    if (hdr->type == MDR_UCX_M_PROOF && len - sizeof(*hdr) <= sizeof(cap.proof)) {
+        cap.nproof++;
+        cap.proof_hdr = *hdr;
+        cap.proof_len = len - sizeof(*hdr);
+        memcpy(cap.proof, buf + sizeof(*hdr), cap.proof_len);
+    }
+}
+
+/* Hand a recorded message to r's handler as its worker would. */
+static void inject(side_t *r, const mdr_ucx_hdr_t *hdr, const void *data, size_t len)
+{
+    ucp_am_recv_param_t prm;
+
+    memset(&prm, 0, sizeof(prm));
+    (void)mdr_ucx_am_cb(r->rail, hdr, sizeof(*hdr), (void *)data, len, &prm);
+}
+
+/* The key never leaves: every message of a connection's handshake and of
+ * its traffic, both ways, scanned for the job key's bytes.  Then the
+ * recorded HELLO and PROOF replayed to b as a new connection: b answers
+ * the HELLO with a new challenge, which the old PROOF does not meet. */
+static void test_handshake_wire(side_t *a, side_t *b)
+{
+    unsigned acc0, ref0;
+
+    memset(&cap, 0, sizeof(cap));
+    mdr_ucx_tx_hook = cap_hook;
+    cap.on = 1;
+    CHECK(cycle(a, b, 0) == 0, "handshake: a connection with a message each way (recorded)");
+    cap.on = 0;
+    CHECK(cap.nhello >= 1 && cap.nproof >= 1 && cap.nmsg > cap.nhello + cap.nproof,
+          "handshake: %u messages framed, %u HELLO, %u PROOF", cap.nmsg, cap.nhello,
+          cap.nproof);
+    CHECK(cap.nkey == 0, "handshake: the job key is in none of them (%u found)", cap.nkey);
+
+    /* the last HELLO and PROOF recorded are a's to b (b's reply rides on
+     * the ACK's connection back) */
+    acc0 = (unsigned)b->naccepted;
+    ref0 = (unsigned)b->rail->refusals.total;
+    cap.hello_hdr.uuid = a->uuid;
+    inject(b, &cap.hello_hdr, cap.hello, cap.hello_len);
+    settle(a, b, 0.05);
+    CHECK(b->rail->npending == 1, "replay: b challenged the recorded HELLO (%u pending)",
+          b->rail->npending);
+    inject(b, &cap.proof_hdr, cap.proof, cap.proof_len);
+    settle(a, b, 0.05);
+    CHECK((unsigned)b->naccepted == acc0 && b->rail->npending == 0 &&
+              b->rail->refusals.total > ref0,
+          "replay: the recorded PROOF fails the new challenge (accepted %u -> %u, refusals "
+          "%u -> %lu, %u pending)",
+          acc0, (unsigned)b->naccepted, ref0, b->rail->refusals.total, b->rail->npending);
+    mdr_ucx_tx_hook = NULL;
+}
+
+/* A process with the key that claims a's id (c, uuid 0xA) while a's
+ * connection to b is live: b refuses it (no continuity proof), and a's
+ * connection keeps working both ways. */
+static void test_takeover(side_t *a, side_t *b)
+{
+    side_t c;
+    int acc0, ok;
+
+    if (side_open(&c, a->uuid) != MADRAIL_OK) {
+        CHECK(0, "takeover: a third rail opens");
+        return;
+    }
+    a->own.nrecv = 0;
+    a->own.failed = 0;
+    b->acc.ep = NULL;
+    ok = ops->ep_create(a->rail, b->uuid, b->addr, b->attr.addr_len, &a->own, &a->own.ep) ==
+             MADRAIL_OK &&
+         send1(a, b, a->own.ep) == MADRAIL_OK &&
+         WAIT(a, b, b->acc.ep != NULL && b->acc.nrecv == 1) &&
+         send1(b, a, b->acc.ep) == MADRAIL_OK && WAIT(a, b, a->own.nrecv == 1);
+    CHECK(ok, "takeover: a and b connected, a message each way");
+    acc0 = b->naccepted;
+    c.own.failed = 0;
+    ok = ops->ep_create(c.rail, b->uuid, b->addr, b->attr.addr_len, &c.own, &c.own.ep) ==
+         MADRAIL_OK;
+    if (ok) {
+        uint64_t v = 9;
+        struct iovec iov = {&v, sizeof(v)};
+        double dl = mdr_time_sec() + 20.0;
+        (void)ops->ctrl_send(c.own.ep, &iov, 1);
+        while (!c.own.failed && mdr_time_sec() < dl) {
+            prog2(a, b);
+            ops->progress(c.rail);
+        }
+    }
+    CHECK(ok && c.own.failed && b->naccepted == acc0 && b->acc.failed == 0,
+          "takeover: b refused c's connection under a's id (c failed: %d, b accepted %d more, "
+          "b's ep to a failed: %d)",
+          c.own.failed, b->naccepted - acc0, b->acc.failed);
+    ok = send1(a, b, a->own.ep) == MADRAIL_OK && WAIT(a, b, b->acc.nrecv == 2) &&
+         send1(b, a, b->acc.ep) == MADRAIL_OK && WAIT(a, b, a->own.nrecv == 2) &&
+         !a->own.failed && !b->acc.failed;
+    CHECK(ok, "takeover: a's connection still works both ways (a got %llu, b got %llu)",
+          (unsigned long long)a->own.nrecv, (unsigned long long)b->acc.nrecv);
+    if (c.own.ep != NULL)
+        ops->ep_destroy(c.own.ep);
+    ops->ep_destroy(a->own.ep);
+    a->own.ep = NULL;
+    if (b->acc.ep != NULL)
+        ops->ep_destroy(b->acc.ep);
+    b->acc.ep = NULL;
+    settle(a, b, 0.05);
+    ops->close(c.rail);
+}
+
 int main(int argc, char **argv)
 {
     static const char *const who[] = {"the connecting side", "the accepting side",
@@ -523,6 +673,8 @@ int main(int argc, char **argv)
     }
     test_short_form(&a, &b);
     test_short_full(&a, &b);
+    test_handshake_wire(&a, &b);
+    test_takeover(&a, &b);
     ops->close(a.rail);
     ops->close(b.rail);
     return rt_finish();

@@ -11,11 +11,13 @@
  * Endpoints are one-directional in UCX terms: each side sends on the
  * ucp_ep it created from the peer's packed worker address, and the
  * receiver finds the sender by the uuid every message carries.  The first
- * message on a ucp_ep is a HELLO with the sender's uuid and worker address,
- * so a receiver that has no ep for that uuid can create the reverse one
- * and offer it to the core (ep_accepted); a receiver that has one (both
- * sides connected) simply attaches the incoming stream to it, which is the
- * "merge" of rail.h.  Every message also carries the sender's connection
+ * message on a ucp_ep is a HELLO with the sender's uuid and worker address;
+ * once the sender proved the job key (CHALLENGE, PROOF, ACK: see
+ * mdr_ucx_hello_t), a receiver that has no ep for that uuid creates one,
+ * whose connection back is the ucp_ep it challenged on, and offers it to
+ * the core (ep_accepted); a receiver that has one (both sides connected)
+ * simply attaches the incoming stream to it, which is the "merge" of
+ * rail.h.  Every message also carries the sender's connection
  * id and a sequence number, and the receiver delivers each connection's
  * messages in sequence order whatever lane UCX used.
  *
@@ -59,7 +61,9 @@
 #define MDR_UCX_AM_SHORT_BASE 8 /* short form: id 8 + the receiver's slot for the connection */
 #define MDR_UCX_SHORT_SLOTS 1024 /* incoming connections of a rail with a short form; more
                                   * (at once) use the full form */
-#define MDR_UCX_VERSION 3 /* 2: the HELLO carries the job key; 3: SHORT_ID and the short form */
+#define MDR_UCX_VERSION 4 /* 2: the HELLO carries the job key; 3: SHORT_ID and the short form;
+                           * 4: the key proves itself without being sent (CHALLENGE, PROOF,
+                           * ACK; no key in the HELLO) */
 
 enum {
     MDR_UCX_M_HELLO = 1,      /* first on a connection: mdr_ucx_hello_t + worker address */
@@ -74,6 +78,14 @@ enum {
     MDR_UCX_M_SYNC_ACK = 10,  /* uint32_t: the sync number answered */
     MDR_UCX_M_SHORT_ID = 11,  /* mdr_ucx_short_id_t: send your connection's control
                                * messages to me in the short form, with this id */
+    MDR_UCX_M_CHALLENGE = 12, /* acceptor -> initiator, unsequenced: the acceptor's nonce;
+                               * hdr.aux = the initiator's connection, hdr.conn = the
+                               * acceptor's connection back if the handshake succeeds */
+    MDR_UCX_M_PROOF = 13,     /* initiator -> acceptor, on its connection, sequence 0:
+                               * mdr_ucx_proof_t */
+    MDR_UCX_M_ACK = 14,       /* acceptor -> initiator: mdr_ucx_ack_t; hdr.aux = the
+                               * initiator's connection; hdr.conn != 0: sequence 0 of the
+                               * acceptor's connection back (it starts here) */
     MDR_UCX_M_MAX
 };
 
@@ -121,11 +133,22 @@ enum {
     MDR_UCX_HF_SYNC = 1u << 0
 };
 
-/* The receiver checks, in this order: the job key, the sizes, target ==
- * its uuid, the sender's uuid is not its own.  A HELLO that fails is
- * dropped without an answer (no REFUSE: a REFUSE carries our uuid) and
- * logged through mdr_drv_refusal; only a HELLO that proved the key may be
- * answered with REFUSE (the core said no) or replace a live connection. */
+/* The handshake (version 4; rails/common/auth.h).  The initiator sends a
+ * HELLO with a fresh nonce and its worker address, never the key.  The
+ * acceptor checks the sizes, the worker address's format, target == its
+ * uuid and that the sender's uuid is not its own (a HELLO that fails is
+ * dropped without an answer, logged through mdr_drv_refusal), keeps the
+ * half-open handshake in a small table with a short deadline (no ep, no
+ * core state) and answers CHALLENGE with its own nonce on a ucp_ep to the
+ * HELLO's worker address.  The initiator answers PROOF: its MAC of the
+ * transcript under the job key, and, when it knows one, a continuity proof
+ * under the session secret of the connection it replaces.  Only a PROOF
+ * that verifies makes an ep; only then may the acceptor REFUSE out loud.
+ * ACK carries the acceptor's MAC, which the initiator verifies before it
+ * sends anything else on the connection (until then its messages are held
+ * locally).  The transcript's rail bytes are the acceptor's worker address
+ * followed by the initiator's (the HELLO's): both sides know both, and the
+ * address the acceptor will send to is bound to the proof. */
 typedef struct mdr_ucx_hello {
     uint64_t target;   /* the uuid the sender means to reach */
     uint32_t addr_len; /* worker address bytes that follow */
@@ -133,8 +156,60 @@ typedef struct mdr_ucx_hello {
                         * MDR_UCX_ADDR_INET_OFF) */
     uint16_t probe_port; /* its probe port, network order (0: none) */
     uint16_t pad[3];
-    uint8_t key[16];   /* the job key (MDR_JOB_KEY_LEN) */
+    uint8_t nonce[16]; /* the initiator's nonce (MDR_AUTH_NONCE_LEN) */
 } mdr_ucx_hello_t;
+
+/* PROOF: mac = mdr_auth_mac(job key, MDR_AUTH_INITIATOR, T); cont =
+ * mdr_auth_mac(S_old, MDR_AUTH_CONTINUITY, T) when the initiator has a
+ * session secret with the acceptor on this rail, else zeros. */
+typedef struct mdr_ucx_proof {
+    uint8_t mac[32];
+    uint8_t cont[32];
+} mdr_ucx_proof_t;
+
+/* ACK: mac = mdr_auth_mac(job key, MDR_AUTH_ACCEPTOR, T). */
+typedef struct mdr_ucx_ack {
+    uint8_t mac[32];
+} mdr_ucx_ack_t;
+
+/* A handshake the acceptor answered with CHALLENGE and whose PROOF has not
+ * come yet: all it keeps of a stranger.  At most MDR_UCX_PENDING_MAX at
+ * once (MDR_UCX_PENDING_PER_UUID per claimed uuid), each for
+ * MDR_UCX_PENDING_WAIT seconds; the ucp_ep to the stranger's worker
+ * address is closed (non-blocking, as every close) when the handshake
+ * fails or expires, or becomes the accepted ep's connection back. */
+typedef struct mdr_ucx_pending {
+    int used;
+    uint64_t uuid;          /* what the HELLO claims */
+    uint32_t conn_i;        /* the initiator's connection */
+    uint32_t conn_a;        /* ours back, named in the CHALLENGE */
+    uint8_t nonce_i[16], nonce_a[16];
+    uint8_t waddr[256];
+    size_t waddr_len;
+    uint32_t inet4;
+    uint16_t probe_port;
+    struct mdr_ucx_uep *uep;
+    double deadline;
+} mdr_ucx_pending_t;
+#define MDR_UCX_PENDING_MAX 32
+#define MDR_UCX_PENDING_PER_UUID 4
+#define MDR_UCX_PENDING_WAIT 5.0 /* seconds the acceptor waits for a PROOF */
+#define MDR_UCX_HS_WAIT 10.0     /* seconds the initiator waits for CHALLENGE and ACK */
+
+/* The initiator's side of its connection's handshake (mdr_ep_t.hs). */
+enum {
+    MDR_UCX_HS_NONE = 0, /* no connection yet (or failed) */
+    MDR_UCX_HS_HELLO,    /* HELLO sent, waiting for CHALLENGE */
+    MDR_UCX_HS_PROOF,    /* PROOF sent, waiting for ACK */
+    MDR_UCX_HS_ACK_DUE,  /* acceptor: the connection back was handed over, ACK not yet sent */
+    MDR_UCX_HS_OPEN      /* the peer proved the key: messages go out */
+};
+
+/* Test hook: when set, called with every message the driver frames with
+ * the full header (HELLO, CHALLENGE, PROOF, ACK, REFUSE, BYE, ...; the
+ * short form and the immediate control path are not), before it is sent.
+ * test/rail/test_ucx_driver.c checks that the job key is in none. */
+extern void (*mdr_ucx_tx_hook)(const mdr_ucx_hdr_t *hdr, const struct iovec *iov, int iovcnt);
 
 typedef struct mdr_ucx_check {
     uint64_t check_id;
@@ -365,6 +440,19 @@ struct mdr_ep {
     char closed_reason[MDR_UCX_REASON];
     mdr_tcp_path_t path; /* the peer's address for ep_link_quiet (rail->tcpdiag) */
     uint16_t probe_port; /* the peer's probe port (network order; 0: none) */
+
+    /* handshake (ucx.h, mdr_ucx_pending_t): hs of our connection; what we
+     * expect of the acceptor's ACK; held: our messages sent before the
+     * peer proved the key (mdr_ucx_tx_t, in order, numbered) */
+    int hs;
+    double hs_deadline;
+    uint8_t nonce_i[16];
+    uint8_t mac_a_want[32], sess_want[32];
+    mdr_list_t held;
+    /* session secrets: of our connection (we initiated) and of the peer's
+     * (we accepted); a reconnection proves continuity with one of them */
+    uint8_t sess_tx[32], sess_rx[32];
+    int has_sess_tx, has_sess_rx;
 };
 
 struct mdr_rail {
@@ -418,6 +506,11 @@ struct mdr_rail {
                               * IPv4 address (family 0 otherwise: cannot tell) */
     mdr_link_watch_t lw;     /* dev's link events (linkwatch.h) */
     int probe_fd;            /* bound, never listening: peers probe the path here (-1) */
+    mdr_ucx_pending_t pending[MDR_UCX_PENDING_MAX]; /* half-open handshakes (acceptor) */
+    unsigned npending;
+    unsigned nhs;            /* eps waiting for CHALLENGE or ACK (or to send ACK) */
+    int held_stuck;          /* an ep's held messages met no-resource: progress retries */
+    double hs_next;          /* when progress next walks the eps for handshake deadlines */
 };
 
 /* ucx_rail.c */
@@ -483,6 +576,13 @@ int mdr_ucx_ep_closed_check(mdr_ep_t *ep);
 int mdr_ucx_report_failures(mdr_rail_t *rail);
 /* A HELLO arrived (rx holds it). */
 void mdr_ucx_hello(mdr_rail_t *rail, mdr_ucx_rx_t *rx);
+/* CHALLENGE, PROOF, ACK of the handshake. */
+void mdr_ucx_challenge(mdr_rail_t *rail, mdr_ucx_rx_t *rx);
+void mdr_ucx_proof(mdr_rail_t *rail, mdr_ucx_rx_t *rx);
+void mdr_ucx_ack(mdr_rail_t *rail, mdr_ucx_rx_t *rx);
+/* Deadlines of handshakes (both sides) and held messages to send; from
+ * progress while any is due.  all: the rail closes (pending ones end). */
+int mdr_ucx_hs_poll(mdr_rail_t *rail, int all);
 /* REFUSE for one of our connections. */
 void mdr_ucx_refused(mdr_rail_t *rail, mdr_ucx_rx_t *rx);
 /* Poll ueps whose close runs; frees the finished ones.  Returns how many finished. */

@@ -1,13 +1,16 @@
 /*
- * Endpoints of the ucx driver: lazy ucp_eps, sequenced sends, the HELLO /
- * REFUSE handshake, and failures.
+ * Endpoints of the ucx driver: lazy ucp_eps, sequenced sends, the
+ * handshake (HELLO, CHALLENGE, PROOF, ACK; REFUSE), and failures.
  *
  * An ep is created from the peer's packed address but its ucp_ep only on
  * the first send (a 10,000-rank job must not connect everything at init).
- * That first send is preceded by a HELLO carrying our uuid and worker
- * address: the peer attaches it to the ep it has for our uuid (both sides
- * connected: merged), or creates one and offers it to its core
- * (ep_accepted); a refusal comes back as REFUSE on a one-shot ucp_ep.
+ * That first send is preceded by a HELLO carrying our uuid, worker address
+ * and a nonce; the peer challenges it, and only once our PROOF of the job
+ * key verified (ucx.h, mdr_ucx_pending_t) does it attach the connection to
+ * the ep it has for our uuid (both sides connected: merged), or create one
+ * and offer it to its core (ep_accepted); a refusal comes back as REFUSE.
+ * Our messages wait in the ep (held) until the peer's ACK proved the key
+ * in turn.
  *
  * Sends are copied into a pooled buffer before ucp_am_send_nbx, because
  * rail.h lets the caller reuse its buffers at once while UCX keeps a
@@ -37,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rails/common/auth.h"
 #include "rails/common/drv.h"
 #include "rails/ucx/ucx.h"
 #include "util/clock.h"
@@ -47,7 +51,7 @@ const char *mdr_ucx_type_str(int type)
 {
     static const char *const names[MDR_UCX_M_MAX] = {
         "invalid", "HELLO", "CTRL", "BYE", "REFUSE", "KEY_CHECK", "KEY_OK", "KEY_BAD",
-        "KEY_REVOKE", "SYNC", "SYNC_ACK", "SHORT_ID"};
+        "KEY_REVOKE", "SYNC", "SYNC_ACK", "SHORT_ID", "CHALLENGE", "PROOF", "ACK"};
     return type > 0 && type < MDR_UCX_M_MAX ? names[type] : "invalid";
 }
 
@@ -333,6 +337,8 @@ static void mdr_ucx_tx_done(void *request, ucs_status_t status, void *user_data)
     mdr_ucx_tx_free(tx->rail, tx);
 }
 
+void (*mdr_ucx_tx_hook)(const mdr_ucx_hdr_t *hdr, const struct iovec *iov, int iovcnt);
+
 /* Send hdr + the iov pieces on h; ep (may be NULL) accounts for it. */
 static madrail_status_t mdr_ucx_am_send(mdr_rail_t *rail, ucp_ep_h h, mdr_ep_t *ep,
                                         const mdr_ucx_hdr_t *hdr, const struct iovec *iov,
@@ -344,6 +350,8 @@ static madrail_status_t mdr_ucx_am_send(mdr_rail_t *rail, ucp_ep_h h, mdr_ep_t *
     void *req;
     int i;
 
+    if (mdr_ucx_tx_hook != NULL)
+        mdr_ucx_tx_hook(hdr, iov, iovcnt);
     for (i = 0; i < iovcnt; i++)
         len += iov[i].iov_len;
     /* First, from the caller's memory if UCX can finish it in the call (a
@@ -431,6 +439,95 @@ static void mdr_ucx_hdr_init(const mdr_ep_t *ep, int type, uint32_t aux, mdr_ucx
     hdr->uuid = ep->rail->uuid;
 }
 
+/* A message of ep's connection before the peer proved the key (or behind
+ * such messages): numbered now, kept here, sent after the ACK
+ * (mdr_ucx_held_send).  It counts as backlog, not yet in UCX's hands. */
+static madrail_status_t mdr_ucx_hold(mdr_ep_t *ep, const mdr_ucx_hdr_t *hdr,
+                                     const struct iovec *iov, int iovcnt)
+{
+    mdr_rail_t *rail = ep->rail;
+    mdr_ucx_tx_t *tx;
+    size_t len = 0, off = 0, cap;
+    int i;
+
+    for (i = 0; i < iovcnt; i++)
+        len += iov[i].iov_len;
+    cap = sizeof(*tx) + len;
+    tx = mdr_pool_get(&rail->pool, cap);
+    if (tx == NULL)
+        return MADRAIL_ERR_NOMEM;
+    tx->cap = cap;
+    tx->len = len;
+    tx->rail = rail;
+    tx->ep = ep;
+    tx->hdr = *hdr;
+    for (i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > 0)
+            memcpy(tx->data + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    ep->backlog += len;
+    mdr_list_push_tail(&ep->held, &tx->link);
+    return MADRAIL_OK;
+}
+
+static void mdr_ucx_held_free(mdr_ep_t *ep)
+{
+    mdr_list_t *l;
+
+    while ((l = mdr_list_pop_head(&ep->held)) != NULL) {
+        mdr_ucx_tx_t *tx = mdr_container_of(l, mdr_ucx_tx_t, link);
+        ep->backlog -= tx->len;
+        mdr_ucx_tx_free(ep->rail, tx);
+    }
+}
+
+/* Send what ep held while its handshake ran; 1 when nothing is left. */
+static int mdr_ucx_held_send(mdr_ep_t *ep)
+{
+    mdr_list_t *l;
+
+    while (ep->state == MDR_UCX_EP_OPEN && ep->uep != NULL &&
+           (l = mdr_list_pop_head(&ep->held)) != NULL) {
+        mdr_ucx_tx_t *tx = mdr_container_of(l, mdr_ucx_tx_t, link);
+        struct iovec iov = {tx->data, tx->len};
+        madrail_status_t st;
+
+        ep->backlog -= tx->len;
+        st = mdr_ucx_am_send(ep->rail, ep->uep->h, ep, &tx->hdr, &iov, 1);
+        if (st == MADRAIL_ERR_NORESOURCE || st == MADRAIL_ERR_NOMEM) {
+            ep->backlog += tx->len; /* again from progress (mdr_ucx_hs_poll) */
+            mdr_list_push_head(&ep->held, &tx->link);
+            ep->rail->held_stuck = 1;
+            return 0;
+        }
+        if (st != MADRAIL_OK) {
+            ep->lost += tx->len;
+            mdr_ucx_tx_free(ep->rail, tx);
+            mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "sending a held %s message: %s",
+                            mdr_ucx_type_str(tx->hdr.type), madrail_status_str(st));
+            return 1;
+        }
+        mdr_ucx_tx_free(ep->rail, tx);
+    }
+    return mdr_list_empty(&ep->held);
+}
+
+/* ep's handshake state changes; rail->nhs counts the eps progress must
+ * look at (a deadline, or held messages). */
+static void mdr_ucx_hs_set(mdr_ep_t *ep, int hs)
+{
+    int was = ep->hs == MDR_UCX_HS_HELLO || ep->hs == MDR_UCX_HS_PROOF ||
+              ep->hs == MDR_UCX_HS_ACK_DUE;
+    int now = hs == MDR_UCX_HS_HELLO || hs == MDR_UCX_HS_PROOF || hs == MDR_UCX_HS_ACK_DUE;
+
+    if (was && !now)
+        ep->rail->nhs--;
+    else if (!was && now)
+        ep->rail->nhs++;
+    ep->hs = hs;
+}
+
 static madrail_status_t mdr_ucx_send_iov(mdr_ep_t *ep, int type, uint32_t aux,
                                          const struct iovec *iov, int iovcnt)
 {
@@ -443,7 +540,10 @@ static madrail_status_t mdr_ucx_send_iov(mdr_ep_t *ep, int type, uint32_t aux,
         hdr.flags |= MDR_UCX_HF_SYNC;
         hdr.aux = ep->sync_sent + 1;
     }
-    st = mdr_ucx_am_send(ep->rail, ep->uep->h, ep, &hdr, iov, iovcnt);
+    if (type != MDR_UCX_M_HELLO && (ep->hs != MDR_UCX_HS_OPEN || !mdr_list_empty(&ep->held)))
+        st = mdr_ucx_hold(ep, &hdr, iov, iovcnt);
+    else
+        st = mdr_ucx_am_send(ep->rail, ep->uep->h, ep, &hdr, iov, iovcnt);
     if (st == MADRAIL_OK) {
         ep->tx_seq++;
         if (hdr.flags & MDR_UCX_HF_SYNC) {
@@ -513,7 +613,8 @@ madrail_status_t mdr_ucx_ep_connect(mdr_ep_t *ep)
         memcpy(&hello.inet4, rail->addr + MDR_UCX_ADDR_INET_OFF, 4);
     if (rail->addr[5] & MDR_UCX_ADDR_F_PROBE)
         memcpy(&hello.probe_port, rail->addr + MDR_UCX_ADDR_PROBE_OFF, 2);
-    memcpy(hello.key, rail->job_key, sizeof(hello.key));
+    mdr_auth_nonce(ep->nonce_i);
+    memcpy(hello.nonce, ep->nonce_i, sizeof(hello.nonce));
     iov[0].iov_base = &hello;
     iov[0].iov_len = sizeof(hello);
     iov[1].iov_base = rail->addr + MDR_UCX_ADDR_HDR;
@@ -526,9 +627,12 @@ madrail_status_t mdr_ucx_ep_connect(mdr_ep_t *ep)
         ep->uep = NULL;
         return st;
     }
-    if (st == MADRAIL_OK)
+    if (st == MADRAIL_OK) {
+        mdr_ucx_hs_set(ep, MDR_UCX_HS_HELLO);
+        ep->hs_deadline = mdr_time_sec() + MDR_UCX_HS_WAIT;
         mdr_debug("rail %s peer %016llx: connecting (connection %u)", rail->name,
                   (unsigned long long)ep->base.uuid, ep->tx_conn);
+    }
     return st;
 }
 
@@ -558,6 +662,7 @@ madrail_status_t mdr_ucx_ep_alloc(mdr_rail_t *rail, uint64_t uuid, const void *w
     mdr_list_init(&ep->ooo);
     mdr_list_init(&ep->rkey_list);
     mdr_list_init(&ep->sync_link);
+    mdr_list_init(&ep->held);
     /* a table full of memory leaves the ep unmapped: it still sends */
     (void)mdr_rail_ep_init(&rail->base, &ep->base, uuid, cookie, 0);
     if (mdr_rail_ep_lookup(&rail->base, uuid) == NULL) {
@@ -628,6 +733,7 @@ void mdr_ucx_ep_free(mdr_rail_ep_t *base)
     mdr_ep_t *ep = mdr_container_of(base, mdr_ep_t, base);
 
     mdr_hash_cleanup(&ep->rkeys);
+    mdr_auth_wipe(ep, sizeof(*ep)); /* session secrets */
     free(ep);
 }
 
@@ -651,6 +757,8 @@ void mdr_ucx_ep_destroy(mdr_ep_t *ep)
     mdr_ucx_ep_drop_rkeys(ep);
     if (ep->uep != NULL)
         mdr_ucx_ep_let_go(ep, "endpoint destroyed");
+    mdr_ucx_hs_set(ep, MDR_UCX_HS_NONE);
+    mdr_ucx_held_free(ep);
     /* sends still in UCX's hands: their buffers live on without the ep */
     while ((l = mdr_list_pop_head(&ep->txs)) != NULL) {
         mdr_ucx_tx_t *tx = mdr_container_of(l, mdr_ucx_tx_t, link);
@@ -721,7 +829,7 @@ int mdr_ucx_ep_idle(mdr_ep_t *ep)
 {
     if (ep == NULL)
         return 1;
-    if (!mdr_list_empty(&ep->txs) || ep->nops > 0)
+    if (!mdr_list_empty(&ep->txs) || !mdr_list_empty(&ep->held) || ep->nops > 0)
         return 0;
     /* order=lane: idle once the peer confirmed every put is in place */
     return ep->state != MDR_UCX_EP_OPEN || (!ep->need_sync && ep->sync_acked == ep->sync_sent);
@@ -773,7 +881,7 @@ MDR_HOT static madrail_status_t mdr_ucx_ctrl_send_imm(mdr_ep_t *ep, const struct
 
     if (iovcnt < 1 || iovcnt > 2 || ep->base.destroyed || ep->state != MDR_UCX_EP_OPEN ||
         ep->peer_closed || ep->uep == NULL || ep->need_sync || ep->short_owed ||
-        !mdr_list_empty(&ep->txs))
+        ep->hs != MDR_UCX_HS_OPEN || !mdr_list_empty(&ep->txs) || !mdr_list_empty(&ep->held))
         return MADRAIL_INPROGRESS;
     l0 = iov[0].iov_len;
     l1 = iovcnt == 2 ? iov[1].iov_len : 0;
@@ -901,6 +1009,8 @@ void mdr_ucx_ep_fail(mdr_ep_t *ep, madrail_status_t status, const char *fmt, ...
     if (ep->base.destroyed || ep->state == MDR_UCX_EP_FAILED)
         return;
     ep->state = MDR_UCX_EP_FAILED;
+    if (ep->hs != MDR_UCX_HS_OPEN) /* a handshake ends; an open one still says BYE */
+        mdr_ucx_hs_set(ep, MDR_UCX_HS_NONE);
     va_start(ap, fmt);
     /* out of the table too: a later HELLO from the peer makes a new ep */
     mdr_rail_ep_fail_set(&ep->base, status, fmt, ap);
@@ -943,26 +1053,59 @@ int mdr_ucx_report_failures(mdr_rail_t *rail)
 
 /* ---------------- handshake ---------------- */
 
-/* Tell the sender of a HELLO that its connection is refused, on a
- * one-shot ucp_ep (we keep no ep for it). */
-static void mdr_ucx_refuse(mdr_rail_t *rail, uint64_t uuid, uint32_t conn, const void *waddr)
+/* Send one unsequenced handshake message (CHALLENGE, ACK, REFUSE) on h. */
+static void mdr_ucx_hs_send(mdr_rail_t *rail, ucp_ep_h h, int type, uint32_t conn,
+                            uint32_t aux, const void *body, size_t len)
 {
-    mdr_ucx_uep_t *uep;
     mdr_ucx_hdr_t hdr;
-    ucs_status_t us = UCS_OK;
+    struct iovec iov = {(void *)body, len};
 
-    if (mdr_ucx_uep_open(rail, waddr, NULL, &uep, &us) != MADRAIL_OK) {
-        mdr_debug("rail %s peer %016llx: cannot answer a refused connection: %s", rail->name,
-                  (unsigned long long)uuid, ucs_status_string(us));
-        return;
-    }
     memset(&hdr, 0, sizeof(hdr));
-    hdr.type = MDR_UCX_M_REFUSE;
+    hdr.type = (uint8_t)type;
     hdr.version = MDR_UCX_VERSION;
-    hdr.aux = conn;
+    hdr.conn = conn;
+    hdr.aux = aux;
     hdr.uuid = rail->uuid;
-    (void)mdr_ucx_am_send(rail, uep->h, NULL, &hdr, NULL, 0);
-    mdr_ucx_uep_close(uep, 0);
+    (void)mdr_ucx_am_send(rail, h, NULL, &hdr, &iov, len > 0 ? 1 : 0);
+}
+
+/* The transcript of a handshake (auth.h): rail bytes = the acceptor's
+ * worker address, then the initiator's (rid: room for both). */
+static void mdr_ucx_transcript(mdr_auth_transcript_t *t, uint8_t *rid, uint64_t uuid_i,
+                               uint64_t uuid_a, const uint8_t *nonce_i, const uint8_t *nonce_a,
+                               const void *waddr_a, size_t len_a, const void *waddr_i,
+                               size_t len_i)
+{
+    memcpy(rid, waddr_a, len_a);
+    memcpy(rid + len_a, waddr_i, len_i);
+    t->driver = "ucx";
+    t->uuid_i = uuid_i;
+    t->uuid_a = uuid_a;
+    t->nonce_i = nonce_i;
+    t->nonce_a = nonce_a;
+    t->rail_id = rid;
+    t->rail_id_len = len_a + len_i;
+}
+
+/* The end of a half-open handshake: its ucp_ep (unless handed over)
+ * closed in order, non-blocking (rail->closing), the slot freed. */
+static void mdr_ucx_pending_end(mdr_rail_t *rail, mdr_ucx_pending_t *p)
+{
+    if (p->uep != NULL)
+        mdr_ucx_uep_close(p->uep, 0);
+    memset(p, 0, sizeof(*p));
+    rail->npending--;
+}
+
+static mdr_ucx_pending_t *mdr_ucx_pending_find(mdr_rail_t *rail, uint64_t uuid, uint32_t conn)
+{
+    unsigned i;
+
+    for (i = 0; i < MDR_UCX_PENDING_MAX && rail->npending > 0; i++)
+        if (rail->pending[i].used && rail->pending[i].uuid == uuid &&
+            rail->pending[i].conn_i == conn)
+            return &rail->pending[i];
+    return NULL;
 }
 
 void mdr_ucx_hello(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
@@ -972,8 +1115,9 @@ void mdr_ucx_hello(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
     mdr_ucx_hello_t h;
     const uint8_t *waddr;
     char src[32];
-    mdr_ep_t *ep;
-    mdr_rail_offer_t offer;
+    mdr_ucx_pending_t *p = NULL;
+    unsigned i, same = 0;
+    ucs_status_t us = UCS_OK;
 
     snprintf(src, sizeof(src), "uuid %016llx", (unsigned long long)u);
     if (rx->len < sizeof(h)) {
@@ -982,10 +1126,6 @@ void mdr_ucx_hello(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
     }
     memcpy(&h, rx->data, sizeof(h));
     waddr = rx->data + sizeof(h);
-    if (!mdr_drv_key_equal(rail->job_key, h.key)) {
-        mdr_drv_refusal(&rail->refusals, rail->name, src, "HELLO without this job's key");
-        return;
-    }
     if (h.addr_len == 0 || h.addr_len > MDR_UCX_ADDR_LEN - MDR_UCX_ADDR_HDR ||
         h.addr_len > rx->len - sizeof(h) || conn == 0 || rx->hdr.seq != 0) {
         mdr_drv_refusal(&rail->refusals, rail->name, src,
@@ -998,61 +1138,388 @@ void mdr_ucx_hello(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
      * == UCP_OBJECT_VERSION_V2' failed").  Every process of a job runs the
      * same UCX, whose addresses start with the same header byte as ours. */
     if (waddr[0] != rail->addr[MDR_UCX_ADDR_HDR]) {
-        mdr_error("rail %s: connection from %016llx with a worker address of another UCX "
-                  "version or format (header %#x, ours %#x); dropped",
-                  rail->name, (unsigned long long)u, waddr[0], rail->addr[MDR_UCX_ADDR_HDR]);
+        mdr_drv_refusal(&rail->refusals, rail->name, src,
+                        "worker address of another UCX version or format (header %#x, ours "
+                        "%#x)", waddr[0], rail->addr[MDR_UCX_ADDR_HDR]);
         return;
     }
-    /* misdirected: no REFUSE, which would name our uuid */
+    /* misdirected: no answer, which would name our uuid */
     if (h.target != rail->uuid || u == rail->uuid) {
         mdr_drv_refusal(&rail->refusals, rail->name, src,
                         "HELLO meant for %016llx (we are %016llx)",
                         (unsigned long long)h.target, (unsigned long long)rail->uuid);
         return;
     }
-    ep = mdr_ucx_ep_lookup(rail, u);
-    if (ep != NULL) {
-        if (ep->rx_conn == 0) {
-            /* ours, created by the core: the peer's stream joins it */
-            ep->rx_conn = conn;
-            ep->rx_seq = 1;
-            mdr_debug("rail %s peer %016llx: incoming connection %u joins our endpoint",
-                      rail->name, (unsigned long long)u, conn);
-            mdr_ucx_short_assign(ep);
+    for (i = 0; i < MDR_UCX_PENDING_MAX; i++) {
+        mdr_ucx_pending_t *q = &rail->pending[i];
+        if (!q->used) {
+            if (p == NULL)
+                p = q;
+            continue;
+        }
+        if (q->uuid == u && q->conn_i == conn)
+            return; /* the same HELLO again: its CHALLENGE went out */
+        same += q->uuid == u;
+    }
+    if (p == NULL || same >= MDR_UCX_PENDING_PER_UUID) {
+        mdr_drv_refusal(&rail->refusals, rail->name, src,
+                        "HELLO while %u handshakes wait for their proof (%u for this id; at "
+                        "most %d, %d)", rail->npending, same, MDR_UCX_PENDING_MAX,
+                        MDR_UCX_PENDING_PER_UUID);
+        return;
+    }
+    /* The CHALLENGE needs a ucp_ep to the stranger's worker address: on
+     * tcp ucp_ep_create connects, blocking, so its probe port answers
+     * first when it has one (as before our own connects). */
+    if (h.inet4 != 0 && h.probe_port != 0 && rail->tcpdiag.local.family == AF_INET) {
+        mdr_tcp_addr_t remote;
+        memset(&remote, 0, sizeof(remote));
+        remote.family = AF_INET;
+        memcpy(remote.a, &h.inet4, 4);
+        if (mdr_tcp_path_probe(&rail->tcpdiag.local, &remote, h.probe_port,
+                               MDR_UCX_PROBE_MS) == 0) {
+            mdr_drv_refusal(&rail->refusals, rail->name, src,
+                            "HELLO whose address did not answer the probe");
             return;
         }
-        if (ep->rx_conn == conn)
-            return; /* cannot happen (sequence 0 twice); harmless */
+    }
+    memset(p, 0, sizeof(*p));
+    if (mdr_ucx_uep_open(rail, waddr, NULL, &p->uep, &us) != MADRAIL_OK) {
+        mdr_debug("rail %s %s: cannot answer a HELLO: ucp_ep_create: %s", rail->name, src,
+                  ucs_status_string(us));
+        p->uep = NULL;
+        return;
+    }
+    p->used = 1;
+    rail->npending++;
+    p->uuid = u;
+    p->conn_i = conn;
+    p->conn_a = rail->next_conn++;
+    if (rail->next_conn == 0)
+        rail->next_conn = 1;
+    memcpy(p->nonce_i, h.nonce, sizeof(p->nonce_i));
+    mdr_auth_nonce(p->nonce_a);
+    memcpy(p->waddr, waddr, h.addr_len);
+    p->waddr_len = h.addr_len;
+    p->inet4 = h.inet4;
+    p->probe_port = h.probe_port;
+    p->deadline = mdr_time_sec() + MDR_UCX_PENDING_WAIT;
+    mdr_ucx_hs_send(rail, p->uep->h, MDR_UCX_M_CHALLENGE, p->conn_a, conn, p->nonce_a,
+                    sizeof(p->nonce_a));
+    mdr_debug("rail %s %s: connection %u challenged", rail->name, src, conn);
+}
+
+/* Initiator: CHALLENGE for our connection -> PROOF. */
+void mdr_ucx_challenge(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
+{
+    mdr_ep_t *ep = mdr_ucx_ep_lookup(rail, rx->hdr.uuid), *old;
+    uint8_t rid[2 * MDR_UCX_ADDR_LEN];
+    mdr_auth_transcript_t t;
+    mdr_ucx_proof_t pr;
+    mdr_ucx_hdr_t hdr;
+    struct iovec iov = {&pr, sizeof(pr)};
+    const uint8_t *s_old = NULL;
+
+    if (ep == NULL || ep->uep == NULL || ep->hs != MDR_UCX_HS_HELLO ||
+        ep->tx_conn != rx->hdr.aux || rx->len != MDR_AUTH_NONCE_LEN ||
+        ep->state != MDR_UCX_EP_OPEN) {
+        mdr_debug("rail %s: CHALLENGE from %016llx for connection %u (%zu bytes) answers no "
+                  "HELLO of ours; dropped",
+                  rail->name, (unsigned long long)rx->hdr.uuid, rx->hdr.aux, rx->len);
+        return;
+    }
+    mdr_ucx_transcript(&t, rid, rail->uuid, ep->base.uuid, ep->nonce_i, rx->data, ep->waddr,
+                       ep->waddr_len, rail->addr + MDR_UCX_ADDR_HDR, rail->waddr_len);
+    memset(&pr, 0, sizeof(pr));
+    mdr_auth_mac(pr.mac, rail->job_key, MDR_JOB_KEY_LEN, MDR_AUTH_INITIATOR, &t);
+    /* continuity with the session this connection replaces, if we still
+     * have one (this ep's, or another ep's of the peer on this rail) */
+    old = ep;
+    if (!old->has_sess_tx && !old->has_sess_rx) {
+        mdr_rail_ep_t *b = mdr_rail_ep_lookup(&rail->base, ep->base.uuid);
+        old = b != NULL ? mdr_container_of(b, mdr_ep_t, base) : NULL;
+    }
+    if (old != NULL)
+        s_old = old->has_sess_tx ? old->sess_tx : old->has_sess_rx ? old->sess_rx : NULL;
+    if (s_old != NULL)
+        mdr_auth_mac(pr.cont, s_old, MDR_AUTH_MAC_LEN, MDR_AUTH_CONTINUITY, &t);
+    mdr_auth_mac(ep->mac_a_want, rail->job_key, MDR_JOB_KEY_LEN, MDR_AUTH_ACCEPTOR, &t);
+    mdr_auth_mac(ep->sess_want, rail->job_key, MDR_JOB_KEY_LEN, MDR_AUTH_SESSION, &t);
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = MDR_UCX_M_PROOF;
+    hdr.version = MDR_UCX_VERSION;
+    hdr.conn = ep->tx_conn;
+    hdr.seq = 0;
+    hdr.uuid = rail->uuid;
+    if (mdr_ucx_am_send(rail, ep->uep->h, ep, &hdr, &iov, 1) != MADRAIL_OK) {
+        mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_CONNECT, "sending the handshake's PROOF failed");
+        return;
+    }
+    mdr_ucx_hs_set(ep, MDR_UCX_HS_PROOF);
+}
+
+/* Is ep a working connection the peer has not given up? */
+static int mdr_ucx_ep_live(const mdr_ep_t *ep)
+{
+    return ep->state == MDR_UCX_EP_OPEN && !ep->peer_closed && !ep->base.destroyed &&
+           (ep->uep == NULL || !ep->uep->failed);
+}
+
+/* Acceptor, after a verified PROOF: ep (new or the core's) takes the
+ * peer's connection; our connection back is the pending ucp_ep when ep
+ * has none yet (ACK is its sequence 0), else ACK goes alone on it. */
+static void mdr_ucx_accept_join(mdr_ep_t *ep, mdr_ucx_pending_t *p, const uint8_t *sess)
+{
+    ep->rx_conn = p->conn_i;
+    ep->rx_seq = 1;
+    memcpy(ep->sess_rx, sess, MDR_AUTH_MAC_LEN);
+    ep->has_sess_rx = 1;
+    if (ep->uep == NULL && ep->state == MDR_UCX_EP_OPEN) {
+        ep->uep = p->uep;
+        ep->uep->ep = ep;
+        p->uep = NULL;
+        ep->tx_conn = p->conn_a;
+        ep->tx_seq = 1; /* 0 is the ACK, sent once the core took ep */
+        memcpy(ep->sess_tx, sess, MDR_AUTH_MAC_LEN);
+        ep->has_sess_tx = 1;
+        mdr_ucx_hs_set(ep, MDR_UCX_HS_ACK_DUE);
+    }
+}
+
+/* Send the ACK (mac) for p: on ep's connection back if it was handed over
+ * (then its held messages follow), else alone on the pending ucp_ep. */
+static void mdr_ucx_accept_ack(mdr_rail_t *rail, mdr_ep_t *ep, mdr_ucx_pending_t *p,
+                               const mdr_ucx_ack_t *ack)
+{
+    if (ep != NULL && ep->hs == MDR_UCX_HS_ACK_DUE && ep->uep != NULL) {
+        mdr_ucx_hs_send(rail, ep->uep->h, MDR_UCX_M_ACK, ep->tx_conn, p->conn_i, ack,
+                        sizeof(*ack));
+        mdr_ucx_hs_set(ep, MDR_UCX_HS_OPEN);
+        (void)mdr_ucx_held_send(ep);
+    } else if (p->uep != NULL) {
+        mdr_ucx_hs_send(rail, p->uep->h, MDR_UCX_M_ACK, 0, p->conn_i, ack, sizeof(*ack));
+    }
+}
+
+/* Acceptor: PROOF of a pending handshake. */
+void mdr_ucx_proof(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
+{
+    uint64_t u = rx->hdr.uuid;
+    mdr_ucx_pending_t *p = mdr_ucx_pending_find(rail, u, rx->hdr.conn);
+    uint8_t rid[2 * MDR_UCX_ADDR_LEN], want[MDR_AUTH_MAC_LEN], sess[MDR_AUTH_MAC_LEN];
+    mdr_auth_transcript_t t;
+    mdr_ucx_proof_t pr;
+    mdr_ucx_ack_t ack;
+    mdr_ep_t *ep;
+    mdr_rail_offer_t offer;
+    char src[32];
+    int ok;
+
+    snprintf(src, sizeof(src), "uuid %016llx", (unsigned long long)u);
+    if (p == NULL) {
+        mdr_drv_refusal(&rail->refusals, rail->name, src,
+                        "PROOF for connection %u, which no CHALLENGE of ours waits for",
+                        rx->hdr.conn);
+        return;
+    }
+    if (rx->len != sizeof(pr) || rx->hdr.seq != 0) {
+        mdr_drv_refusal(&rail->refusals, rail->name, src, "malformed PROOF (%zu bytes)",
+                        rx->len);
+        mdr_ucx_pending_end(rail, p);
+        return;
+    }
+    memcpy(&pr, rx->data, sizeof(pr));
+    mdr_ucx_transcript(&t, rid, u, rail->uuid, p->nonce_i, p->nonce_a,
+                       rail->addr + MDR_UCX_ADDR_HDR, rail->waddr_len, p->waddr, p->waddr_len);
+    mdr_auth_mac(want, rail->job_key, MDR_JOB_KEY_LEN, MDR_AUTH_INITIATOR, &t);
+    ok = mdr_auth_mac_equal(want, pr.mac);
+    if (!ok) {
+        mdr_drv_refusal(&rail->refusals, rail->name, src,
+                        "PROOF without this job's key (or for another handshake)");
+        mdr_ucx_pending_end(rail, p);
+        return;
+    }
+    mdr_auth_mac(sess, rail->job_key, MDR_JOB_KEY_LEN, MDR_AUTH_SESSION, &t);
+    mdr_auth_mac(ack.mac, rail->job_key, MDR_JOB_KEY_LEN, MDR_AUTH_ACCEPTOR, &t);
+    ep = mdr_ucx_ep_lookup(rail, u);
+    if (ep != NULL && ep->rx_conn != 0 && ep->rx_conn != p->conn_i) {
+        /* The id has a connection already.  While it is alive and has a
+         * session, only a proof of that session replaces it (issue 28:
+         * identities cannot be taken over); the live one stays as it is. */
+        if (mdr_ucx_ep_live(ep) && (ep->has_sess_rx || ep->has_sess_tx)) {
+            int cont = 0;
+            if (ep->has_sess_rx) {
+                mdr_auth_mac(want, ep->sess_rx, MDR_AUTH_MAC_LEN, MDR_AUTH_CONTINUITY, &t);
+                cont |= mdr_auth_mac_equal(want, pr.cont);
+            }
+            if (ep->has_sess_tx) {
+                mdr_auth_mac(want, ep->sess_tx, MDR_AUTH_MAC_LEN, MDR_AUTH_CONTINUITY, &t);
+                cont |= mdr_auth_mac_equal(want, pr.cont);
+            }
+            if (!cont) {
+                mdr_drv_refusal(&rail->refusals, rail->name, src,
+                                "connection %u claims the id of a live peer without proving "
+                                "continuity with its session; refused, the live one kept",
+                                p->conn_i);
+                mdr_ucx_hs_send(rail, p->uep->h, MDR_UCX_M_REFUSE, 0, p->conn_i, NULL, 0);
+                mdr_ucx_pending_end(rail, p);
+                mdr_auth_wipe(sess, sizeof(sess));
+                return;
+            }
+            mdr_debug("rail %s %s: reconnection proved continuity", rail->name, src);
+        }
         /* The peer started over: it gave up the old connection.  Report that
          * before offering the new one, so the core sees them in order. */
         mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "the peer reconnected");
         mdr_ucx_report_failures(rail);
+        ep = mdr_ucx_ep_lookup(rail, u);
     }
-    if (mdr_ucx_ep_alloc(rail, u, waddr, h.addr_len, NULL, &ep) != MADRAIL_OK) {
+    if (ep != NULL && ep->rx_conn == 0) {
+        /* ours, created by the core: the peer's stream joins it */
+        mdr_ucx_accept_join(ep, p, sess);
+        mdr_ucx_accept_ack(rail, ep, p, &ack);
+        mdr_debug("rail %s peer %016llx: incoming connection %u joins our endpoint",
+                  rail->name, (unsigned long long)u, p->conn_i);
+        mdr_ucx_short_assign(ep);
+        mdr_ucx_pending_end(rail, p);
+        mdr_auth_wipe(sess, sizeof(sess));
+        return;
+    }
+    if (ep != NULL) { /* cannot happen (the same connection twice); harmless */
+        mdr_ucx_pending_end(rail, p);
+        mdr_auth_wipe(sess, sizeof(sess));
+        return;
+    }
+    if (mdr_ucx_ep_alloc(rail, u, p->waddr, p->waddr_len, NULL, &ep) != MADRAIL_OK) {
         mdr_error("rail %s: out of memory accepting %016llx", rail->name, (unsigned long long)u);
-        mdr_ucx_refuse(rail, u, conn, waddr);
+        mdr_ucx_hs_send(rail, p->uep->h, MDR_UCX_M_REFUSE, 0, p->conn_i, NULL, 0);
+        mdr_ucx_pending_end(rail, p);
+        mdr_auth_wipe(sess, sizeof(sess));
         return;
     }
-    ep->rx_conn = conn;
-    ep->rx_seq = 1;
-    if (h.inet4 != 0) {
+    if (p->inet4 != 0) {
         ep->path.remote.family = AF_INET;
-        memcpy(ep->path.remote.a, &h.inet4, 4);
-        ep->probe_port = h.probe_port;
+        memcpy(ep->path.remote.a, &p->inet4, 4);
+        ep->probe_port = p->probe_port;
     }
+    mdr_ucx_accept_join(ep, p, sess);
+    mdr_auth_wipe(sess, sizeof(sess));
     offer = mdr_rail_ep_offer(&ep->base, ep);
-    if (offer == MDR_RAIL_OFFER_GONE) /* the core destroyed it inside the upcall */
+    if (offer == MDR_RAIL_OFFER_GONE) { /* the core destroyed it inside the upcall */
+        mdr_ucx_pending_end(rail, p);
         return;
+    }
     if (offer == MDR_RAIL_OFFER_REFUSED) {
+        mdr_ucx_uep_t *uep = ep->uep;
         mdr_debug("rail %s peer %016llx: refused by the core", rail->name,
                   (unsigned long long)u);
-        mdr_ucx_refuse(rail, u, conn, waddr);
+        if (uep != NULL) { /* the REFUSE goes on it, then it closes */
+            ep->uep = NULL;
+            uep->ep = NULL;
+            mdr_ucx_hs_send(rail, uep->h, MDR_UCX_M_REFUSE, 0, p->conn_i, NULL, 0);
+            mdr_ucx_uep_close(uep, 0);
+        } else if (p->uep != NULL) {
+            mdr_ucx_hs_send(rail, p->uep->h, MDR_UCX_M_REFUSE, 0, p->conn_i, NULL, 0);
+        }
         mdr_ucx_ep_destroy(ep);
+        mdr_ucx_pending_end(rail, p);
         return;
     }
+    mdr_ucx_accept_ack(rail, ep, p, &ack);
     mdr_debug("rail %s peer %016llx: accepted connection %u", rail->name,
-              (unsigned long long)u, conn);
+              (unsigned long long)u, p->conn_i);
     mdr_ucx_short_assign(ep);
+    mdr_ucx_pending_end(rail, p);
+}
+
+/* Initiator: ACK of our PROOF.  The peer proved the key: our connection
+ * opens (held messages go), and a connection back handed over in it
+ * joins ep. */
+void mdr_ucx_ack(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
+{
+    mdr_ep_t *ep = mdr_ucx_ep_lookup(rail, rx->hdr.uuid);
+    mdr_list_t *l;
+
+    if (ep == NULL || ep->uep == NULL || ep->hs != MDR_UCX_HS_PROOF ||
+        ep->tx_conn != rx->hdr.aux || rx->hdr.seq != 0 || ep->state != MDR_UCX_EP_OPEN) {
+        mdr_debug("rail %s: ACK from %016llx for connection %u answers no PROOF of ours; "
+                  "dropped", rail->name, (unsigned long long)rx->hdr.uuid, rx->hdr.aux);
+        return;
+    }
+    if (rx->len != sizeof(mdr_ucx_ack_t) || !mdr_auth_mac_equal(ep->mac_a_want, rx->data)) {
+        mdr_error("rail %s peer %016llx: its ACK does not prove the job key (%zu bytes): not "
+                  "the peer, or not of this job",
+                  rail->name, (unsigned long long)ep->base.uuid, rx->len);
+        mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_CONNECT,
+                        "the peer's ACK does not prove the job key");
+        return;
+    }
+    memcpy(ep->sess_tx, ep->sess_want, MDR_AUTH_MAC_LEN);
+    ep->has_sess_tx = 1;
+    if (rx->hdr.conn != 0 && rx->hdr.conn != ep->rx_conn) {
+        /* the acceptor's connection back starts with this ACK */
+        while ((l = mdr_list_pop_head(&ep->ooo)) != NULL)
+            mdr_ucx_rx_free(rail, mdr_container_of(l, mdr_ucx_rx_t, link));
+        mdr_ucx_short_release(ep);
+        ep->rx_conn = rx->hdr.conn;
+        ep->rx_seq = 1;
+        memcpy(ep->sess_rx, ep->sess_want, MDR_AUTH_MAC_LEN);
+        ep->has_sess_rx = 1;
+        mdr_ucx_short_assign(ep);
+    }
+    mdr_auth_wipe(ep->sess_want, sizeof(ep->sess_want));
+    mdr_auth_wipe(ep->mac_a_want, sizeof(ep->mac_a_want));
+    mdr_ucx_hs_set(ep, MDR_UCX_HS_OPEN);
+    mdr_debug("rail %s peer %016llx: connection %u open (the peer proved the key)", rail->name,
+              (unsigned long long)ep->base.uuid, ep->tx_conn);
+    (void)mdr_ucx_held_send(ep);
+    mdr_ucx_short_offer(ep);
+}
+
+int mdr_ucx_hs_poll(mdr_rail_t *rail, int all)
+{
+    double now = mdr_time_sec();
+    mdr_list_t *l, *tmp;
+    unsigned i;
+    int n = 0;
+
+    for (i = 0; i < MDR_UCX_PENDING_MAX && rail->npending > 0; i++) {
+        mdr_ucx_pending_t *p = &rail->pending[i];
+        if (!p->used || (!all && now < p->deadline))
+            continue;
+        if (!all) {
+            char src[32];
+            snprintf(src, sizeof(src), "uuid %016llx", (unsigned long long)p->uuid);
+            mdr_drv_refusal(&rail->refusals, rail->name, src,
+                            "no PROOF within %.0f s of the CHALLENGE", MDR_UCX_PENDING_WAIT);
+        }
+        mdr_ucx_pending_end(rail, p);
+        n++;
+    }
+    /* the walk over every ep at most every 5 ms (deadlines are seconds),
+     * at once when held messages wait for a send UCX refused */
+    if (all || (rail->nhs == 0 && !rail->held_stuck) || (now < rail->hs_next && !rail->held_stuck))
+        return n;
+    rail->hs_next = now + 0.005;
+    rail->held_stuck = 0;
+    mdr_list_for_each_safe(l, tmp, &rail->base.eps_all) {
+        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, base.link);
+        if (ep->base.destroyed || ep->state != MDR_UCX_EP_OPEN)
+            continue;
+        if ((ep->hs == MDR_UCX_HS_HELLO || ep->hs == MDR_UCX_HS_PROOF) &&
+            now >= ep->hs_deadline) {
+            mdr_ucx_ep_fail(ep, MADRAIL_ERR_RAIL_CONNECT,
+                            "no %s from the peer within %.0f s of our %s",
+                            ep->hs == MDR_UCX_HS_HELLO ? "CHALLENGE" : "ACK", MDR_UCX_HS_WAIT,
+                            ep->hs == MDR_UCX_HS_HELLO ? "HELLO" : "PROOF");
+            n++;
+        } else if (ep->hs == MDR_UCX_HS_OPEN && !mdr_list_empty(&ep->held)) {
+            if (!mdr_ucx_held_send(ep))
+                rail->held_stuck = 1;
+            n++;
+        }
+    }
+    return n;
 }
 
 void mdr_ucx_refused(mdr_rail_t *rail, mdr_ucx_rx_t *rx)

@@ -475,6 +475,8 @@ madrail_status_t mdr_ucx_put(mdr_ep_t *ep, const void *local, size_t len, mdr_me
     st = mdr_ucx_ep_connect(ep);
     if (st != MADRAIL_OK)
         return st;
+    if (ep->hs != MDR_UCX_HS_OPEN)
+        return MADRAIL_ERR_NORESOURCE; /* the peer has not proved the key yet (ucx_ep.c) */
 
     op = calloc(1, sizeof(*op));
     if (op == NULL)

@@ -34,6 +34,7 @@
 #include <sys/random.h>
 
 #include "rails/common/drv.h"
+#include "rails/common/auth.h"
 #include "rails/ucx/ucx.h"
 #include "util/cfg.h"
 #include "util/clock.h"
@@ -768,6 +769,17 @@ static void mdr_ucx_rx_handle(mdr_rail_t *rail, mdr_ucx_rx_t *rx)
         mdr_ucx_rx_free(rail, rx);
         return;
     }
+    if (rx->hdr.type == MDR_UCX_M_CHALLENGE || rx->hdr.type == MDR_UCX_M_PROOF ||
+        rx->hdr.type == MDR_UCX_M_ACK) {
+        if (rx->hdr.type == MDR_UCX_M_CHALLENGE)
+            mdr_ucx_challenge(rail, rx);
+        else if (rx->hdr.type == MDR_UCX_M_PROOF)
+            mdr_ucx_proof(rail, rx);
+        else
+            mdr_ucx_ack(rail, rx);
+        mdr_ucx_rx_free(rail, rx);
+        return;
+    }
     ep = mdr_ucx_ep_lookup(rail, rx->hdr.uuid);
     if (rx->hdr.version != MDR_UCX_VERSION &&
         (ep == NULL || ep->rx_conn == 0 || ep->rx_conn != rx->hdr.conn)) {
@@ -851,6 +863,8 @@ static madrail_status_t mdr_ucx_open(const char *spec, const mdr_rail_params_t *
 
     if (!mdr_drv_open_args_ok(spec, params, rail_p, UINT32_MAX))
         return MADRAIL_ERR_INVALID;
+    if (mdr_auth_init() != 0)
+        return MADRAIL_ERR_CONFIG;
     st = mdr_ucx_spec_read(spec, &s);
     if (st != MADRAIL_OK)
         return st;
@@ -1067,6 +1081,7 @@ static void mdr_ucx_close(mdr_rail_t *rail)
     /* Every ep says BYE and flushes; give the flushes a bounded time. */
     while (!mdr_list_empty(&rail->base.eps_all))
         mdr_ucx_ep_destroy(mdr_container_of(rail->base.eps_all.next, mdr_ep_t, base.link));
+    mdr_ucx_hs_poll(rail, 1); /* half-open handshakes end: their ucp_eps close */
     mdr_ucx_linger_poll(rail, 1);
     mdr_ucx_reap(rail);
     /* First until what we sent (the BYEs last) has left, then a short
@@ -1197,6 +1212,8 @@ MDR_HOT static int mdr_ucx_progress(mdr_rail_t *rail)
         mdr_ucx_closing_poll(rail);
     if (!mdr_list_empty(&rail->retryq))
         count += mdr_ucx_retry_ops(rail);
+    if (rail->npending > 0 || rail->nhs > 0 || rail->held_stuck)
+        count += mdr_ucx_hs_poll(rail, 0);
     /* upcalls may queue more of each: repeat until quiet (most passes
      * find all three queues empty) */
     while (!mdr_list_empty(&rail->rxq) || !mdr_list_empty(&rail->doneq) ||
