@@ -1338,17 +1338,26 @@ static int mdr_ofi_cont_ok(const mdr_ofi_peer_t *peer, const uint8_t *cont,
     return ok;
 }
 
-/* The ep accepted the handshake of the peer's incarnation: keep the
- * session secret, owe the HELLO_ACK (sent now if it can be). */
-static void mdr_ofi_hs_accepted(mdr_ep_t *ep, const mdr_auth_transcript_t *t)
+/* The ep takes the handshake of the peer's incarnation: it owes the
+ * HELLO_ACK, the first thing it sends (also when the core sends from
+ * inside ep_accepted). */
+static void mdr_ofi_hs_owe_ack(mdr_ep_t *ep, const mdr_auth_transcript_t *t)
 {
     mdr_rail_t *rail = ep->rail;
 
     ep->accepted_hs = 1;
-    mdr_ofi_sess_keep(ep->peer, MDR_OFI_SESS_ACC, rail->job_key, t);
     mdr_auth_mac(ep->ack_mac, rail->job_key, MDR_JOB_KEY_LEN, MDR_AUTH_ACCEPTOR, t);
     ep->ack_owed = 1;
+    if (ep->hs_since == 0)
+        ep->hs_since = mdr_time_sec();
     mdr_ofi_hs_count(ep);
+}
+
+/* ... and once it is accepted: keep the session secret, send the ack now
+ * if it can go. */
+static void mdr_ofi_hs_accepted(mdr_ep_t *ep, const mdr_auth_transcript_t *t)
+{
+    mdr_ofi_sess_keep(ep->peer, MDR_OFI_SESS_ACC, ep->rail->job_key, t);
     (void)mdr_ofi_hs_push(ep);
 }
 
@@ -1419,6 +1428,7 @@ static void mdr_ofi_proof_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
             ep->peer_epid = e.epid;
             mdr_debug("rail %s peer %016llx: endpoint %u knows the peer's endpoint %u",
                       rail->log_name, (unsigned long long)e.uuid, ep->epid, e.epid);
+            mdr_ofi_hs_owe_ack(ep, &t);
             mdr_ofi_hs_accepted(ep, &t);
             if (!known)
                 mdr_ofi_short_assign(ep);
@@ -1469,12 +1479,14 @@ static void mdr_ofi_proof_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
         goto out;
     }
     ep->peer_epid = e.epid;
+    mdr_ofi_hs_owe_ack(ep, &t);
     offer = mdr_rail_ep_offer(&ep->base, ep);
     if (offer == MDR_RAIL_OFFER_GONE) /* the core destroyed it inside the upcall */
         goto out;
     if (offer == MDR_RAIL_OFFER_REFUSED) {
         mdr_debug("rail %s peer %016llx: refused by the core", rail->log_name,
                   (unsigned long long)e.uuid);
+        ep->ack_owed = 0;
         mdr_ofi_send_bye(ep, MDR_OFI_BYE_REFUSED);
         ep->failed = 1; /* no second goodbye from destroy */
         mdr_ofi_ep_destroy(ep);
