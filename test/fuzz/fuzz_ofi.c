@@ -803,8 +803,15 @@ static int fz_ofi_seeds(const char *dir)
         const sd_patch_t pa[] = {{4, FZ_SEL_P_EPID}, {body, FZ_SEL_V_EPID},
                                  {body + 8, FZ_SEL_ACK}};
         memset(&sd, 0, sizeof(sd));
-        sd_u8(&sd, k ? FZ_S_REPLY : 0);
+        /* the real P answers V's HELLO too (its CHALLENGE and HELLO_ACK
+         * take the success paths), when the provider's connection is up */
+        sd_u8(&sd, FZ_S_V_FIRST | (k ? FZ_S_REPLY : 0));
         sd_u8(&sd, FZ_OP_V_CREATE);
+        sd_u8(&sd, FZ_OP_V_SEND);
+        sd_u8(&sd, 0);
+        sd_u16(&sd, 16);
+        sd_u8(&sd, FZ_OP_PROGRESS); /* the provider's connection: the HELLO goes */
+        sd_u8(&sd, 0);
         sd_u8(&sd, FZ_OP_V_SEND);
         sd_u8(&sd, 0);
         sd_u16(&sd, 16);
