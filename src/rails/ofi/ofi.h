@@ -8,9 +8,11 @@
  * address vector and one completion queue for sends, receives and writes.
  * RDM is connectionless, so what tcp learns from accept() arrives here as
  * messages: every message carries the sender's uuid and the incarnation of
- * its endpoint (epid); each endpoint's first message is a HELLO with the
- * sender's address (the receiver inserts it into its AV and, for an
- * unknown uuid, creates the endpoint and calls ep_accepted).  A BYE tells
+ * its endpoint (epid); each endpoint introduces itself by a handshake that
+ * starts with a HELLO carrying the sender's address (see "The handshake"
+ * below: once the sender proved the job key, the receiver keeps the
+ * address in its AV and, for an unknown uuid, creates the endpoint and
+ * calls ep_accepted).  A BYE tells
  * one incarnation that the other side destroyed it, closed its rail or
  * refused it.  Messages of an incarnation the receiver does not know are
  * stale and dropped, which gives the ofi rail the same "new connection,
