@@ -1068,6 +1068,62 @@ static int forge_handshake(side_t *a, side_t *b, uint32_t epid, int cont)
     return 0;
 }
 
+/* HELLOs of 40 made-up ids (no key needed to send one) fill the pending
+ * table to its cap and no further, make no endpoint, and a genuine
+ * handshake still gets through (its HELLO goes again until an entry is
+ * old enough to give way). */
+static void check_pending_cap(void)
+{
+    side_t a, b;
+    madrail_status_t st;
+    unsigned i, maxpend = 0;
+    double t0;
+
+    memset(&b, 0, sizeof(b));
+    if (side_open(&a, 0xC00C, SPEC, NULL) != MADRAIL_OK ||
+        side_open(&b, 0xC11C, SPEC, NULL) != MADRAIL_OK) {
+        CHECK(0, "pending cap: open");
+        goto out;
+    }
+    for (i = 0; i < 40; i++) {
+        uint8_t m[CAP_LEN];
+        mdr_ofi_hdr_t h;
+        mdr_ofi_hello_t hello;
+        size_t blen, pad;
+        memset(&hello, 0, sizeof(hello));
+        hello.target = b.uuid;
+        hello.addr_len = (uint32_t)a.attr.addr_len;
+        blen = sizeof(hello) + hello.addr_len;
+        pad = MDR_OFI_PAD8(blen);
+        memset(&h, 0, sizeof(h));
+        h.type = MDR_OFI_M_HELLO;
+        h.pad = (uint8_t)pad;
+        h.magic = MDR_OFI_MAGIC;
+        h.epid = 7;
+        h.uuid = 0xDEAD0000ull + i;
+        memset(m, 0, sizeof(m));
+        memcpy(m, &h, MDR_OFI_HDR_LEN);
+        memcpy(m + MDR_OFI_HDR_LEN, &hello, sizeof(hello));
+        memcpy(m + MDR_OFI_HDR_LEN + sizeof(hello), a.addr, hello.addr_len);
+        inject_msg(b.rail, m, MDR_OFI_HDR_LEN + blen + pad);
+        if (b.rail->npend > maxpend)
+            maxpend = b.rail->npend;
+    }
+    CHECK(maxpend == MDR_OFI_PEND_MAX && b.naccepted == 0,
+          "pending cap: 40 HELLOs of strangers hold %u pending entries (cap %d), no endpoint",
+          maxpend, MDR_OFI_PEND_MAX);
+    t0 = mdr_time_sec();
+    st = ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.own, &a.own.ep);
+    if (st == MADRAIL_OK)
+        st = send_seq(&a, &b, a.own.ep, 0);
+    CHECK(st == MADRAIL_OK && WAIT(&a, &b, b.acc[0].nrecv == 1) && b.naccepted == 1,
+          "pending cap: a genuine handshake gets through the full table (%s, %.1f s)",
+          madrail_status_str(st), mdr_time_sec() - t0);
+out:
+    side_close(&a);
+    side_close(&b);
+}
+
 /* issue 28 item 2: the key alone does not take over a live peer's
  * identity; the session's secret does (a genuine reconnection). */
 static void check_takeover(void)
@@ -1253,6 +1309,7 @@ int main(void)
     check_key_never_sent();
     check_replay();
     check_takeover();
+    check_pending_cap();
     check_put_order_mode();
     check_foreign_address();
     return rt_finish();

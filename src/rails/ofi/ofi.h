@@ -182,6 +182,7 @@ typedef struct mdr_ofi_bye {
 #define MDR_OFI_PEND_EVICT 2.0  /* seconds after which a newer HELLO may take an entry's place */
 #define MDR_OFI_PEND_TTL 30.0   /* seconds after which an entry is dropped anyway */
 #define MDR_OFI_HS_TIMEOUT 30.0 /* seconds an endpoint waits for its handshake to complete */
+#define MDR_OFI_HS_RETRY 1.0    /* seconds without a CHALLENGE after which the HELLO goes again */
 
 /* ---------------- objects ---------------- */
 
@@ -304,7 +305,8 @@ struct mdr_ep {
     int accepted_hs;     /* it accepted the peer incarnation's handshake (once) */
     int proof_owed;      /* the PROOF could not be sent yet */
     int ack_owed;        /* the HELLO_ACK could not be sent yet */
-    double hs_since;
+    double hs_since;     /* the first HELLO (or the accepted PROOF) */
+    double hs_last_hello;
     uint8_t nonce_i[16], nonce_a[16];
     uint8_t ack_mac[32]; /* the HELLO_ACK's mac while owed */
     uint8_t proof[64];   /* the PROOF while owed */

@@ -538,9 +538,11 @@ static madrail_status_t mdr_ofi_send_hello(mdr_ep_t *ep)
     iov[1].iov_len = h.addr_len;
     st = mdr_ofi_send_msg(ep, MDR_OFI_M_HELLO, iov, 2, sizeof(h) + h.addr_len, 0);
     if (st == MADRAIL_OK) {
+        ep->hs_last_hello = mdr_time_sec();
+        if (!ep->hello_sent)
+            ep->hs_since = ep->hs_last_hello;
         ep->hello_sent = 1;
         ep->hs_state = MDR_OFI_HS_HELLO_SENT;
-        ep->hs_since = mdr_time_sec();
         mdr_ofi_hs_count(ep);
         mdr_debug("rail %s peer %016llx: hello from endpoint %u", rail->log_name,
                   (unsigned long long)ep->base.uuid, ep->epid);
@@ -1404,7 +1406,7 @@ static void mdr_ofi_proof_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
         return;
     }
     /* the entry's AV entry is the peer's from here (or given back below) */
-    rail->pend[k].used = 0;
+    mdr_auth_wipe(&rail->pend[k], sizeof(rail->pend[k]));
     rail->npend--;
     peer = mdr_hash_get(&rail->peers, e.uuid);
     if (peer != NULL && (peer->name_len != e.name_len ||
@@ -1579,6 +1581,12 @@ void mdr_ofi_hs_tick(mdr_rail_t *rail)
         }
         if (ep->ack_owed || ep->proof_owed)
             (void)mdr_ofi_hs_push(ep);
+        /* no CHALLENGE yet: the acceptor's table was full (or it had not
+         * read our HELLO yet): a new HELLO with a new nonce (a CHALLENGE
+         * for the old one is then ignored, it echoes the old nonce) */
+        if (!ep->ready && ep->hs_state == MDR_OFI_HS_HELLO_SENT &&
+            now - ep->hs_last_hello > MDR_OFI_HS_RETRY)
+            (void)mdr_ofi_send_hello(ep);
         if (ep->ready && !ep->ack_owed && !ep->proof_owed) {
             mdr_ofi_hs_uncount(ep);
             continue;
