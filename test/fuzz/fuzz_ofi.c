@@ -1,6 +1,7 @@
 /*
  * Fuzz target: the ofi driver's receive handler (mdr_ofi_recv_msg: the
- * header, HELLO with the sender's address, BYE, control messages), as a
+ * header, the handshake (HELLO with the sender's address, CHALLENGE,
+ * PROOF, HELLO_ACK), BYE, control messages), as a
  * stranger or a broken peer on the same fabric can drive it.
  *
  * No refactor of the driver was needed: mdr_ofi_recv_msg() already takes
@@ -17,6 +18,10 @@
  * The harness is V's core: its upcalls check what the driver promises
  * (control data 8-byte aligned, at most a slot, no upcall for a destroyed
  * ep) and read every byte.
+ *
+ * The handshake's proofs (ofi.h) are patches too: the right mac for the
+ * nonces V holds at that moment, computed here with the job key, so the
+ * fuzzer gets past the PROOF and the HELLO_ACK to everything behind them.
  *
  * Message layouts come from ofi.h; the input format is written down once,
  * by fz_ofi_seeds() at the bottom (FZ_GEN_SEEDS=dir).
@@ -70,6 +75,10 @@ enum {
     FZ_SEL_V_EPID = 3, /* 4 bytes: V's incarnation number of its ep to P */
     FZ_SEL_P_EPID = 4, /* 4 bytes: P's incarnation number of its ep to V */
     FZ_SEL_ADDR_LEN = 5, /* 4 bytes: P's packed address length */
+    FZ_SEL_PROOF = 6,    /* 32 bytes: the right mac_i for V's newest pending handshake of P */
+    FZ_SEL_CONT = 7,     /* 32 bytes: continuity with the session V keeps with P */
+    FZ_SEL_ACK = 8,      /* 32 bytes: the right mac_a for V's ep to P waiting for the ack */
+    FZ_SEL_V_NONCE = 9,  /* 16 bytes: the nonce of V's HELLO (a CHALLENGE echoes it) */
     FZ_NSEL
 };
 
@@ -94,6 +103,66 @@ typedef struct fz_ofi {
 } fz_ofi_t;
 
 static fz_ofi_t *fz_cur;
+
+/* ---------------- the handshake's proofs ---------------- */
+
+static mdr_ep_t *fz_vep_to_p(fz_ofi_t *s);
+
+/* The 32 or 16 bytes a proof selector stands for, at that moment (zeros
+ * when V holds nothing it could be checked against). */
+static size_t fz_proof_patch(fz_ofi_t *s, uint8_t sel, uint8_t *out)
+{
+    mdr_auth_transcript_t t;
+    mdr_ofi_pend_t *e = NULL;
+    mdr_ofi_peer_t *peer;
+    mdr_ep_t *ep;
+    unsigned k;
+
+    memset(out, 0, MDR_AUTH_MAC_LEN);
+    t.driver = "ofi";
+    switch (sel) {
+    case FZ_SEL_PROOF:
+    case FZ_SEL_CONT:
+        for (k = 0; k < MDR_OFI_PEND_MAX; k++)
+            if (s->v->pend[k].used && s->v->pend[k].uuid == FZ_P_UUID &&
+                (e == NULL || s->v->pend[k].since >= e->since))
+                e = &s->v->pend[k];
+        if (e == NULL)
+            return MDR_AUTH_MAC_LEN;
+        t.uuid_i = FZ_P_UUID;
+        t.uuid_a = FZ_V_UUID;
+        t.nonce_i = e->nonce_i;
+        t.nonce_a = e->nonce_a;
+        t.rail_id = s->v->name_buf;
+        t.rail_id_len = s->v->name_len;
+        if (sel == FZ_SEL_PROOF) {
+            mdr_auth_mac(out, fz_job_key, MDR_JOB_KEY_LEN, MDR_AUTH_INITIATOR, &t);
+        } else {
+            peer = mdr_hash_get(&s->v->peers, FZ_P_UUID);
+            if (peer != NULL && peer->has_sess[peer->newest])
+                mdr_auth_mac(out, peer->sess[peer->newest], MDR_AUTH_MAC_LEN,
+                             MDR_AUTH_CONTINUITY, &t);
+        }
+        return MDR_AUTH_MAC_LEN;
+    case FZ_SEL_ACK:
+        ep = fz_vep_to_p(s);
+        if (ep == NULL)
+            return MDR_AUTH_MAC_LEN;
+        t.uuid_i = FZ_V_UUID;
+        t.uuid_a = FZ_P_UUID;
+        t.nonce_i = ep->nonce_i;
+        t.nonce_a = ep->nonce_a;
+        t.rail_id = ep->peer->name;
+        t.rail_id_len = ep->peer->name_len;
+        mdr_auth_mac(out, fz_job_key, MDR_JOB_KEY_LEN, MDR_AUTH_ACCEPTOR, &t);
+        return MDR_AUTH_MAC_LEN;
+    default:
+        ep = fz_vep_to_p(s);
+        if (ep != NULL)
+            memcpy(out, ep->nonce_i, MDR_AUTH_NONCE_LEN);
+        return MDR_AUTH_NONCE_LEN;
+    }
+}
 
 /* ---------------- V's and P's cores ---------------- */
 
@@ -221,6 +290,18 @@ static void fz_send(fz_epc_t *c, size_t len)
     (void)mdr_ofi_ops.ctrl_send(c->ep, &iov, 1);
 }
 
+/* V's ep toward P, or NULL. */
+static mdr_ep_t *fz_vep_to_p(fz_ofi_t *s)
+{
+    int i;
+
+    for (i = 0; i < FZ_MAXEP; i++)
+        if (s->vep[i].ep != NULL && s->vep[i].ep->base.uuid == FZ_P_UUID &&
+            !s->vep[i].ep->base.destroyed)
+            return s->vep[i].ep;
+    return NULL;
+}
+
 /* The incarnation number of V's (or P's) ep toward the other. */
 static uint32_t fz_epid(fz_ofi_t *s, int v)
 {
@@ -252,6 +333,7 @@ static void fz_msg(fz_ofi_t *s, fz_in_t *in, uint8_t *buf, size_t cap)
         uint8_t sel = fz_u8(in) % FZ_NSEL;
         uint64_t v64 = 0;
         uint32_t v32;
+        uint8_t mac[MDR_AUTH_MAC_LEN];
         const void *src = &v64;
         size_t n = 8;
         switch (sel) {
@@ -260,6 +342,10 @@ static void fz_msg(fz_ofi_t *s, fz_in_t *in, uint8_t *buf, size_t cap)
         case FZ_SEL_P_UUID: v64 = FZ_P_UUID; break;
         case FZ_SEL_V_EPID: v32 = fz_epid(s, 1); src = &v32; n = 4; break;
         case FZ_SEL_P_EPID: v32 = fz_epid(s, 0); src = &v32; n = 4; break;
+        case FZ_SEL_PROOF:
+        case FZ_SEL_CONT:
+        case FZ_SEL_ACK:
+        case FZ_SEL_V_NONCE: n = fz_proof_patch(s, sel, mac); src = mac; break;
         default: v32 = (uint32_t)s->pattr.addr_len; src = &v32; n = 4; break;
         }
         if ((size_t)off + n <= len)
@@ -479,18 +565,38 @@ static int sd_save(const char *dir, const char *name, const fz_seed_t *sd)
     return fclose(f);
 }
 
-/* A HELLO body: target, then P's address (patched in at run time). */
+/* A HELLO body: target, nonce, then P's address (patched in at run time). */
 static size_t sd_hello(uint8_t *b, uint64_t target, uint32_t addr_len)
 {
     mdr_ofi_hello_t h;
 
     memset(&h, 0, sizeof(h));
     h.target = target;
-    memcpy(h.key, fz_job_key, sizeof(h.key));
+    memset(h.nonce, 0x4e, sizeof(h.nonce));
     h.addr_len = addr_len;
     memcpy(b, &h, sizeof(h));
     memset(b + sizeof(h), 0, addr_len);
     return sizeof(h) + addr_len;
+}
+
+/* A PROOF from P's incarnation epid (0: P's real one, patched): the right
+ * mac for V's pending entry unless wrong; continuity when cont. */
+static void sd_proof(fz_seed_t *sd, uint32_t epid, int flags)
+{
+    mdr_ofi_proof_t pr;
+    sd_patch_t pt[3];
+    unsigned npt = 0;
+
+    memset(&pr, 0x70, sizeof(pr));
+    if (epid == 0)
+        pt[npt++] = (sd_patch_t){4, FZ_SEL_P_EPID};
+    if (!(flags & 1))
+        pt[npt++] = (sd_patch_t){MDR_OFI_HDR_LEN, FZ_SEL_PROOF};
+    if (flags & 2)
+        pt[npt++] = (sd_patch_t){MDR_OFI_HDR_LEN + 32, FZ_SEL_CONT};
+    else
+        memset(pr.cont, 0, sizeof(pr.cont));
+    sd_msg(sd, 0, MDR_OFI_M_PROOF, MDR_OFI_MAGIC, 0, epid, &pr, sizeof(pr), pt, npt);
 }
 
 static int fz_ofi_seeds(const char *dir)
@@ -534,6 +640,7 @@ static int fz_ofi_seeds(const char *dir)
         n = sd_hello(b, FZ_V_UUID, alen);
         sd_msg(&sd, 0, MDR_OFI_M_HELLO, MDR_OFI_MAGIC, (uint8_t)MDR_OFI_PAD8(n), 0, b, n,
                p_hello, 3);
+        sd_proof(&sd, 0, 0);
         for (j = 0; j < sizeof(sizes) / sizeof(sizes[0]); j++)
             sd_msg(&sd, (uint8_t)(j & 1 ? 4 : 0), MDR_OFI_M_CTRL, MDR_OFI_MAGIC,
                    (uint8_t)MDR_OFI_PAD8(sizes[j]), 0, ctl, sizes[j], p_epid, 1);
@@ -599,8 +706,10 @@ static int fz_ofi_seeds(const char *dir)
         n = sd_hello(b, FZ_V_UUID, alen);
         sd_msg(&sd, 0, MDR_OFI_M_HELLO, MDR_OFI_MAGIC, (uint8_t)MDR_OFI_PAD8(n), 0x77, b, n,
                garbled, 3);
+        sd_proof(&sd, 0x77, 0);
         sd_msg(&sd, 0, MDR_OFI_M_HELLO, MDR_OFI_MAGIC, (uint8_t)MDR_OFI_PAD8(n), 0x78, b, n,
                real, 2);
+        sd_proof(&sd, 0x78, 0);
         sd_msg(&sd, 0, MDR_OFI_M_CTRL, MDR_OFI_MAGIC, 0, 0x78, ctl, 40, NULL, 0);
         sd_u8(&sd, FZ_OP_V_SEND);
         sd_u8(&sd, 0);
@@ -651,14 +760,73 @@ static int fz_ofi_seeds(const char *dir)
         memset(&sd, 0, sizeof(sd));
         sd_u8(&sd, FZ_S_P_FIRST | FZ_S_V_FIRST);
         n = sd_hello(b, FZ_V_UUID, alen);
+        /* without continuity (refused: P's endpoint is alive), then with it */
         sd_msg(&sd, 0, MDR_OFI_M_HELLO, MDR_OFI_MAGIC, (uint8_t)MDR_OFI_PAD8(n), 0x4242, b, n,
                pt, 2);
+        sd_proof(&sd, 0x4242, 0);
         sd_msg(&sd, 0, MDR_OFI_M_CTRL, MDR_OFI_MAGIC, 0, 0x4242, ctl, 24, NULL, 0);
         sd_u8(&sd, FZ_OP_P_SEND);
         sd_u16(&sd, 30);
+        sd_msg(&sd, 0, MDR_OFI_M_HELLO, MDR_OFI_MAGIC, (uint8_t)MDR_OFI_PAD8(n), 0x4343, b, n,
+               pt, 2);
+        sd_proof(&sd, 0x4343, 2);
+        sd_msg(&sd, 0, MDR_OFI_M_CTRL, MDR_OFI_MAGIC, 0, 0x4343, ctl, 24, NULL, 0);
         sd_u8(&sd, FZ_OP_DESTROY);
         sd_u8(&sd, 0);
         rc |= sd_save(dir, "hello-new-incarnation", &sd);
+    }
+    /* proofs that fail: a wrong mac, none pending, a second one, one of a bad length */
+    {
+        const sd_patch_t pt[] = {{4, FZ_SEL_P_EPID}, {body + 8, FZ_SEL_ADDR_LEN},
+                                 {body + sizeof(mdr_ofi_hello_t), FZ_SEL_P_ADDR}};
+        memset(&sd, 0, sizeof(sd));
+        sd_u8(&sd, 0);
+        sd_proof(&sd, 0x99, 0);
+        n = sd_hello(b, FZ_V_UUID, alen);
+        sd_msg(&sd, 0, MDR_OFI_M_HELLO, MDR_OFI_MAGIC, (uint8_t)MDR_OFI_PAD8(n), 0, b, n, pt, 3);
+        sd_proof(&sd, 0, 1);
+        sd_msg(&sd, 0, MDR_OFI_M_HELLO, MDR_OFI_MAGIC, (uint8_t)MDR_OFI_PAD8(n), 0, b, n, pt, 3);
+        sd_msg(&sd, 0, MDR_OFI_M_PROOF, MDR_OFI_MAGIC, 0, 0, ctl, 40, p_epid, 1);
+        sd_msg(&sd, 0, MDR_OFI_M_HELLO, MDR_OFI_MAGIC, (uint8_t)MDR_OFI_PAD8(n), 0, b, n, pt, 3);
+        sd_proof(&sd, 0, 0);
+        sd_msg(&sd, 0, MDR_OFI_M_HELLO, MDR_OFI_MAGIC, (uint8_t)MDR_OFI_PAD8(n), 0, b, n, pt, 3);
+        sd_proof(&sd, 0, 0);
+        sd_msg(&sd, 0, MDR_OFI_M_CTRL, MDR_OFI_MAGIC, 0, 0, ctl, 32, p_epid, 1);
+        rc |= sd_save(dir, "proof-wrong-none-second", &sd);
+    }
+    /* V's own handshake answered by the input: a CHALLENGE echoing V's
+     * nonce, then a HELLO_ACK with the right mac (and ones that are not) */
+    for (k = 0; k < 2; k++) {
+        mdr_ofi_challenge_t c;
+        mdr_ofi_hello_ack_t a;
+        const sd_patch_t pc[] = {{body, FZ_SEL_V_EPID}, {body + 8, FZ_SEL_V_NONCE}};
+        const sd_patch_t pa[] = {{4, FZ_SEL_P_EPID}, {body, FZ_SEL_V_EPID},
+                                 {body + 8, FZ_SEL_ACK}};
+        memset(&sd, 0, sizeof(sd));
+        /* the real P answers V's HELLO too (its CHALLENGE and HELLO_ACK
+         * take the success paths), when the provider's connection is up */
+        sd_u8(&sd, FZ_S_V_FIRST | (k ? FZ_S_REPLY : 0));
+        sd_u8(&sd, FZ_OP_V_CREATE);
+        sd_u8(&sd, FZ_OP_V_SEND);
+        sd_u8(&sd, 0);
+        sd_u16(&sd, 16);
+        sd_u8(&sd, FZ_OP_PROGRESS); /* the provider's connection: the HELLO goes */
+        sd_u8(&sd, 0);
+        sd_u8(&sd, FZ_OP_V_SEND);
+        sd_u8(&sd, 0);
+        sd_u16(&sd, 16);
+        memset(&c, 0x43, sizeof(c));
+        sd_msg(&sd, 0, MDR_OFI_M_CHALLENGE, MDR_OFI_MAGIC, 0, 0x51, &c, sizeof(c), pc, k ? 1 : 2);
+        memset(&a, 0x41, sizeof(a));
+        sd_msg(&sd, 0, MDR_OFI_M_HELLO_ACK, MDR_OFI_MAGIC, 0, 0x52, &a, sizeof(a), pa, 2);
+        sd_msg(&sd, 0, MDR_OFI_M_HELLO_ACK, MDR_OFI_MAGIC, 0, 0x52, &a, sizeof(a), pa, 3);
+        sd_msg(&sd, 0, MDR_OFI_M_CTRL, MDR_OFI_MAGIC, 0, 0x52, ctl, 24, NULL, 0);
+        sd_u8(&sd, FZ_OP_V_SEND);
+        sd_u8(&sd, 0);
+        sd_u16(&sd, 20);
+        sd_u8(&sd, FZ_OP_PROGRESS);
+        sd_u8(&sd, 3);
+        rc |= sd_save(dir, k ? "challenge-stale" : "challenge-ack", &sd);
     }
     /* the short form: P's real HELLO gave its incarnation a slot at V; then
      * messages in it (good, then with padding 3, padding 9, one past a

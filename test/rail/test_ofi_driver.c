@@ -816,6 +816,357 @@ out:
     side_close(&b);
 }
 
+/* ---------------- the handshake (issue 28) ---------------- */
+
+/* Every message a rail hands to the provider (and it takes), copied:
+ * the rail's fi_ops_msg is swapped for one that records, then calls the
+ * provider's (fi_send and friends are inline calls through that table). */
+#define CAP_MAX 256
+#define CAP_LEN 512
+typedef struct cap_rail {
+    struct fid_ep *ep;
+    struct fi_ops_msg *orig, mine;
+} cap_rail_t;
+static cap_rail_t cap_rails[2];
+static struct {
+    int from; /* cap_rails index */
+    size_t len;
+    uint8_t b[CAP_LEN];
+} cap_log[CAP_MAX];
+static int cap_n, cap_overflow;
+
+static cap_rail_t *cap_of(struct fid_ep *ep)
+{
+    return cap_rails[0].ep == ep ? &cap_rails[0] : &cap_rails[1];
+}
+
+static void cap_record(struct fid_ep *ep, const void *buf, size_t len)
+{
+    if (cap_n == CAP_MAX || len > CAP_LEN) {
+        cap_overflow++;
+        return;
+    }
+    cap_log[cap_n].from = (int)(cap_of(ep) - cap_rails);
+    cap_log[cap_n].len = len;
+    memcpy(cap_log[cap_n].b, buf, len);
+    cap_n++;
+}
+
+static ssize_t cap_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+                        fi_addr_t dest, void *ctx)
+{
+    ssize_t ret = cap_of(ep)->orig->send(ep, buf, len, desc, dest, ctx);
+    if (ret == 0)
+        cap_record(ep, buf, len);
+    return ret;
+}
+
+static ssize_t cap_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest)
+{
+    ssize_t ret = cap_of(ep)->orig->inject(ep, buf, len, dest);
+    if (ret == 0)
+        cap_record(ep, buf, len);
+    return ret;
+}
+
+static ssize_t cap_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+                            uint64_t data, fi_addr_t dest, void *ctx)
+{
+    ssize_t ret = cap_of(ep)->orig->senddata(ep, buf, len, desc, data, dest, ctx);
+    if (ret == 0)
+        cap_record(ep, buf, len);
+    return ret;
+}
+
+static ssize_t cap_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data,
+                              fi_addr_t dest)
+{
+    ssize_t ret = cap_of(ep)->orig->injectdata(ep, buf, len, data, dest);
+    if (ret == 0)
+        cap_record(ep, buf, len);
+    return ret;
+}
+
+static void cap_attach(int i, side_t *s)
+{
+    cap_rail_t *c = &cap_rails[i];
+    c->ep = s->rail->ep;
+    c->orig = c->ep->msg;
+    c->mine = *c->orig;
+    c->mine.send = cap_send;
+    c->mine.inject = cap_inject;
+    c->mine.senddata = cap_senddata;
+    c->mine.injectdata = cap_injectdata;
+    c->ep->msg = &c->mine;
+}
+
+static void cap_detach(void)
+{
+    int i;
+    for (i = 0; i < 2; i++)
+        if (cap_rails[i].ep != NULL)
+            cap_rails[i].ep->msg = cap_rails[i].orig;
+    memset(cap_rails, 0, sizeof(cap_rails));
+}
+
+/* One message as the receive path gets it, in an aligned buffer. */
+static void inject_msg(mdr_rail_t *to, const void *m, size_t len)
+{
+    uint64_t buf[CAP_LEN / 8];
+    memcpy(buf, m, len);
+    mdr_ofi_recv_msg(to, (const uint8_t *)buf, len);
+}
+
+/* Two rails connected by one handshake (a dials b), messages both ways,
+ * every message captured.  0 when up. */
+static int hs_pair(side_t *a, side_t *b, uint64_t ua, uint64_t ub)
+{
+    madrail_status_t st;
+
+    memset(b, 0, sizeof(*b));
+    if (side_open(a, ua, SPEC, NULL) != MADRAIL_OK || side_open(b, ub, SPEC, NULL) != MADRAIL_OK)
+        return -1;
+    cap_n = cap_overflow = 0;
+    cap_attach(0, a);
+    cap_attach(1, b);
+    st = ops->ep_create(a->rail, b->uuid, b->addr, b->attr.addr_len, &a->own, &a->own.ep);
+    if (st == MADRAIL_OK)
+        st = send_seq(a, b, a->own.ep, 0);
+    if (st != MADRAIL_OK || !WAIT(a, b, b->acc[0].nrecv == 1))
+        return -1;
+    st = send_seq(a, b, b->acc[0].ep, 0);
+    return st == MADRAIL_OK && WAIT(a, b, a->own.nrecv == 1) ? 0 : -1;
+}
+
+/* No message either side sends holds the job key (nor its first half). */
+static void check_key_never_sent(void)
+{
+    side_t a, b;
+    int i, found = 0, up;
+    size_t k;
+
+    up = hs_pair(&a, &b, 0x9009, 0x9119) == 0;
+    CHECK(up, "key never sent: handshake and a message each way");
+    for (i = 0; up && i < cap_n; i++)
+        for (k = 0; k + 8 <= cap_log[i].len; k++)
+            if (memcmp(cap_log[i].b + k, rt_job_key, 8) == 0 ||
+                memcmp(cap_log[i].b + k, rt_job_key + 8, 8) == 0)
+                found++;
+    CHECK(up && cap_n >= 4 && cap_overflow == 0 && found == 0,
+          "key never sent: %d messages captured, none holds the job key (%d found)", cap_n,
+          found);
+    cap_detach();
+    side_close(&a);
+    side_close(&b);
+}
+
+/* A recording of a handshake (a to b) played to b again, once a's endpoint
+ * is gone, makes no endpoint: the proof answered another challenge. */
+static void check_replay(void)
+{
+    side_t a, b;
+    int i, n, up;
+    static struct {
+        size_t len;
+        uint8_t b[CAP_LEN];
+    } rec[CAP_MAX];
+
+    up = hs_pair(&a, &b, 0xA00A, 0xA11A) == 0;
+    CHECK(up, "replay: handshake and a message each way");
+    if (!up)
+        goto out;
+    for (i = n = 0; i < cap_n; i++)
+        if (cap_log[i].from == 0) {
+            rec[n].len = cap_log[i].len;
+            memcpy(rec[n].b, cap_log[i].b, cap_log[i].len);
+            n++;
+        }
+    cap_detach();
+    ops->ep_destroy(a.own.ep);
+    a.own.ep = NULL;
+    {
+        double dl = mdr_time_sec() + 0.3;
+        while (mdr_time_sec() < dl)
+            prog2(&a, &b);
+    }
+    for (i = 0; i < n; i++) {
+        inject_msg(b.rail, rec[i].b, rec[i].len);
+        prog2(&a, &b);
+    }
+    {
+        double dl = mdr_time_sec() + 0.3;
+        while (mdr_time_sec() < dl)
+            prog2(&a, &b);
+    }
+    CHECK(n >= 2 && cap_overflow == 0 && b.naccepted == 1 && b.acc[0].nrecv == 1,
+          "replay: %d recorded messages of a's handshake played again make no endpoint (%d "
+          "accepted, %llu messages)", n, b.naccepted, (unsigned long long)b.acc[0].nrecv);
+out:
+    cap_detach();
+    side_close(&a);
+    side_close(&b);
+}
+
+/* A handshake in a's name (its uuid, its address, a new incarnation, the
+ * job key) sent to b while a's endpoint is alive.  cont: with the proof of
+ * continuity a's rail can make (its session secret with b).  0 when the
+ * messages went in. */
+static int forge_handshake(side_t *a, side_t *b, uint32_t epid, int cont)
+{
+    uint8_t m[CAP_LEN];
+    mdr_ofi_hdr_t h;
+    mdr_ofi_hello_t hello;
+    mdr_ofi_proof_t pr;
+    mdr_auth_transcript_t t;
+    mdr_ofi_pend_t *e = NULL;
+    size_t blen, pad;
+    unsigned k;
+
+    memset(&hello, 0, sizeof(hello));
+    hello.target = b->uuid;
+    hello.addr_len = (uint32_t)a->attr.addr_len;
+    memset(hello.nonce, 0x6e, sizeof(hello.nonce));
+    blen = sizeof(hello) + hello.addr_len;
+    pad = MDR_OFI_PAD8(blen);
+    memset(&h, 0, sizeof(h));
+    h.type = MDR_OFI_M_HELLO;
+    h.pad = (uint8_t)pad;
+    h.magic = MDR_OFI_MAGIC;
+    h.epid = epid;
+    h.uuid = a->uuid;
+    memset(m, 0, sizeof(m));
+    memcpy(m, &h, MDR_OFI_HDR_LEN);
+    memcpy(m + MDR_OFI_HDR_LEN, &hello, sizeof(hello));
+    memcpy(m + MDR_OFI_HDR_LEN + sizeof(hello), a->addr, hello.addr_len);
+    inject_msg(b->rail, m, MDR_OFI_HDR_LEN + blen + pad);
+    for (k = 0; k < MDR_OFI_PEND_MAX; k++)
+        if (b->rail->pend[k].used && b->rail->pend[k].uuid == a->uuid &&
+            b->rail->pend[k].epid == epid)
+            e = &b->rail->pend[k];
+    if (e == NULL)
+        return -1;
+    t.driver = "ofi";
+    t.uuid_i = a->uuid;
+    t.uuid_a = b->uuid;
+    t.nonce_i = hello.nonce;
+    t.nonce_a = e->nonce_a;
+    t.rail_id = b->rail->name_buf;
+    t.rail_id_len = b->rail->name_len;
+    mdr_auth_mac(pr.mac, rt_job_key, MDR_JOB_KEY_LEN, MDR_AUTH_INITIATOR, &t);
+    memset(pr.cont, 0, sizeof(pr.cont));
+    if (cont) {
+        mdr_ofi_peer_t *p = mdr_hash_get(&a->rail->peers, b->uuid);
+        if (p == NULL || !p->has_sess[p->newest])
+            return -1;
+        mdr_auth_mac(pr.cont, p->sess[p->newest], MDR_AUTH_MAC_LEN, MDR_AUTH_CONTINUITY, &t);
+    }
+    h.type = MDR_OFI_M_PROOF;
+    h.pad = 0;
+    memcpy(m, &h, MDR_OFI_HDR_LEN);
+    memcpy(m + MDR_OFI_HDR_LEN, &pr, sizeof(pr));
+    inject_msg(b->rail, m, MDR_OFI_HDR_LEN + sizeof(pr));
+    return 0;
+}
+
+/* HELLOs of 40 made-up ids (no key needed to send one) fill the pending
+ * table to its cap and no further, make no endpoint, and a genuine
+ * handshake still gets through (its HELLO goes again until an entry is
+ * old enough to give way). */
+static void check_pending_cap(void)
+{
+    side_t a, b;
+    madrail_status_t st;
+    unsigned i, maxpend = 0;
+    double t0;
+
+    memset(&b, 0, sizeof(b));
+    if (side_open(&a, 0xC00C, SPEC, NULL) != MADRAIL_OK ||
+        side_open(&b, 0xC11C, SPEC, NULL) != MADRAIL_OK) {
+        CHECK(0, "pending cap: open");
+        goto out;
+    }
+    for (i = 0; i < 40; i++) {
+        uint8_t m[CAP_LEN];
+        mdr_ofi_hdr_t h;
+        mdr_ofi_hello_t hello;
+        size_t blen, pad;
+        memset(&hello, 0, sizeof(hello));
+        hello.target = b.uuid;
+        hello.addr_len = (uint32_t)a.attr.addr_len;
+        blen = sizeof(hello) + hello.addr_len;
+        pad = MDR_OFI_PAD8(blen);
+        memset(&h, 0, sizeof(h));
+        h.type = MDR_OFI_M_HELLO;
+        h.pad = (uint8_t)pad;
+        h.magic = MDR_OFI_MAGIC;
+        h.epid = 7;
+        h.uuid = 0xDEAD0000ull + i;
+        memset(m, 0, sizeof(m));
+        memcpy(m, &h, MDR_OFI_HDR_LEN);
+        memcpy(m + MDR_OFI_HDR_LEN, &hello, sizeof(hello));
+        memcpy(m + MDR_OFI_HDR_LEN + sizeof(hello), a.addr, hello.addr_len);
+        inject_msg(b.rail, m, MDR_OFI_HDR_LEN + blen + pad);
+        if (b.rail->npend > maxpend)
+            maxpend = b.rail->npend;
+    }
+    CHECK(maxpend == MDR_OFI_PEND_MAX && b.naccepted == 0,
+          "pending cap: 40 HELLOs of strangers hold %u pending entries (cap %d), no endpoint",
+          maxpend, MDR_OFI_PEND_MAX);
+    t0 = mdr_time_sec();
+    st = ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.own, &a.own.ep);
+    if (st == MADRAIL_OK)
+        st = send_seq(&a, &b, a.own.ep, 0);
+    CHECK(st == MADRAIL_OK && WAIT(&a, &b, b.acc[0].nrecv == 1) && b.naccepted == 1,
+          "pending cap: a genuine handshake gets through the full table (%s, %.1f s)",
+          madrail_status_str(st), mdr_time_sec() - t0);
+out:
+    side_close(&a);
+    side_close(&b);
+}
+
+/* issue 28 item 2: the key alone does not take over a live peer's
+ * identity; the session's secret does (a genuine reconnection). */
+static void check_takeover(void)
+{
+    side_t a, b;
+    madrail_status_t st;
+    int up, fr;
+    uint32_t epid;
+
+    up = hs_pair(&a, &b, 0xB00B, 0xB11B) == 0;
+    cap_detach();
+    CHECK(up, "takeover: handshake and a message each way");
+    if (!up)
+        goto out;
+    epid = a.own.ep->epid + 1000;
+    fr = forge_handshake(&a, &b, epid, 0);
+    {
+        double dl = mdr_time_sec() + 0.3;
+        while (mdr_time_sec() < dl)
+            prog2(&a, &b);
+    }
+    CHECK(fr == 0 && b.naccepted == 1 && b.acc[0].failed == 0,
+          "takeover: a handshake with the key naming a live peer, without continuity, is "
+          "refused (%d accepted, live ep %s)", b.naccepted,
+          b.acc[0].failed ? b.acc[0].fail_reason : "untouched");
+    st = send_seq(&a, &b, a.own.ep, 1);
+    CHECK(st == MADRAIL_OK && WAIT(&a, &b, b.acc[0].nrecv == 2) && !b.acc[0].bad,
+          "takeover: the live connection still carries a's messages (%s, %llu)",
+          madrail_status_str(st), (unsigned long long)b.acc[0].nrecv);
+    st = send_seq(&a, &b, b.acc[0].ep, 1);
+    CHECK(st == MADRAIL_OK && WAIT(&a, &b, a.own.nrecv == 2) && !a.own.bad,
+          "takeover: ... and b's (%s, %llu)", madrail_status_str(st),
+          (unsigned long long)a.own.nrecv);
+    fr = forge_handshake(&a, &b, epid + 1, 1);
+    CHECK(fr == 0 && WAIT(&a, &b, b.naccepted == 2) && b.acc[0].failed == 1 &&
+              strstr(b.acc[0].fail_reason, "reconnected") != NULL,
+          "takeover: with the proof of continuity it replaces the old endpoint (%d accepted, "
+          "%s)", b.naccepted, b.acc[0].fail_reason);
+out:
+    side_close(&a);
+    side_close(&b);
+}
+
 /* Puts in send-after-write mode: the message sent right after each put's
  * completion finds the data in place at the target. */
 static void check_put_order_mode(void)
@@ -955,6 +1306,10 @@ int main(void)
         printf("SKIP: no shm provider: the fi_inject checks\n");
     }
     check_reincarnation();
+    check_key_never_sent();
+    check_replay();
+    check_takeover();
+    check_pending_cap();
     check_put_order_mode();
     check_foreign_address();
     return rt_finish();

@@ -8,9 +8,11 @@
  * address vector and one completion queue for sends, receives and writes.
  * RDM is connectionless, so what tcp learns from accept() arrives here as
  * messages: every message carries the sender's uuid and the incarnation of
- * its endpoint (epid); each endpoint's first message is a HELLO with the
- * sender's address (the receiver inserts it into its AV and, for an
- * unknown uuid, creates the endpoint and calls ep_accepted).  A BYE tells
+ * its endpoint (epid); each endpoint introduces itself by a handshake that
+ * starts with a HELLO carrying the sender's address (see "The handshake"
+ * below: once the sender proved the job key, the receiver keeps the
+ * address in its AV and, for an unknown uuid, creates the endpoint and
+ * calls ep_accepted).  A BYE tells
  * one incarnation that the other side destroyed it, closed its rail or
  * refused it.  Messages of an incarnation the receiver does not know are
  * stale and dropped, which gives the ofi rail the same "new connection,
@@ -39,6 +41,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "rails/common/auth.h"
 #include "rails/common/drv.h"
 #include "rails/common/rail_ep.h"
 #include "rails/common/linkwatch.h"
@@ -54,7 +57,11 @@ enum {
     MDR_OFI_M_HELLO = 1, /* first message of an endpoint incarnation: mdr_ofi_hello_t + address */
     MDR_OFI_M_CTRL = 2,  /* a control message of the core */
     MDR_OFI_M_BYE = 3,   /* mdr_ofi_bye_t: the receiver's endpoint is gone at the sender */
-    MDR_OFI_M_SHORT_ID = 4 /* mdr_ofi_short_id_t: inject to me in the short form, at this slot */
+    MDR_OFI_M_SHORT_ID = 4, /* mdr_ofi_short_id_t: inject to me in the short form, at this slot */
+    MDR_OFI_M_CHALLENGE = 5, /* mdr_ofi_challenge_t: the acceptor's answer to a HELLO */
+    MDR_OFI_M_PROOF = 6,     /* mdr_ofi_proof_t: the initiator proves the key */
+    MDR_OFI_M_HELLO_ACK = 7  /* mdr_ofi_hello_ack_t: the acceptor proves the key, and says
+                              * its own incarnation (the header's epid) */
 };
 
 /* SHORT_ID: for the receiver's incarnation target_epid (ignored by another). */
@@ -92,18 +99,53 @@ typedef struct mdr_ofi_hdr {
     uint64_t uuid;  /* the sender's uuid */
 } mdr_ofi_hdr_t;
 
-/* The receiver of a HELLO checks, in this order and before it touches its
- * address vector: the job key, target == its uuid, the sender's uuid is
- * not its own.  A HELLO that fails is dropped without an answer (no BYE:
- * a BYE names our uuid) and logged through mdr_drv_refusal.  Until an
- * endpoint incarnation has proven the key this way, nothing it sends is
- * delivered (CTRL and BYE from an unknown (uuid, epid) are dropped). */
+/* The handshake (docs/security.md, "ofi"): the job key proves itself
+ * without being sent, by HMAC-SHA-256 over both sides' fresh nonces
+ * (rails/common/auth.h).  Each endpoint incarnation introduces itself with
+ * a HELLO (initiator i, the acceptor a is the receiver):
+ *
+ *   i -> a  HELLO {target uuid_a, nonce_i, i's address}
+ *   a -> i  CHALLENGE {target_epid, nonce_i again, nonce_a}
+ *   i -> a  PROOF {mac_i, cont}
+ *   a -> i  HELLO_ACK {target_epid, mac_a}, from a's endpoint (its epid)
+ *
+ * with T = {"ofi", uuid_i, uuid_a, nonce_i, nonce_a, rail_id = a's
+ * fi_getname() bytes, as its packed address publishes them}.  The
+ * receiver of a HELLO checks target == its uuid and the sender's uuid is
+ * not its own, and keeps only a pending entry (a bounded table, a short
+ * deadline); to send the CHALLENGE the provider needs the sender's address
+ * in the AV, so the entry holds one AV entry (bounded by the table).  It
+ * creates an endpoint, or tells its core, only once mac_i is right; a
+ * PROOF for a uuid that has a live, established endpoint of another
+ * incarnation must carry cont = HMAC(old session secret, CONTINUITY, T),
+ * else it is refused and the live endpoint is left as it was.  The HELLO
+ * of an incarnation the receiver already knows (two endpoints that dialled
+ * each other at once) needs no continuity.  An endpoint sends control
+ * messages once its own handshake completed or it accepted the peer's. */
 typedef struct mdr_ofi_hello {
     uint64_t target;   /* uuid the sender means to reach */
     uint32_t addr_len; /* the sender's packed address follows */
     uint32_t pad;
-    uint8_t key[16];   /* the job key (MDR_JOB_KEY_LEN) */
+    uint8_t nonce[16]; /* nonce_i (MDR_AUTH_NONCE_LEN) */
 } mdr_ofi_hello_t;
+
+typedef struct mdr_ofi_challenge {
+    uint32_t target_epid; /* the initiator's incarnation (its HELLO's epid) */
+    uint32_t pad;
+    uint8_t nonce_i[16];  /* the HELLO's nonce: a CHALLENGE answers that HELLO only */
+    uint8_t nonce_a[16];
+} mdr_ofi_challenge_t;
+
+typedef struct mdr_ofi_proof {
+    uint8_t mac[32];  /* mdr_auth_mac(job key, MDR_AUTH_INITIATOR, T) */
+    uint8_t cont[32]; /* mdr_auth_mac(session secret, MDR_AUTH_CONTINUITY, T), or zeros */
+} mdr_ofi_proof_t;
+
+typedef struct mdr_ofi_hello_ack {
+    uint32_t target_epid; /* the initiator's incarnation */
+    uint32_t pad;
+    uint8_t mac[32];      /* mdr_auth_mac(job key, MDR_AUTH_ACCEPTOR, T) */
+} mdr_ofi_hello_ack_t;
 
 typedef struct mdr_ofi_bye {
     uint32_t target_epid; /* the receiver's incarnation it is meant for; 0: the one that
@@ -111,8 +153,8 @@ typedef struct mdr_ofi_bye {
     uint32_t reason;      /* MDR_OFI_BYE_* */
 } mdr_ofi_bye_t;
 
-#define MDR_OFI_MAGIC 0x4f33u /* "O3": version 3, SHORT_ID and the short form (2: the HELLO
-                                * carries the job key) */
+#define MDR_OFI_MAGIC 0x4f34u /* "O4": version 4, the challenge-response handshake (3: SHORT_ID
+                                * and the short form; 2: the HELLO carried the job key) */
 #define MDR_OFI_HDR_LEN 16
 #define MDR_OFI_PAD8(_n) ((8 - ((_n) & 7)) & 7)
 /* the longest message sent with fi_inject, from a stack buffer */
@@ -135,6 +177,12 @@ typedef struct mdr_ofi_bye {
 #define MDR_OFI_TXB_SLAB 32     /* send buffers allocated (and registered) together */
 #define MDR_OFI_TXB_MAX 512     /* send buffers per rail at most */
 #define MDR_OFI_CLOSE_WAIT 0.25 /* seconds close() waits for its BYEs to leave */
+#define MDR_OFI_PEND_MAX 32     /* handshakes waiting for their PROOF, per rail */
+#define MDR_OFI_PEND_PER_UUID 2 /* ... of them for one claimed uuid */
+#define MDR_OFI_PEND_EVICT 2.0  /* seconds after which a newer HELLO may take an entry's place */
+#define MDR_OFI_PEND_TTL 30.0   /* seconds after which an entry is dropped anyway */
+#define MDR_OFI_HS_TIMEOUT 30.0 /* seconds an endpoint waits for its handshake to complete */
+#define MDR_OFI_HS_RETRY 1.0    /* seconds without a CHALLENGE after which the HELLO goes again */
 
 /* ---------------- objects ---------------- */
 
@@ -185,14 +233,37 @@ typedef struct mdr_ofi_rxbuf {
 } mdr_ofi_rxbuf_t;
 
 /* A peer address inserted into the AV (kept until close: an endpoint that
- * is destroyed and created again reuses it). */
+ * is destroyed and created again reuses it), with the session secrets of
+ * the last handshakes with that peer (kept as long as the record, so that
+ * a reconnection after a failure proves continuity): one of the last
+ * handshake we started, one of the last we accepted (two endpoints that
+ * dial each other at once run both; the initiator of a reconnection proves
+ * with the newer it has, the acceptor takes either). */
+enum { MDR_OFI_SESS_INIT = 0, MDR_OFI_SESS_ACC = 1 };
 typedef struct mdr_ofi_peer {
     mdr_list_t link; /* rail->peer_list */
     uint64_t uuid;
     fi_addr_t fa;
     size_t name_len;
     uint8_t name[MDR_OFI_NAME_MAX];
+    uint8_t sess[2][32]; /* MDR_AUTH_MAC_LEN; wiped with the record */
+    uint8_t has_sess[2];
+    uint8_t newest;      /* MDR_OFI_SESS_* set last */
 } mdr_ofi_peer_t;
+
+/* A HELLO that was answered with a CHALLENGE and waits for its PROOF: no
+ * endpoint, no peer record, nothing the core sees (ofi.h, the handshake). */
+typedef struct mdr_ofi_pend {
+    int used;
+    int av_owned;       /* fa was inserted for this entry (removed with it) */
+    uint64_t uuid;      /* claimed by the HELLO */
+    uint32_t epid;
+    fi_addr_t fa;
+    double since;
+    uint8_t nonce_i[16], nonce_a[16];
+    size_t name_len;
+    uint8_t name[MDR_OFI_NAME_MAX];
+} mdr_ofi_pend_t;
 
 struct mdr_memh {
     mdr_list_t link; /* rail->memhs */
@@ -228,7 +299,21 @@ struct mdr_ep {
     uint32_t rx_short;
     int short_owed;
     mdr_tcp_path_t path; /* the peer's address for ep_link_quiet (rail->tcpdiag) */
+    /* the handshake (see above): ready once it may send control messages */
+    int ready;
+    int hs_state;        /* MDR_OFI_HS_* of the handshake this ep started */
+    int accepted_hs;     /* it accepted the peer incarnation's handshake (once) */
+    int proof_owed;      /* the PROOF could not be sent yet */
+    int ack_owed;        /* the HELLO_ACK could not be sent yet */
+    double hs_since;     /* the first HELLO (or the accepted PROOF) */
+    double hs_last_hello;
+    uint8_t nonce_i[16], nonce_a[16];
+    uint8_t ack_mac[32]; /* the HELLO_ACK's mac while owed */
+    uint8_t proof[64];   /* the PROOF while owed */
+    int hs_counted;      /* counted in rail->hs_waiting */
 };
+
+enum { MDR_OFI_HS_NONE = 0, MDR_OFI_HS_HELLO_SENT, MDR_OFI_HS_PROOF_SENT, MDR_OFI_HS_DONE };
 
 struct mdr_rail {
     char name[64];      /* attr.name: "ofi:tcp;ofi_rxm:lo" */
@@ -290,6 +375,10 @@ struct mdr_rail {
     double next_timeout_check;
     int shm_counted;     /* counted among the process's open shm rails */
     mdr_list_t park_link; /* closed shm rail kept open (ofi_rail.c) */
+    mdr_ofi_pend_t pend[MDR_OFI_PEND_MAX]; /* handshakes waiting for their PROOF */
+    unsigned npend;
+    unsigned hs_waiting;  /* eps whose handshake has not completed (the deadline) */
+    double next_hs_check;
 
     /* receive buffers */
     mdr_ofi_rxbuf_t *rxb;
@@ -338,6 +427,10 @@ int mdr_ofi_report(mdr_rail_t *rail);
 void mdr_ofi_check_timeouts(mdr_rail_t *rail);
 /* Free what close() found still allocated. */
 void mdr_ofi_ops_cleanup(mdr_rail_t *rail);
+/* Handshake deadlines: pending entries and eps that wait (from progress). */
+void mdr_ofi_hs_tick(mdr_rail_t *rail);
+/* Drop every pending handshake and wipe the peers' session secrets (close). */
+void mdr_ofi_hs_cleanup(mdr_rail_t *rail);
 
 madrail_status_t mdr_ofi_ep_create(mdr_rail_t *rail, uint64_t remote_uuid, const void *addr,
                                    size_t len, void *ep_cookie, mdr_ep_t **ep_p);

@@ -33,6 +33,9 @@
 #include "util/compiler.h"
 #include "util/log.h"
 
+static void mdr_ofi_hs_count(mdr_ep_t *ep);
+static void mdr_ofi_hs_uncount(mdr_ep_t *ep);
+
 static const char *mdr_ofi_bye_str(uint32_t reason)
 {
     switch (reason) {
@@ -289,6 +292,7 @@ void mdr_ofi_ep_destroy(mdr_ep_t *ep)
     if (!ep->failed && !ep->peer_closed && !rail->closing)
         mdr_ofi_send_bye(ep, MDR_OFI_BYE_DESTROYED);
     ep->base.destroyed = 1;
+    mdr_ofi_hs_uncount(ep);
     if (ep->rx_short != 0 && rail->short_eps != NULL)
         rail->short_eps[ep->rx_short - 1] = NULL; /* the slot is free */
     ep->rx_short = 0;
@@ -379,19 +383,26 @@ MDR_HOT static void mdr_ofi_gather(const struct iovec *iov, int iovcnt, size_t p
     memset(dst + off, 0, pad);
 }
 
-/* Lay out one message in dst: header, the pieces of iov, pad zero bytes. */
-static void mdr_ofi_frame(const mdr_ep_t *ep, uint8_t type, const struct iovec *iov, int iovcnt,
-                          size_t pad, uint8_t *dst)
+/* Lay out one message of incarnation epid in dst: header, the pieces of
+ * iov, pad zero bytes. */
+static void mdr_ofi_frame_raw(const mdr_rail_t *rail, uint32_t epid, uint8_t type,
+                              const struct iovec *iov, int iovcnt, size_t pad, uint8_t *dst)
 {
     mdr_ofi_hdr_t hdr;
 
     hdr.type = type;
     hdr.pad = (uint8_t)pad;
     hdr.magic = MDR_OFI_MAGIC;
-    hdr.epid = ep->epid;
-    hdr.uuid = ep->rail->uuid;
+    hdr.epid = epid;
+    hdr.uuid = rail->uuid;
     memcpy(dst, &hdr, MDR_OFI_HDR_LEN);
     mdr_ofi_gather(iov, iovcnt, pad, dst + MDR_OFI_HDR_LEN);
+}
+
+static void mdr_ofi_frame(const mdr_ep_t *ep, uint8_t type, const struct iovec *iov, int iovcnt,
+                          size_t pad, uint8_t *dst)
+{
+    mdr_ofi_frame_raw(ep->rail, ep->epid, type, iov, iovcnt, pad, dst);
 }
 
 /* A control message in the short form (ofi.h): the payload and its
@@ -452,8 +463,11 @@ MDR_HOT static madrail_status_t mdr_ofi_send_msg(mdr_ep_t *ep, uint8_t type, con
 
     if (total > rail->msg_max)
         return MADRAIL_ERR_INVALID;
-    if (type == MDR_OFI_M_CTRL && ep->tx_short != 0 && paylen + pad <= rail->inject_max &&
-        ep->pending == 0)
+    /* not an empty one: the receive path drops completions of 0 bytes
+     * (seen once the handshake made the short form ready before the first
+     * message: conformance ctrl-sizes on shm) */
+    if (type == MDR_OFI_M_CTRL && ep->tx_short != 0 && paylen != 0 &&
+        paylen + pad <= rail->inject_max && ep->pending == 0)
         return mdr_ofi_inject_short(ep, iov, iovcnt, paylen, pad);
     if (total <= rail->inject_max && ep->pending == 0 && !is_bye)
         return mdr_ofi_inject_msg(ep, type, iov, iovcnt, total, pad);
@@ -516,18 +530,141 @@ static madrail_status_t mdr_ofi_send_hello(mdr_ep_t *ep)
     memset(&h, 0, sizeof(h));
     h.target = ep->base.uuid;
     h.addr_len = (uint32_t)(MDR_OFI_ADDR_HDR + rail->name_len);
-    memcpy(h.key, rail->job_key, sizeof(h.key));
+    mdr_auth_nonce(ep->nonce_i);
+    memcpy(h.nonce, ep->nonce_i, sizeof(h.nonce));
     iov[0].iov_base = &h;
     iov[0].iov_len = sizeof(h);
     iov[1].iov_base = addr;
     iov[1].iov_len = h.addr_len;
     st = mdr_ofi_send_msg(ep, MDR_OFI_M_HELLO, iov, 2, sizeof(h) + h.addr_len, 0);
     if (st == MADRAIL_OK) {
+        ep->hs_last_hello = mdr_time_sec();
+        if (!ep->hello_sent)
+            ep->hs_since = ep->hs_last_hello;
         ep->hello_sent = 1;
+        ep->hs_state = MDR_OFI_HS_HELLO_SENT;
+        mdr_ofi_hs_count(ep);
         mdr_debug("rail %s peer %016llx: hello from endpoint %u", rail->log_name,
                   (unsigned long long)ep->base.uuid, ep->epid);
     }
     return st;
+}
+
+/* ---------------- the handshake (ofi.h) ---------------- */
+
+/* ep needs the handshake tick (a deadline, or a message still owed). */
+static void mdr_ofi_hs_count(mdr_ep_t *ep)
+{
+    if (!ep->hs_counted) {
+        ep->hs_counted = 1;
+        ep->rail->hs_waiting++;
+    }
+}
+
+static void mdr_ofi_hs_uncount(mdr_ep_t *ep)
+{
+    if (ep->hs_counted) {
+        ep->hs_counted = 0;
+        ep->rail->hs_waiting--;
+    }
+}
+
+static void mdr_ofi_transcript(mdr_auth_transcript_t *t, uint64_t uuid_i, uint64_t uuid_a,
+                               const uint8_t *nonce_i, const uint8_t *nonce_a,
+                               const uint8_t *rail_id, size_t rail_id_len)
+{
+    t->driver = "ofi";
+    t->uuid_i = uuid_i;
+    t->uuid_a = uuid_a;
+    t->nonce_i = nonce_i;
+    t->nonce_a = nonce_a;
+    t->rail_id = rail_id;
+    t->rail_id_len = rail_id_len;
+}
+
+/* Keep the session secret of a completed handshake with this peer. */
+static void mdr_ofi_sess_keep(mdr_ofi_peer_t *peer, int which, const uint8_t *key,
+                              const mdr_auth_transcript_t *t)
+{
+    mdr_auth_mac(peer->sess[which], key, MDR_JOB_KEY_LEN, MDR_AUTH_SESSION, t);
+    peer->has_sess[which] = 1;
+    peer->newest = (uint8_t)which;
+}
+
+/* A message without an endpoint (the CHALLENGE: the acceptor has none
+ * yet), best effort: its completion is dropped as an orphan's. */
+static void mdr_ofi_send_raw(mdr_rail_t *rail, fi_addr_t fa, uint8_t type, const void *body,
+                             size_t len)
+{
+    struct iovec iov = {(void *)body, len};
+    size_t pad = MDR_OFI_PAD8(len), total = MDR_OFI_HDR_LEN + len + pad;
+    mdr_ofi_txbuf_t *txb;
+    mdr_ofi_op_t *op;
+    ssize_t ret;
+
+    if (rail->tx_inflight >= rail->tx_size || (txb = mdr_ofi_txb_get(rail)) == NULL)
+        return;
+    if ((op = mdr_ofi_op_get(rail)) == NULL) {
+        mdr_ofi_txb_release(rail, txb);
+        return;
+    }
+    mdr_ofi_frame_raw(rail, 0, type, &iov, 1, pad, txb->buf);
+    op->ctx.kind = MDR_OFI_OP_SEND;
+    op->bytes = total;
+    op->txb = txb;
+    ret = fi_send(rail->ep, txb->buf, total, txb->desc, fa, &op->ctx.fctx);
+    if (ret != 0) {
+        mdr_ofi_txb_release(rail, txb);
+        op->txb = NULL;
+        mdr_ofi_op_put(rail, op);
+        mdr_debug("rail %s: handshake message not sent: %s", rail->log_name,
+                  fi_strerror((int)-ret));
+        return;
+    }
+    mdr_list_push_tail(&rail->orphans, &op->link);
+    rail->tx_inflight++;
+}
+
+static void mdr_ofi_set_ready(mdr_ep_t *ep)
+{
+    ep->ready = 1;
+}
+
+/* Send what the handshake owes: the HELLO_ACK (then the ep is ready), the
+ * PROOF.  OK once the ep may send control messages; NORESOURCE while the
+ * handshake is under way; RAIL_DOWN when the ep failed. */
+static madrail_status_t mdr_ofi_hs_push(mdr_ep_t *ep)
+{
+    madrail_status_t st;
+
+    if (ep->ack_owed) {
+        mdr_ofi_hello_ack_t a;
+        struct iovec iov = {&a, sizeof(a)};
+        memset(&a, 0, sizeof(a));
+        a.target_epid = ep->peer_epid;
+        memcpy(a.mac, ep->ack_mac, sizeof(a.mac));
+        st = mdr_ofi_send_msg(ep, MDR_OFI_M_HELLO_ACK, &iov, 1, sizeof(a), 0);
+        if (st != MADRAIL_OK)
+            return st;
+        ep->ack_owed = 0;
+        mdr_ofi_set_ready(ep); /* the peer knows our incarnation before anything else */
+    }
+    if (ep->proof_owed) {
+        struct iovec iov = {ep->proof, sizeof(ep->proof)};
+        st = mdr_ofi_send_msg(ep, MDR_OFI_M_PROOF, &iov, 1, sizeof(ep->proof), 0);
+        if (st == MADRAIL_OK)
+            ep->proof_owed = 0;
+        else if (st != MADRAIL_ERR_NORESOURCE)
+            return st;
+    }
+    if (ep->ready)
+        return MADRAIL_OK;
+    if (!ep->hello_sent) {
+        st = mdr_ofi_send_hello(ep);
+        if (st != MADRAIL_OK)
+            return st;
+    }
+    return ep->failed ? MADRAIL_ERR_RAIL_DOWN : MADRAIL_ERR_NORESOURCE;
 }
 
 void mdr_ofi_send_bye(mdr_ep_t *ep, uint32_t reason)
@@ -595,8 +732,8 @@ MDR_HOT madrail_status_t mdr_ofi_ctrl_send(mdr_ep_t *ep, const struct iovec *iov
                   ep->rail->slot_size);
         return MADRAIL_ERR_INVALID;
     }
-    if (!ep->hello_sent) {
-        st = mdr_ofi_send_hello(ep);
+    if (__builtin_expect(!ep->ready || ep->ack_owed, 0)) {
+        st = mdr_ofi_hs_push(ep);
         if (st != MADRAIL_OK)
             return mdr_ofi_nores_check(ep, st);
     }
@@ -635,8 +772,7 @@ static void mdr_ofi_short_offer(mdr_ep_t *ep)
     mdr_ofi_short_id_t m;
     struct iovec iov;
 
-    if (!ep->short_owed || !ep->hello_sent || ep->failed || ep->base.destroyed ||
-        ep->rx_short == 0)
+    if (!ep->short_owed || !ep->ready || ep->failed || ep->base.destroyed || ep->rx_short == 0)
         return;
     m.target_epid = ep->peer_epid;
     m.slot = ep->rx_short - 1;
@@ -760,6 +896,12 @@ static madrail_status_t mdr_ofi_put_post(mdr_ep_t *ep, const void *local, size_t
     rail = ep->rail;
     if (ep->failed || mdr_ofi_closed_check(ep))
         return MADRAIL_ERR_RAIL_DOWN;
+    if (!ep->ready || ep->ack_owed) {
+        /* the handshake first (a put before any control message: a test's) */
+        madrail_status_t st = mdr_ofi_hs_push(ep);
+        if (st != MADRAIL_OK)
+            return st;
+    }
     if (rkey_len != MDR_OFI_RKEY_LEN) {
         mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO, "remote key of %zu bytes (expected %d)",
                         rkey_len, MDR_OFI_RKEY_LEN);
@@ -991,18 +1133,68 @@ void mdr_ofi_ops_cleanup(mdr_rail_t *rail)
 
 /* ---------------- receiving ---------------- */
 
-/* A HELLO: learn the peer's incarnation, or accept a new peer. */
+/* Forget a pending handshake (and the AV entry it made). */
+static void mdr_ofi_pend_drop(mdr_rail_t *rail, mdr_ofi_pend_t *e)
+{
+    if (!e->used)
+        return;
+    if (e->av_owned)
+        fi_av_remove(rail->av, &e->fa, 1, 0);
+    mdr_auth_wipe(e, sizeof(*e));
+    rail->npend--;
+}
+
+/* Where a HELLO from (uuid, epid) waits for its PROOF: the entry that
+ * incarnation already has, a free one, or one old enough to give up
+ * (MDR_OFI_PEND_EVICT); NULL when the table is full of fresh ones. */
+static mdr_ofi_pend_t *mdr_ofi_pend_slot(mdr_rail_t *rail, uint64_t uuid, uint32_t epid,
+                                         double now)
+{
+    mdr_ofi_pend_t *free_e = NULL, *oldest = NULL, *oldest_same = NULL;
+    unsigned same = 0, k;
+
+    for (k = 0; k < MDR_OFI_PEND_MAX; k++) {
+        mdr_ofi_pend_t *e = &rail->pend[k];
+        if (!e->used) {
+            if (free_e == NULL)
+                free_e = e;
+            continue;
+        }
+        if (e->uuid == uuid) {
+            if (e->epid == epid)
+                return e;
+            same++;
+            if (oldest_same == NULL || e->since < oldest_same->since)
+                oldest_same = e;
+        }
+        if (oldest == NULL || e->since < oldest->since)
+            oldest = e;
+    }
+    if (same >= MDR_OFI_PEND_PER_UUID)
+        oldest = oldest_same, free_e = NULL;
+    if (free_e != NULL)
+        return free_e;
+    if (oldest != NULL && now - oldest->since > MDR_OFI_PEND_EVICT) {
+        mdr_ofi_pend_drop(rail, oldest);
+        return oldest;
+    }
+    return NULL;
+}
+
+/* A HELLO: an incarnation asks to be known.  Checked, then answered with a
+ * CHALLENGE; nothing but a pending entry exists until its PROOF. */
 static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
                                    const uint8_t *body, size_t len)
 {
     mdr_ofi_hello_t h;
+    mdr_ofi_challenge_t c;
+    mdr_ofi_pend_t *e;
     const uint8_t *a;
     char src[32];
     uint32_t mark, hash;
     uint16_t nlen;
     mdr_ofi_peer_t *peer;
-    mdr_ep_t *ep;
-    mdr_rail_offer_t offer;
+    double now;
     int ret;
 
     snprintf(src, sizeof(src), "uuid %016llx", (unsigned long long)hdr->uuid);
@@ -1012,10 +1204,6 @@ static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
     }
     memcpy(&h, body, sizeof(h));
     a = body + sizeof(h);
-    if (!mdr_drv_key_equal(rail->job_key, h.key)) {
-        mdr_drv_refusal(&rail->refusals, rail->log_name, src, "hello without this job's key");
-        return;
-    }
     if (h.addr_len < MDR_OFI_ADDR_HDR || h.addr_len > len - sizeof(h)) {
         mdr_drv_refusal(&rail->refusals, rail->log_name, src,
                         "hello with a bad address length %u", h.addr_len);
@@ -1040,7 +1228,6 @@ static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
         mdr_drv_refusal(&rail->refusals, rail->log_name, src, "hello carrying our own uuid");
         return;
     }
-
     peer = mdr_hash_get(&rail->peers, hdr->uuid);
     if (peer != NULL &&
         (peer->name_len != nlen || memcmp(peer->name, a + MDR_OFI_ADDR_HDR, nlen) != 0)) {
@@ -1050,21 +1237,212 @@ static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
          * tcp;ofi_rxm was seen to crash in fi_send after the address of a
          * uuid changed and changed back: seed hello-address-change-and-back-2
          * of test/fuzz/corpus/ofi). */
-        mdr_warn("rail %s: hello from %016llx with another address than that peer's; dropped",
-                 rail->log_name, (unsigned long long)hdr->uuid);
+        mdr_drv_refusal(&rail->refusals, rail->log_name, src,
+                        "hello with another address than that peer's");
         return;
     }
+    now = mdr_time_sec();
+    e = mdr_ofi_pend_slot(rail, hdr->uuid, hdr->epid, now);
+    if (e == NULL) {
+        mdr_drv_refusal(&rail->refusals, rail->log_name, src,
+                        "hello while %u handshakes wait for their proof (at most %d, %d per "
+                        "uuid)", rail->npend, MDR_OFI_PEND_MAX, MDR_OFI_PEND_PER_UUID);
+        return;
+    }
+    if (e->used && (e->name_len != nlen || memcmp(e->name, a + MDR_OFI_ADDR_HDR, nlen) != 0))
+        mdr_ofi_pend_drop(rail, e); /* the same incarnation from elsewhere: start over */
+    if (!e->used) {
+        if (peer != NULL) {
+            e->fa = peer->fa;
+            e->av_owned = 0;
+        } else {
+            /* RDM sends need the address in the AV: a stranger costs one
+             * entry until its proof or its deadline (bounded by the table) */
+            ret = fi_av_insert(rail->av, a + MDR_OFI_ADDR_HDR, 1, &e->fa, 0, NULL);
+            if (ret != 1) {
+                mdr_error("rail %s: fi_av_insert of peer %016llx: %s", rail->log_name,
+                          (unsigned long long)hdr->uuid,
+                          ret < 0 ? fi_strerror(-ret) : "address not inserted");
+                return;
+            }
+            e->av_owned = 1;
+        }
+        e->used = 1;
+        e->uuid = hdr->uuid;
+        e->epid = hdr->epid;
+        e->name_len = nlen;
+        memcpy(e->name, a + MDR_OFI_ADDR_HDR, nlen);
+        rail->npend++;
+    }
+    e->since = now;
+    memcpy(e->nonce_i, h.nonce, sizeof(e->nonce_i));
+    mdr_auth_nonce(e->nonce_a);
+    memset(&c, 0, sizeof(c));
+    c.target_epid = hdr->epid;
+    memcpy(c.nonce_i, e->nonce_i, sizeof(c.nonce_i));
+    memcpy(c.nonce_a, e->nonce_a, sizeof(c.nonce_a));
+    mdr_ofi_send_raw(rail, e->fa, MDR_OFI_M_CHALLENGE, &c, sizeof(c));
+    mdr_debug("rail %s: hello from %016llx endpoint %u, challenged", rail->log_name,
+              (unsigned long long)hdr->uuid, hdr->epid);
+}
+
+/* A CHALLENGE for the HELLO our ep sent: prove the key (and continuity
+ * with the last session, when we have one with this peer). */
+static void mdr_ofi_challenge_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
+                                       const uint8_t *body, size_t len)
+{
+    mdr_ofi_challenge_t c;
+    mdr_auth_transcript_t t;
+    mdr_ofi_peer_t *peer;
+    mdr_ep_t *ep;
+
+    if (len != sizeof(c))
+        return;
+    memcpy(&c, body, sizeof(c));
     ep = mdr_ofi_ep_lookup(rail, hdr->uuid);
+    if (ep == NULL || ep->failed || ep->epid != c.target_epid ||
+        ep->hs_state != MDR_OFI_HS_HELLO_SENT ||
+        memcmp(c.nonce_i, ep->nonce_i, sizeof(c.nonce_i)) != 0) {
+        mdr_debug("rail %s: challenge from %016llx for endpoint %u dropped (no handshake of "
+                  "ours waits for it)", rail->log_name, (unsigned long long)hdr->uuid,
+                  c.target_epid);
+        return;
+    }
+    peer = ep->peer;
+    memcpy(ep->nonce_a, c.nonce_a, sizeof(ep->nonce_a));
+    mdr_ofi_transcript(&t, rail->uuid, ep->base.uuid, ep->nonce_i, ep->nonce_a, peer->name,
+                       peer->name_len);
+    mdr_auth_mac(ep->proof, rail->job_key, MDR_JOB_KEY_LEN, MDR_AUTH_INITIATOR, &t);
+    if (peer->has_sess[peer->newest])
+        mdr_auth_mac(ep->proof + MDR_AUTH_MAC_LEN, peer->sess[peer->newest], MDR_AUTH_MAC_LEN,
+                     MDR_AUTH_CONTINUITY, &t);
+    else
+        memset(ep->proof + MDR_AUTH_MAC_LEN, 0, MDR_AUTH_MAC_LEN);
+    ep->hs_state = MDR_OFI_HS_PROOF_SENT;
+    ep->proof_owed = 1;
+    mdr_ofi_hs_count(ep);
+    (void)mdr_ofi_hs_push(ep);
+}
+
+/* cont proves continuity with a session we keep with this peer. */
+static int mdr_ofi_cont_ok(const mdr_ofi_peer_t *peer, const uint8_t *cont,
+                           const mdr_auth_transcript_t *t)
+{
+    uint8_t want[MDR_AUTH_MAC_LEN];
+    int k, ok = 0;
+
+    for (k = 0; k < 2; k++) {
+        if (!peer->has_sess[k])
+            continue;
+        mdr_auth_mac(want, peer->sess[k], MDR_AUTH_MAC_LEN, MDR_AUTH_CONTINUITY, t);
+        ok |= mdr_auth_mac_equal(want, cont);
+    }
+    return ok;
+}
+
+/* The ep takes the handshake of the peer's incarnation: it owes the
+ * HELLO_ACK, the first thing it sends (also when the core sends from
+ * inside ep_accepted). */
+static void mdr_ofi_hs_owe_ack(mdr_ep_t *ep, const mdr_auth_transcript_t *t)
+{
+    mdr_rail_t *rail = ep->rail;
+
+    ep->accepted_hs = 1;
+    mdr_auth_mac(ep->ack_mac, rail->job_key, MDR_JOB_KEY_LEN, MDR_AUTH_ACCEPTOR, t);
+    ep->ack_owed = 1;
+    if (ep->hs_since == 0)
+        ep->hs_since = mdr_time_sec();
+    mdr_ofi_hs_count(ep);
+}
+
+/* ... and once it is accepted: keep the session secret, send the ack now
+ * if it can go. */
+static void mdr_ofi_hs_accepted(mdr_ep_t *ep, const mdr_auth_transcript_t *t)
+{
+    mdr_ofi_sess_keep(ep->peer, MDR_OFI_SESS_ACC, ep->rail->job_key, t);
+    (void)mdr_ofi_hs_push(ep);
+}
+
+/* A PROOF: only now may the incarnation become an endpoint.  Then the
+ * decisions a HELLO made before the handshake: learn the incarnation of
+ * our own ep, replace a peer that started over, or accept a new one. */
+static void mdr_ofi_proof_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
+                                   const uint8_t *body, size_t len)
+{
+    mdr_ofi_proof_t pr;
+    mdr_ofi_pend_t e;
+    mdr_auth_transcript_t t;
+    uint8_t want[MDR_AUTH_MAC_LEN];
+    char src[32];
+    mdr_ofi_peer_t *peer;
+    mdr_ep_t *ep;
+    mdr_rail_offer_t offer;
+    unsigned k;
+
+    snprintf(src, sizeof(src), "uuid %016llx", (unsigned long long)hdr->uuid);
+    for (k = 0; k < MDR_OFI_PEND_MAX; k++)
+        if (rail->pend[k].used && rail->pend[k].uuid == hdr->uuid &&
+            rail->pend[k].epid == hdr->epid)
+            break;
+    if (k == MDR_OFI_PEND_MAX) {
+        mdr_drv_refusal(&rail->refusals, rail->log_name, src,
+                        "proof without a challenge of ours (late, or a replay)");
+        return;
+    }
+    if (len != sizeof(pr)) {
+        mdr_drv_refusal(&rail->refusals, rail->log_name, src, "proof of %zu bytes", len);
+        mdr_ofi_pend_drop(rail, &rail->pend[k]);
+        return;
+    }
+    memcpy(&pr, body, sizeof(pr));
+    e = rail->pend[k];
+    mdr_ofi_transcript(&t, e.uuid, rail->uuid, e.nonce_i, e.nonce_a, rail->name_buf,
+                       rail->name_len);
+    mdr_auth_mac(want, rail->job_key, MDR_JOB_KEY_LEN, MDR_AUTH_INITIATOR, &t);
+    if (!mdr_auth_mac_equal(want, pr.mac)) {
+        mdr_drv_refusal(&rail->refusals, rail->log_name, src,
+                        "proof without this job's key (another job, or a replay)");
+        mdr_ofi_pend_drop(rail, &rail->pend[k]);
+        return;
+    }
+    /* the entry's AV entry is the peer's from here (or given back below) */
+    mdr_auth_wipe(&rail->pend[k], sizeof(rail->pend[k]));
+    rail->npend--;
+    peer = mdr_hash_get(&rail->peers, e.uuid);
+    if (peer != NULL && (peer->name_len != e.name_len ||
+                         memcmp(peer->name, e.name, e.name_len) != 0)) {
+        mdr_drv_refusal(&rail->refusals, rail->log_name, src,
+                        "proof from another address than that peer's");
+        goto drop_av;
+    }
+    ep = mdr_ofi_ep_lookup(rail, e.uuid);
     if (ep != NULL) {
-        if (ep->peer_epid == 0 || ep->peer_epid == hdr->epid) {
-            /* our own ep (created by the core, or by an earlier hello): no accept */
-            int known = ep->peer_epid == hdr->epid;
-            ep->peer_epid = hdr->epid;
+        if (ep->peer_epid == 0 || ep->peer_epid == e.epid) {
+            /* our own ep (created by the core, or accepted before): no accept */
+            int known = ep->peer_epid == e.epid;
+            if (known && ep->accepted_hs) {
+                mdr_drv_refusal(&rail->refusals, rail->log_name, src,
+                                "second handshake of endpoint %u", e.epid);
+                goto drop_av;
+            }
+            if (e.av_owned)
+                fi_av_remove(rail->av, &e.fa, 1, 0); /* the peer record has it */
+            ep->peer_epid = e.epid;
             mdr_debug("rail %s peer %016llx: endpoint %u knows the peer's endpoint %u",
-                      rail->log_name, (unsigned long long)hdr->uuid, ep->epid, hdr->epid);
+                      rail->log_name, (unsigned long long)e.uuid, ep->epid, e.epid);
+            mdr_ofi_hs_owe_ack(ep, &t);
+            mdr_ofi_hs_accepted(ep, &t);
             if (!known)
                 mdr_ofi_short_assign(ep);
-            return;
+            goto out;
+        }
+        if (!ep->failed && !ep->peer_closed && !mdr_ofi_cont_ok(ep->peer, pr.cont, &t)) {
+            /* issue 28: the key alone does not make anyone this peer */
+            mdr_drv_refusal(&rail->refusals, rail->log_name, src,
+                            "handshake of a new endpoint (%u) for a peer whose endpoint %u is "
+                            "alive, without proof of continuity with its session; refused, "
+                            "the live one is kept", e.epid, ep->peer_epid);
+            goto drop_av;
         }
         /* the peer started over with a new endpoint: the old one is gone.
          * Report that before offering the new one, so the core sees them in order. */
@@ -1076,47 +1454,165 @@ static void mdr_ofi_hello_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
         peer = calloc(1, sizeof(*peer));
         if (peer == NULL) {
             mdr_error("rail %s: out of memory accepting peer %016llx", rail->log_name,
-                      (unsigned long long)hdr->uuid);
-            return;
+                      (unsigned long long)e.uuid);
+            goto drop_av;
         }
-        ret = fi_av_insert(rail->av, a + MDR_OFI_ADDR_HDR, 1, &peer->fa, 0, NULL);
-        if (ret != 1) {
-            mdr_error("rail %s: fi_av_insert of peer %016llx: %s", rail->log_name,
-                      (unsigned long long)hdr->uuid,
-                      ret < 0 ? fi_strerror(-ret) : "address not inserted");
+        if (!e.av_owned &&
+            fi_av_insert(rail->av, e.name, 1, &e.fa, 0, NULL) != 1) { /* not expected */
             free(peer);
-            return;
+            goto out;
         }
-        peer->uuid = hdr->uuid;
-        peer->name_len = nlen;
-        memcpy(peer->name, a + MDR_OFI_ADDR_HDR, nlen);
-        if (mdr_hash_put(&rail->peers, hdr->uuid, peer) != MADRAIL_OK) {
+        peer->fa = e.fa;
+        peer->uuid = e.uuid;
+        peer->name_len = e.name_len;
+        memcpy(peer->name, e.name, e.name_len);
+        if (mdr_hash_put(&rail->peers, e.uuid, peer) != MADRAIL_OK) {
             fi_av_remove(rail->av, &peer->fa, 1, 0);
             free(peer);
-            return;
+            goto out;
         }
         mdr_list_push_tail(&rail->peer_list, &peer->link);
+    } else if (e.av_owned) {
+        fi_av_remove(rail->av, &e.fa, 1, 0); /* the peer record has it */
     }
-    if (mdr_ofi_ep_alloc(rail, hdr->uuid, NULL, peer, &ep) != MADRAIL_OK) {
+    if (mdr_ofi_ep_alloc(rail, e.uuid, NULL, peer, &ep) != MADRAIL_OK) {
         mdr_error("rail %s: out of memory accepting peer %016llx", rail->log_name,
-                  (unsigned long long)hdr->uuid);
-        return;
+                  (unsigned long long)e.uuid);
+        goto out;
     }
-    ep->peer_epid = hdr->epid;
+    ep->peer_epid = e.epid;
+    mdr_ofi_hs_owe_ack(ep, &t);
     offer = mdr_rail_ep_offer(&ep->base, ep);
     if (offer == MDR_RAIL_OFFER_GONE) /* the core destroyed it inside the upcall */
-        return;
+        goto out;
     if (offer == MDR_RAIL_OFFER_REFUSED) {
         mdr_debug("rail %s peer %016llx: refused by the core", rail->log_name,
-                  (unsigned long long)hdr->uuid);
+                  (unsigned long long)e.uuid);
+        ep->ack_owed = 0;
         mdr_ofi_send_bye(ep, MDR_OFI_BYE_REFUSED);
         ep->failed = 1; /* no second goodbye from destroy */
         mdr_ofi_ep_destroy(ep);
-        return;
+        goto out;
     }
     mdr_debug("rail %s peer %016llx: accepted (its endpoint %u, ours %u)", rail->log_name,
-              (unsigned long long)hdr->uuid, hdr->epid, ep->epid);
+              (unsigned long long)e.uuid, e.epid, ep->epid);
+    mdr_ofi_hs_accepted(ep, &t);
     mdr_ofi_short_assign(ep);
+    goto out;
+drop_av:
+    if (e.av_owned)
+        fi_av_remove(rail->av, &e.fa, 1, 0);
+out:
+    mdr_auth_wipe(&e, sizeof(e));
+}
+
+/* A HELLO_ACK: the acceptor proved the key; our ep is open, and knows the
+ * peer's incarnation (the header's epid). */
+static void mdr_ofi_ack_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
+                                 const uint8_t *body, size_t len)
+{
+    mdr_ofi_hello_ack_t a;
+    mdr_auth_transcript_t t;
+    uint8_t want[MDR_AUTH_MAC_LEN];
+    char src[32];
+    mdr_ep_t *ep;
+    int known;
+
+    if (len != sizeof(a))
+        return;
+    memcpy(&a, body, sizeof(a));
+    ep = mdr_ofi_ep_lookup(rail, hdr->uuid);
+    if (ep == NULL || ep->failed || ep->epid != a.target_epid ||
+        ep->hs_state != MDR_OFI_HS_PROOF_SENT || ep->proof_owed) {
+        mdr_debug("rail %s: hello ack from %016llx for endpoint %u dropped (no handshake of "
+                  "ours waits for it)", rail->log_name, (unsigned long long)hdr->uuid,
+                  a.target_epid);
+        return;
+    }
+    mdr_ofi_transcript(&t, rail->uuid, ep->base.uuid, ep->nonce_i, ep->nonce_a,
+                       ep->peer->name, ep->peer->name_len);
+    mdr_auth_mac(want, rail->job_key, MDR_JOB_KEY_LEN, MDR_AUTH_ACCEPTOR, &t);
+    if (!mdr_auth_mac_equal(want, a.mac)) {
+        /* not the peer (one that took over its address?): wait for the
+         * real answer, or the handshake's deadline */
+        snprintf(src, sizeof(src), "uuid %016llx", (unsigned long long)hdr->uuid);
+        mdr_drv_refusal(&rail->refusals, rail->log_name, src,
+                        "hello ack without this job's key");
+        return;
+    }
+    if (ep->peer_epid != 0 && ep->peer_epid != hdr->epid) {
+        mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_PROTO,
+                        "the peer answered our handshake from endpoint %u, it introduced %u",
+                        hdr->epid, ep->peer_epid);
+        return;
+    }
+    mdr_ofi_sess_keep(ep->peer, MDR_OFI_SESS_INIT, rail->job_key, &t);
+    ep->hs_state = MDR_OFI_HS_DONE;
+    mdr_auth_wipe(ep->nonce_i, sizeof(ep->nonce_i));
+    mdr_auth_wipe(ep->nonce_a, sizeof(ep->nonce_a));
+    known = ep->peer_epid == hdr->epid;
+    ep->peer_epid = hdr->epid;
+    mdr_ofi_set_ready(ep);
+    mdr_debug("rail %s peer %016llx: handshake of endpoint %u done (the peer's is %u)",
+              rail->log_name, (unsigned long long)hdr->uuid, ep->epid, hdr->epid);
+    if (!known)
+        mdr_ofi_short_assign(ep);
+}
+
+void mdr_ofi_hs_tick(mdr_rail_t *rail)
+{
+    double now = mdr_time_sec();
+    mdr_list_t *l;
+    unsigned k;
+
+    if (rail->npend > 0)
+        for (k = 0; k < MDR_OFI_PEND_MAX; k++)
+            if (rail->pend[k].used && now - rail->pend[k].since > MDR_OFI_PEND_TTL)
+                mdr_ofi_pend_drop(rail, &rail->pend[k]);
+    if (rail->hs_waiting == 0)
+        return;
+    mdr_list_for_each(l, &rail->base.eps_all) {
+        mdr_ep_t *ep = mdr_container_of(l, mdr_ep_t, base.link);
+        if (!ep->hs_counted)
+            continue;
+        if (ep->failed || ep->base.destroyed) {
+            mdr_ofi_hs_uncount(ep);
+            continue;
+        }
+        if (ep->ack_owed || ep->proof_owed)
+            (void)mdr_ofi_hs_push(ep);
+        /* no CHALLENGE yet: the acceptor's table was full (or it had not
+         * read our HELLO yet): a new HELLO with a new nonce (a CHALLENGE
+         * for the old one is then ignored, it echoes the old nonce) */
+        if (!ep->ready && ep->hs_state == MDR_OFI_HS_HELLO_SENT &&
+            now - ep->hs_last_hello > MDR_OFI_HS_RETRY)
+            (void)mdr_ofi_send_hello(ep);
+        if (ep->ready && !ep->ack_owed && !ep->proof_owed) {
+            mdr_ofi_hs_uncount(ep);
+            continue;
+        }
+        if (!ep->ready && now - ep->hs_since > MDR_OFI_HS_TIMEOUT)
+            mdr_ofi_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN,
+                            "no answer to our handshake in %.0f s: the peer is gone, or refused "
+                            "it (another job's key, or it has a live endpoint of ours)",
+                            now - ep->hs_since);
+    }
+}
+
+void mdr_ofi_hs_cleanup(mdr_rail_t *rail)
+{
+    mdr_list_t *l;
+    unsigned k;
+
+    for (k = 0; k < MDR_OFI_PEND_MAX; k++)
+        if (rail->pend[k].used) {
+            rail->pend[k].av_owned = 0; /* the AV is closed already */
+            mdr_ofi_pend_drop(rail, &rail->pend[k]);
+        }
+    mdr_list_for_each(l, &rail->peer_list) {
+        mdr_ofi_peer_t *peer = mdr_container_of(l, mdr_ofi_peer_t, link);
+        mdr_auth_wipe(peer->sess, sizeof(peer->sess));
+    }
 }
 
 static void mdr_ofi_bye_received(mdr_rail_t *rail, const mdr_ofi_hdr_t *hdr,
@@ -1194,6 +1690,15 @@ void mdr_ofi_recv_msg(mdr_rail_t *rail, const uint8_t *buf, size_t len)
         return;
     case MDR_OFI_M_SHORT_ID:
         mdr_ofi_short_id_received(rail, &hdr, body, blen);
+        return;
+    case MDR_OFI_M_CHALLENGE:
+        mdr_ofi_challenge_received(rail, &hdr, body, blen);
+        return;
+    case MDR_OFI_M_PROOF:
+        mdr_ofi_proof_received(rail, &hdr, body, blen);
+        return;
+    case MDR_OFI_M_HELLO_ACK:
+        mdr_ofi_ack_received(rail, &hdr, body, blen);
         return;
     case MDR_OFI_M_CTRL:
         break;

@@ -813,6 +813,7 @@ static void mdr_ofi_teardown(mdr_rail_t *rail)
     free(rail->rxb);
     free(rail->rx_scratch);
     free(rail->short_eps);
+    mdr_ofi_hs_cleanup(rail); /* session secrets wiped */
     while ((l = mdr_list_pop_head(&rail->peer_list)) != NULL)
         free(mdr_container_of(l, mdr_ofi_peer_t, link));
     if (rail->peers.cap > 0)
@@ -1035,6 +1036,8 @@ MDR_HOT static int mdr_ofi_progress(mdr_rail_t *rail)
     count = mdr_ofi_poll_cq(rail, 0);
     if (rail->cfg.timeout > 0)
         mdr_ofi_check_timeouts(rail);
+    if (rail->npend > 0 || rail->hs_waiting > 0)
+        mdr_ofi_hs_tick(rail);
     count += mdr_ofi_report(rail);
     mdr_ofi_reap(rail);
     rail->base.in_progress = 0;
