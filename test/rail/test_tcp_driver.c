@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1859,6 +1860,201 @@ static void test_auth(void)
     side_close(&b);
 }
 
+/* ---------------- a recorded handshake (issue 28, item 1) ---------------- */
+
+/* A control frame carrying fill_msg(len, seq), padded; its length. */
+static size_t sd_frame_ctrl(uint8_t *f, size_t len, unsigned seq)
+{
+    mdr_tcp_hdr_t h;
+
+    memset(&h, 0, sizeof(h));
+    h.type = MDR_TCP_F_CTRL;
+    h.len = (uint32_t)len;
+    memcpy(f, &h, sizeof(h));
+    fill_msg(f + sizeof(h), len, seq);
+    memset(f + sizeof(h) + len, 0, MDR_TCP_PAD8(len));
+    return sizeof(h) + len + MDR_TCP_PAD8(len);
+}
+
+/* A raw client's connection as uuid X to side b, after a handshake that
+ * proved continuity with secret (NULL: none): the ACK's status, or -1
+ * when refused; *fd_p the connection (closed when refused), *session_p
+ * its session secret. */
+static int raw_session(side_t *b, uint64_t x, const uint8_t *secret, int *fd_p,
+                       uint8_t *session_p)
+{
+    int stage, rc, fd = raw_connect(b);
+
+    *fd_p = -1;
+    if (fd < 0)
+        return -2;
+    rc = raw_handshake(fd, b, x, b->uuid, rt_job_key, secret, &stage, session_p);
+    if (rc < 0) {
+        close(fd);
+        return -1;
+    }
+    *fd_p = fd;
+    return rc;
+}
+
+/* Identity (issue 28, item 2): what a handshake naming a uuid that B
+ * already has a session with must prove, step by step: nothing at first
+ * contact; while that uuid's connection is open, continuity with its
+ * session (pending: the initiator has not sent anything on it yet); once
+ * the initiator sent data, that session is confirmed and an older one no
+ * longer counts; after the connection died, still that session, while a
+ * handshake without it is refused and leaves B's state alone. */
+static void test_continuity(void)
+{
+    static const char *const fast[] = {"MADRAIL_TCP_CONNECT_TIMEOUT=300ms", NULL};
+    uint8_t s1[MDR_AUTH_MAC_LEN], s2[MDR_AUTH_MAC_LEN], s3[MDR_AUTH_MAC_LEN], f[64];
+    const uint64_t x = 0x9a;
+    int fd1, fd2, fd, rc;
+    size_t n;
+    side_t b;
+    want_t w;
+
+    if (side_open(&b, "Bk", 0x9b, "lo", fast) != MADRAIL_OK) {
+        CHECK(0, "open a rail for the continuity test");
+        return;
+    }
+    pump_set(&b, NULL);
+    b.epc.destroy_on_fail = 1;
+    rc = raw_session(&b, x, NULL, &fd1, s1);
+    CHECK(rc == MDR_TCP_ACK_OK && b.accepted == 1, "first contact as X: accepted (%d)", rc);
+    rc = raw_session(&b, x, NULL, &fd, s3);
+    CHECK(rc == -1 && b.accepted == 1 && b.epc.failed == 0,
+          "X again while X's connection is open, no continuity proof: refused, X's ep untouched");
+    rc = raw_session(&b, x, s1, &fd2, s2);
+    pump(NULL, NULL, 0.05);
+    CHECK(rc == MDR_TCP_ACK_OK && b.accepted == 2 && b.epc.failed == 1,
+          "X again proving its session (pending: it sent nothing yet): accepted, the old ep "
+          "reported down (%d, %d accepts, %d failures)", rc, b.accepted, b.epc.failed);
+    if (fd1 >= 0)
+        close(fd1);
+    n = sd_frame_ctrl(f, 8, 2);
+    send(fd2, f, n, 0);
+    w.c = &b.epc;
+    w.n = 1;
+    CHECK(pump(have_msgs, &w, 5) && check_msg(&b.epc.msgs[0], 8, 2),
+          "X's message on the new connection arrives (the session is confirmed)");
+    rc = raw_session(&b, x, s1, &fd, s3);
+    CHECK(rc == -1 && b.accepted == 2 && b.epc.failed == 1,
+          "X proving the session before the confirmed one: refused, X's ep untouched");
+    close(fd2);
+    pump(have_fail, &b.epc, 0.5);
+    pump(NULL, NULL, 0.05);
+    CHECK(b.epc.failed == 2, "X's connection closed: its ep reported down");
+    rc = raw_session(&b, x, NULL, &fd, s3);
+    CHECK(rc == -1 && b.accepted == 2,
+          "X, its connection gone, no continuity proof: refused (a known session), no ep");
+    rc = raw_session(&b, x, s2, &fd, s3);
+    CHECK(rc == MDR_TCP_ACK_OK && b.accepted == 3,
+          "X proving its confirmed session after its connection died: accepted (%d)", rc);
+    if (fd >= 0)
+        close(fd);
+    side_close(&b);
+}
+
+/* A reader of the traffic, in process: send() and sendmsg() are this
+ * program's own (the driver, linked statically, calls them), passing
+ * everything to the kernel and copying into rec_buf the bytes written to
+ * a socket whose remote port is rec_port (0: record nothing). */
+static uint8_t rec_buf[8192];
+static size_t rec_len;
+static uint16_t rec_port; /* network order */
+
+static void rec_bytes(int fd, const void *p, size_t n)
+{
+    struct sockaddr_in peer;
+    socklen_t plen = sizeof(peer);
+
+    if (rec_port == 0 || getpeername(fd, (struct sockaddr *)&peer, &plen) != 0 ||
+        peer.sin_family != AF_INET || peer.sin_port != rec_port ||
+        rec_len + n > sizeof(rec_buf))
+        return;
+    memcpy(rec_buf + rec_len, p, n);
+    rec_len += n;
+}
+
+ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+    long n = syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);
+    if (n > 0)
+        rec_bytes(fd, buf, (size_t)n);
+    return n;
+}
+
+ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+    long n = syscall(SYS_sendmsg, fd, msg, flags);
+    size_t left = n > 0 ? (size_t)n : 0, k;
+
+    for (k = 0; k < msg->msg_iovlen && left > 0; k++) {
+        size_t take = msg->msg_iov[k].iov_len < left ? msg->msg_iov[k].iov_len : left;
+        rec_bytes(fd, msg->msg_iov[k].iov_base, take);
+        left -= take;
+    }
+    return n;
+}
+
+/* A's real handshake with B and its first message are recorded as A
+ * writes them (above).  The recording does not hold the job key; replayed
+ * whole on a new connection to B it is refused (no new ep, no message
+ * delivered again, B's ep to A untouched), and A's connection goes on. */
+static void test_replay(void)
+{
+    size_t i, got;
+    int fd, has_key = 0, closed;
+    unsigned long refused;
+    side_t a, b;
+    want_t w;
+
+    if (side_open(&a, "Ar", 0x2a, "lo", NULL) != MADRAIL_OK ||
+        side_open(&b, "Br", 0x2b, "lo", NULL) != MADRAIL_OK) {
+        CHECK(0, "open rails for the replay test");
+        return;
+    }
+    pump_set(&a, &b);
+    rec_len = 0;
+    memcpy(&rec_port, b.addr + 8, 2);
+    ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.epc, &a.ep);
+    send_msg(&a, 8, 1);
+    w.c = &b.epc;
+    w.n = 1;
+    CHECK(pump(have_msgs, &w, 5) && check_msg(&b.epc.msgs[0], 8, 1) && b.accepted == 1,
+          "A reached B, its handshake recorded (%zu bytes)", rec_len);
+    rec_port = 0;
+    for (i = 0; i + MDR_JOB_KEY_LEN <= rec_len; i++)
+        has_key |= memcmp(rec_buf + i, rt_job_key, MDR_JOB_KEY_LEN) == 0;
+    CHECK(rec_len > 0 && !has_key, "the recorded handshake does not contain the job key");
+
+    /* the recording, replayed whole on a new connection */
+    refused = b.rail->refusals.total;
+    fd = raw_connect(&b);
+    if (fd < 0) {
+        CHECK(0, "raw connect for the replay");
+        goto out;
+    }
+    send(fd, rec_buf, rec_len, MSG_NOSIGNAL);
+    closed = raw_wait_closed_got(fd, 5, &got);
+    close(fd);
+    pump(NULL, NULL, 0.05);
+    CHECK(closed && b.accepted == 1 && b.epc.nmsgs == 1 && b.epc.failed == 0 &&
+              b.rail->refusals.total == refused + 1,
+          "the replayed handshake is refused: closed %d, %d accepts, %zu messages, B's ep to A "
+          "failed %d times, %lu refusals",
+          closed, b.accepted, b.epc.nmsgs, b.epc.failed, b.rail->refusals.total - refused);
+    /* A's own connection goes on */
+    send_msg(&a, 8, 2);
+    w.n = 2;
+    CHECK(pump(have_msgs, &w, 5) && check_msg(&b.epc.msgs[1], 8, 2) && a.epc.failed == 0,
+          "A's connection to B goes on after the replay");
+out:
+    side_close(&a);
+    side_close(&b);
+}
+
 /* ---------------- shared epoll set (MADRAIL_TCP_SHARED_POLL) ---------------- */
 
 /* One pass of the core over a context's two rails, in its order. */
@@ -2288,6 +2484,8 @@ int main(int argc, char **argv)
     test_timeouts();
     test_put_noack();
     test_auth();
+    test_replay();
+    test_continuity();
     test_put_ack();
     test_ctrl_passes_queued();
     test_raw_cont(0);
