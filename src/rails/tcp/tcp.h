@@ -406,8 +406,11 @@ void mdr_tcp_conn_close(mdr_tcp_conn_t *conn);
 void mdr_tcp_conn_set_events(mdr_tcp_conn_t *conn, uint32_t events);
 void mdr_tcp_conn_handle(mdr_tcp_conn_t *conn, uint32_t events);
 void mdr_tcp_conn_free(mdr_tcp_conn_t *conn);
-/* A handshake frame into conn->hs_out (to be written from its start):
- * data is the type's part after the 24 common bytes (len bytes). */
+/* A handshake frame into frame (MDR_TCP_HS_MAX bytes): data is the
+ * type's part after the 24 common bytes (len bytes, at most 96).  Returns
+ * its length.  _fill: into conn->hs_out, to be written from its start. */
+size_t mdr_tcp_hs_frame(uint8_t *frame, int type, uint16_t status, uint64_t uuid,
+                        uint64_t target, const void *data, size_t len);
 void mdr_tcp_hs_fill(mdr_tcp_conn_t *conn, int type, uint16_t status, uint64_t uuid,
                      uint64_t target, const void *data, size_t len);
 /* Close a connection that has not proven the job key, telling it nothing;

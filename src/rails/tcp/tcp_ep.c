@@ -261,8 +261,8 @@ void mdr_tcp_conn_close(mdr_tcp_conn_t *conn)
         mdr_tcp_conn_free(conn);
 }
 
-void mdr_tcp_hs_fill(mdr_tcp_conn_t *conn, int type, uint16_t status, uint64_t uuid,
-                     uint64_t target, const void *data, size_t len)
+size_t mdr_tcp_hs_frame(uint8_t *frame, int type, uint16_t status, uint64_t uuid,
+                        uint64_t target, const void *data, size_t len)
 {
     mdr_tcp_hdr_t h;
     mdr_tcp_hello_t b;
@@ -278,9 +278,15 @@ void mdr_tcp_hs_fill(mdr_tcp_conn_t *conn, int type, uint16_t status, uint64_t u
     b.target = target;
     if (len > 0)
         memcpy(b.data, data, len);
-    memcpy(conn->hs_out, &h, sizeof(h));
-    memcpy(conn->hs_out + sizeof(h), &b, h.len);
-    conn->hs_len = sizeof(h) + h.len;
+    memcpy(frame, &h, sizeof(h));
+    memcpy(frame + sizeof(h), &b, h.len);
+    return sizeof(h) + h.len;
+}
+
+void mdr_tcp_hs_fill(mdr_tcp_conn_t *conn, int type, uint16_t status, uint64_t uuid,
+                     uint64_t target, const void *data, size_t len)
+{
+    conn->hs_len = mdr_tcp_hs_frame(conn->hs_out, type, status, uuid, target, data, len);
     conn->hs_off = 0;
 }
 
