@@ -1770,6 +1770,36 @@ static void test_auth(void)
               b.accepted, b.epc.failed);
         close(fd);
     }
+    /* B's own connection to C (C's uuid larger: a claim of C's uuid would
+     * lose a simultaneous connect against it): the claim, with the key but
+     * not C's session, gets nothing either, not even "you lost" */
+    {
+        side_t c;
+        want_t wc;
+        mdr_ep_t *b2c = NULL;
+        static epc_t b2c_epc; /* B's ep to C reports here (outlives c) */
+        if (side_open(&c, "Ca", 0x1c, "lo", NULL) == MADRAIL_OK) {
+            pump_set(&b, &c);
+            ops->ep_create(b.rail, c.uuid, c.addr, c.attr.addr_len, &b2c_epc, &b2c);
+            c.ep = b2c;
+            send_msg(&c, 8, 1); /* from B, on its ep to C */
+            wc.c = &c.epc;
+            wc.n = 1;
+            CHECK(pump(have_msgs, &wc, 5), "B connected to C (its own connection)");
+            fd = raw_connect(&b);
+            rc = fd >= 0 ? raw_handshake(fd, &b, c.uuid, b.uuid, rt_job_key, NULL, &stage, NULL)
+                         : -3;
+            CHECK(rc == -1 && stage == 1 && c.accepted == 1,
+                  "the key, posing as C to which B has its own open connection: closed after "
+                  "the CHALLENGE (%d, stage %d)", rc, stage);
+            if (fd >= 0)
+                close(fd);
+            ops->ep_destroy(b2c);
+            c.ep = NULL;
+            side_close(&c);
+            pump_set(&a, &b);
+        }
+    }
     /* the old protocol (version 1, 24-byte body, no key): refused, silently */
     fd = raw_connect(&b);
     if (fd >= 0) {

@@ -198,8 +198,10 @@ struct mdr_memh {
 
 typedef enum {
     MDR_TCP_CONN_CONNECTING, /* outgoing, non-blocking connect in progress */
-    MDR_TCP_CONN_HS_SENT,    /* outgoing, HELLO written (or queued), waiting for ACK */
-    MDR_TCP_CONN_WAIT_HELLO, /* incoming, accepted, no HELLO yet, no ep */
+    MDR_TCP_CONN_HS_SENT,    /* outgoing, HELLO written (or queued), waiting for
+                              * CHALLENGE, then (hs_step 1) PROOF sent, waiting for ACK */
+    MDR_TCP_CONN_WAIT_HELLO, /* incoming, accepted, no valid PROOF yet (hs_step 1:
+                              * CHALLENGE sent), no ep */
     MDR_TCP_CONN_OPEN,       /* attached to its ep, data flows */
     MDR_TCP_CONN_CLOSED      /* fd closed, waiting to be freed */
 } mdr_tcp_conn_state_t;

@@ -815,25 +815,15 @@ void mdr_tcp_proof_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
     }
     base = mdr_rail_ep_lookup(&rail->base, u);
     ep = base != NULL ? mdr_container_of(base, mdr_ep_t, base) : NULL;
-    if (ep != NULL && ep->state == MDR_TCP_EP_OPEN && ep->conn != NULL && ep->conn->outgoing &&
-        !mdr_rail_arbitrate_remote_wins(rail->uuid, u) && !mdr_tcp_conn_peer_closed(ep->conn)) {
-        /* the peer's losing half of a simultaneous connect, late: told so
-         * (this changes nothing here, so it needs no continuity) */
-        mdr_tcp_reject(conn, MDR_TCP_ACK_LOST, u);
-        return;
-    }
-    if (ep != NULL && (ep->state == MDR_TCP_EP_CONNECTING || ep->state == MDR_TCP_EP_WAIT_PEER) &&
-        !mdr_rail_arbitrate_remote_wins(rail->uuid, u)) {
-        mdr_debug("rail %s peer %016llx: simultaneous connect, keeping ours", rail->log_name,
-                  (unsigned long long)u);
-        mdr_tcp_reject(conn, MDR_TCP_ACK_LOST, u);
-        return;
-    }
     /* Identity: this connection would take the place of what we have for
-     * u.  With an open connection to u, or a session with u both sides
-     * confirmed, only the holder of that session may (a key is not a
-     * uuid).  Refused silently, and nothing here changes: not the live
-     * connection, not the core's state of that peer. */
+     * u, or be told how it stands against ours.  With an open connection
+     * to u, or a session with u both sides confirmed, only the holder of
+     * that session may go on (a key is not a uuid).  Refused silently,
+     * and nothing here changes: not the live connection, not the core's
+     * state of that peer.  (The genuine peer's late losing half of a
+     * simultaneous connect, below, is refused too when it cannot prove
+     * the session: its initiator closed that connection already, when it
+     * took ours.) */
     {
         mdr_tcp_secret_t *sec = mdr_hash_get(&rail->secrets, u);
         live = ep != NULL && ep->state == MDR_TCP_EP_OPEN;
@@ -844,6 +834,19 @@ void mdr_tcp_proof_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
                                 live ? "connected" : "known on this rail");
             return;
         }
+    }
+    if (ep != NULL && ep->state == MDR_TCP_EP_OPEN && ep->conn != NULL && ep->conn->outgoing &&
+        !mdr_rail_arbitrate_remote_wins(rail->uuid, u) && !mdr_tcp_conn_peer_closed(ep->conn)) {
+        /* the peer's losing half of a simultaneous connect, late */
+        mdr_tcp_reject(conn, MDR_TCP_ACK_LOST, u);
+        return;
+    }
+    if (ep != NULL && (ep->state == MDR_TCP_EP_CONNECTING || ep->state == MDR_TCP_EP_WAIT_PEER) &&
+        !mdr_rail_arbitrate_remote_wins(rail->uuid, u)) {
+        mdr_debug("rail %s peer %016llx: simultaneous connect, keeping ours", rail->log_name,
+                  (unsigned long long)u);
+        mdr_tcp_reject(conn, MDR_TCP_ACK_LOST, u);
+        return;
     }
     if (ep != NULL) {
         if (ep->state == MDR_TCP_EP_IDLE) {
