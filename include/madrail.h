@@ -191,6 +191,22 @@ madrail_status_t madrail_context_set_job_key(madrail_context_t ctx, const void *
 /** @} */
 
 /**
+ * @brief Tell the context how many processes the job has.
+ *
+ * A process that connects to this one before it was added with
+ * madrail_peer_add() gets a peer record of its own; with the job size
+ * known, such a connection is refused while the context already has
+ * @p size plus MADRAIL_PEER_SLACK peers, so that a process holding the job
+ * key cannot make this one keep a record (and the unexpected messages it
+ * leaves) for every identity it invents.  madrail_pmi_wireup() and the
+ * MPICH netmod call it; MADRAIL_JOB_SIZE gives it without them.  May be
+ * called again (a job that grew).
+ * @param size  processes in the job, at least 1
+ * @return ::MADRAIL_ERR_INVALID (logged) for 0
+ */
+madrail_status_t madrail_context_set_job_size(madrail_context_t ctx, uint32_t size);
+
+/**
  * @brief Add a peer from its packed address.  No connection is made until
  * the first message (lazy connection).  Adding the same address twice
  * returns the same peer index.

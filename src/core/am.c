@@ -87,6 +87,7 @@ madrail_status_t madrail_am_send(madrail_context_t ctx, madrail_peer_t peer_idx,
 void mdr_am_deliver(mdr_ctx_t *ctx, mdr_peer_t *peer, uint64_t id, const void *data,
                            size_t len)
 {
+    peer->index_shown = 1; /* peer.c: never retired now */
     if (ctx->am_cb)
         ctx->am_cb(ctx->am_arg, peer->index, id, data, len);
     else

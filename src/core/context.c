@@ -76,6 +76,21 @@ static const mdr_cfg_entry_t core_entries[] = {
               "cannot be refused without losing it. 256m keeps about 4,000 unexpected messages "
               "just below MADRAIL_RNDV_THRESH from each peer (larger ones wait as ~160-byte "
               "rendezvous envelopes); out-of-order data is bounded by the credits anyway."),
+    CFG_ENTRY("MADRAIL_RECV_MEM_TOTAL_MAX", MDR_CFG_SIZE, "1g", 64 * 1024, 1ull << 50,
+              recv_mem_total_max,
+              "Bytes held for all peers together for their messages that no receive has taken "
+              "yet (MADRAIL_RECV_MEM_MAX is per peer). The peer whose message would pass it is "
+              "failed, as at the per-peer cap. 1g: four peers at the per-peer default, or "
+              "about 16,000 unexpected messages just below MADRAIL_RNDV_THRESH; without it "
+              "every new peer brings a cap of its own."),
+    CFG_ENTRY("MADRAIL_JOB_SIZE", MDR_CFG_UINT, "0", 0, 1u << 31, job_size,
+              "Processes in the job, if the launcher gives no process manager that "
+              "madrail_pmi_wireup or the MPICH netmod read it from "
+              "(madrail_context_set_job_size); 0: unknown. Bounds the peers that "
+              "connections may create (MADRAIL_PEER_SLACK)."),
+    CFG_ENTRY("MADRAIL_PEER_SLACK", MDR_CFG_UINT, "32", 0, 1u << 31, peer_slack,
+              "With the job size known: a connection from a process we do not know yet is "
+              "refused while the context has the job size plus this many peers."),
     CFG_ENTRY("MADRAIL_ADAPT", MDR_CFG_BOOL, "1", 1, 0, adapt,
               "Measure each rail's delivered put throughput per peer and stripe by it once "
               "enough samples exist; small messages take the rail with the shortest expected "
@@ -247,6 +262,18 @@ madrail_status_t madrail_context_job_key(madrail_context_t ctx, uint8_t *key,
     memcpy(key, ctx->job_key, MADRAIL_JOB_KEY_LEN);
     if (origin_p)
         *origin_p = ctx->job_key_origin;
+    return MADRAIL_OK;
+}
+
+madrail_status_t madrail_context_set_job_size(madrail_context_t ctx, uint32_t size)
+{
+    if (!ctx)
+        return MADRAIL_ERR_INVALID;
+    if (size == 0) {
+        mdr_error("madrail_context_set_job_size: a job of 0 processes");
+        return MADRAIL_ERR_INVALID;
+    }
+    ctx->job_size = size;
     return MADRAIL_OK;
 }
 
@@ -559,6 +586,7 @@ madrail_status_t madrail_context_init(const madrail_context_params_t *params,
     }
     mdr_log_set_level(lvl);
     mdr_cfg_check_unknown(ctx->overrides);
+    ctx->job_size = ctx->cfg.job_size;
     if (ctx->cfg.stripe_align & (ctx->cfg.stripe_align - 1)) {
         mdr_error("MADRAIL_STRIPE_ALIGN=%zu: not a power of two", ctx->cfg.stripe_align);
         st = MADRAIL_ERR_CONFIG;

@@ -223,6 +223,9 @@ typedef struct mdr_core_config {
     unsigned rcache_max; /* MADRAIL_RCACHE_MAX */
     size_t pack_inline;  /* MADRAIL_PACK_INLINE_MAX */
     size_t recv_mem_max; /* MADRAIL_RECV_MEM_MAX: bytes held per peer for unmatched messages */
+    size_t recv_mem_total_max; /* MADRAIL_RECV_MEM_TOTAL_MAX: the same, all peers together */
+    unsigned job_size;   /* MADRAIL_JOB_SIZE: processes in the job, 0: unknown */
+    unsigned peer_slack; /* MADRAIL_PEER_SLACK: peers allowed beyond the job size */
     int adapt;           /* MADRAIL_ADAPT: stripe weights and rail choice from measurements */
     double adapt_gain;   /* MADRAIL_ADAPT_GAIN: EWMA gain per throughput sample */
     unsigned adapt_probe;/* MADRAIL_ADAPT_PROBE: plans between probes of a starved rail */
@@ -370,6 +373,8 @@ struct mdr_peer {
     mdr_list_t active_link;                /* in ctx->active while txq/sendq not empty */
     int active;
     int anonymous;                         /* connected to us before we knew its address */
+    int index_shown;                       /* its index was given to the user (a message
+                                            * received, probed, an active message) */
     uint32_t pack_next_id;                 /* pack API: next message id to this peer */
     mdr_list_t dead_eps;                   /* failed eps replaced by a reconnection */
     int unreachable_pending;               /* last rail lost outside an upcall: fail at progress */
@@ -559,6 +564,8 @@ typedef struct mdr_inmsg {
     int in_order;         /* its sequence number has come up */
     int probed;           /* taken by improbe */
     size_t recvd;         /* eager bytes arrived */
+    uint64_t got_lo;      /* eager, arrived in one range: [got_lo, got_lo + recvd) */
+    struct mdr_ranges *got; /* eager, in several: the ranges (tag.c), else NULL */
     mdr_frag_t *frags;    /* eager: fragments stored until matched */
     size_t charged;       /* bytes counted in peer->held_bytes for this message */
     uint16_t held[MDR_MAX_RAILS]; /* per rail: fragments whose credit is withheld */
@@ -627,6 +634,11 @@ struct madrail_context {
     mdr_list_t retired;            /* anonymous peers that failed unused: freed by progress */
     uint32_t *peer_free;           /* indices of retired peers, never shown to the user */
     uint32_t npeer_free, peer_free_cap;
+    uint32_t job_size;             /* processes in the job (madrail_context_set_job_size,
+                                    * MADRAIL_JOB_SIZE), 0: unknown; bounds the peers
+                                    * connections may create (peer.c) */
+    double peer_refused_logged;    /* time of the last "peer refused" line, 0: none */
+    unsigned long peer_refused_unlogged; /* refusals since that line */
     uint64_t watch_next_ns;        /* watch.c: next liveness scan */
     uint64_t pass_coarse_ns;       /* the coarse clock at the start of this progress pass
                                     * (with MADRAIL_RAIL_TIMEOUT): arrivals' life stamps */

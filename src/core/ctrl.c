@@ -585,7 +585,8 @@ void mdr_ctrl_unhold(mdr_peer_rail_t *pr, unsigned n, int released)
  *
  *   EAGER     AM only alone; RFS_CONSUMED not with SYNC; a consumed
  *             eager must answer one of our offers to that peer and go to
- *             the receive that made it (tag.c)
+ *             the receive that made it; a fragment within its message,
+ *             overlapping none that arrived (byte ranges, tag.c)
  *   EAGER_AM  one fragment: offset 0, total <= its body (the rest of the
  *             body is the AM header); no flags (tag.c)
  *   RTS       nothing to check against our state: it starts a transfer;

@@ -9,9 +9,16 @@
  *
  * Peers are never freed while the user may hold their index, with one
  * exception: a peer that connected to us before we knew it (anonymous) and
- * lost every rail before anything came of it.  Nobody can know its index,
- * so it is retired at once and its index reused: processes of the job that
- * connect and leave cannot make the peer table grow.
+ * lost every rail while it held nothing here and before its index was
+ * shown to the user (no message of it received, probed or delivered as an
+ * active message).  Nobody can know its index, so it is retired at once
+ * and its index reused: processes that connect and leave cannot make the
+ * peer table grow.  Those that stay are bounded too, once the job size is
+ * known (madrail_context_set_job_size, MADRAIL_JOB_SIZE): a connection
+ * from an unknown process is refused while the context has the job size
+ * plus MADRAIL_PEER_SLACK peers, so a holder of the job key cannot make a
+ * process keep a record (and a cap's worth of unexpected messages) for
+ * every id it invents (issue 28).
  *
  * A failed ep is never destroyed inside the driver upcall that reported
  * it (the driver is on its stack): it is kept on the peer until finalize,
@@ -75,9 +82,13 @@ void mdr_peer_reap_retired(mdr_ctx_t *ctx)
         mdr_peer_destroy(ctx, mdr_container_of(it, mdr_peer_t, retired_link));
 }
 
+/* Nothing refers to peer: the user never saw its index (so no request
+ * names it), nothing of it is held, nothing is owed to it.  A peer that
+ * sent messages qualifies once they are gone (freed when it failed): it
+ * cannot come back under its old counters anyway. */
 static int mdr_peer_unused(const mdr_peer_t *peer)
 {
-    return peer->anonymous && peer->expected_seq == 0 && peer->next_send_seq == 0 &&
+    return peer->anonymous && !peer->index_shown && peer->next_send_seq == 0 &&
            peer->inflight.count == 0 && mdr_list_empty(&peer->txq) &&
            mdr_list_empty(&peer->sendq) && mdr_list_empty(&peer->rfs_stored) &&
            peer->rfs_out == NULL;
@@ -303,6 +314,33 @@ void mdr_peer_proto_fail(mdr_peer_rail_t *pr, const char *fmt, ...)
         mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_PROTO);
 }
 
+/* A connection from an unknown process: may it have a peer record?  Not
+ * while the context has the job size plus MADRAIL_PEER_SLACK peers (the
+ * job size known); refusals are logged once per interval with a count,
+ * since a holder of the key can make them at the rate it connects. */
+static int mdr_peer_inbound_ok(mdr_ctx_t *ctx, const char *rail, uint64_t uuid)
+{
+    uint64_t bound = (uint64_t)ctx->job_size + ctx->cfg.peer_slack;
+    uint32_t live = ctx->npeers - ctx->npeer_free;
+    double now;
+
+    if (ctx->job_size == 0 || live < bound)
+        return 1;
+    now = mdr_time_sec();
+    if (ctx->peer_refused_logged != 0 && now - ctx->peer_refused_logged < 10.0) {
+        ctx->peer_refused_unlogged++;
+        return 0;
+    }
+    mdr_warn("rail %s: connection from unknown process %016llx refused: %u peers already, "
+             "the job size %u plus MADRAIL_PEER_SLACK=%u (%lu more refused since the last "
+             "such line; logged at most once per 10 s)",
+             rail, (unsigned long long)uuid, live, ctx->job_size, ctx->cfg.peer_slack,
+             ctx->peer_refused_unlogged);
+    ctx->peer_refused_logged = now;
+    ctx->peer_refused_unlogged = 0;
+    return 0;
+}
+
 void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
 {
     mdr_rail_slot_t *rs = rail_cookie;
@@ -311,6 +349,8 @@ void *mdr_ep_accepted_upcall(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
     mdr_peer_rail_t *pr;
 
     if (!peer) {
+        if (!mdr_peer_inbound_ok(ctx, rs->attr.name, uuid))
+            return NULL;
         if (mdr_peer_lookup_or_create(ctx, uuid, &peer) != MADRAIL_OK)
             return NULL;
         peer->anonymous = 1;
@@ -406,6 +446,13 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
         (status == MADRAIL_ERR_RAIL_DOWN || status == MADRAIL_ERR_RAIL_CONNECT))
         mdr_debug("rail %s peer %u closed: %s", ctx->rails[pr->rail].attr.name,
                   pr->peer->index, reason ? reason : "");
+    else if (pr->peer->anonymous && !pr->peer->index_shown)
+        /* a process that connected to us, the user never saw it: a line
+         * per such process would let one that comes and goes fill the log */
+        mdr_debug("rail %s peer %u (unknown process %016llx) failed: %s (%s)",
+                  ctx->rails[pr->rail].attr.name, pr->peer->index,
+                  (unsigned long long)pr->peer->uuid, reason ? reason : "",
+                  madrail_status_str(status));
     else
         mdr_warn("rail %s peer %u failed: %s (%s)", ctx->rails[pr->rail].attr.name,
                  pr->peer->index, reason ? reason : "", madrail_status_str(status));
@@ -430,6 +477,9 @@ void mdr_ep_failed_upcall(void *ep_cookie, madrail_status_t status, const char *
         mdr_peer_give_up(pr->peer);
     } else if (!mdr_peer_reachable(pr->peer)) {
         mdr_peer_fail(pr->peer, MADRAIL_ERR_PEER_UNREACHABLE);
+        /* an inbound peer that left holding nothing the user can still
+         * take: its record goes (freed by the next progress) */
+        (void)mdr_peer_retire_unused(pr->peer);
     } else {
         mdr_peer_activate(pr->peer);
     }
@@ -469,8 +519,13 @@ void mdr_peer_fail(mdr_peer_t *peer, madrail_status_t status)
                                     off ? ";" : "", ctx->rails[r].attr.name,
                                     pr->last_error[0] ? pr->last_error : "down");
         }
-        mdr_error("peer %u failed: failing its requests (%s);%s", peer->index,
-                  madrail_status_str(status), rails[0] ? rails : " no rail was connected");
+        if (peer->anonymous && !peer->index_shown) /* as in mdr_ep_failed_upcall */
+            mdr_debug("peer %u (unknown process %016llx) failed (%s);%s", peer->index,
+                      (unsigned long long)peer->uuid, madrail_status_str(status),
+                      rails[0] ? rails : " no rail was connected");
+        else
+            mdr_error("peer %u failed: failing its requests (%s);%s", peer->index,
+                      madrail_status_str(status), rails[0] ? rails : " no rail was connected");
     }
     mdr_match_peer_release(peer, 0, status == MADRAIL_ERR_PEER_UNREACHABLE);
     for (i = 0; i < (uint32_t)ctx->nrails; i++) /* copies nothing will re-send */

@@ -32,9 +32,21 @@
  *  - In order but unexpected (no receive posted yet): that is MPI's
  *    unexpected queue, which a legit program may fill as far as it likes;
  *    MADRAIL_RECV_MEM_MAX caps the bytes held per peer (both kinds,
- *    counted in peer->held_bytes).  Data a peer already sent cannot be
- *    refused without losing it, so passing the cap fails that peer, with an
- *    error naming the variable, and frees what it held.
+ *    counted in peer->held_bytes), and MADRAIL_RECV_MEM_TOTAL_MAX the bytes
+ *    held for all peers together (ctx->held_bytes): without it, every new
+ *    peer would bring a cap of its own.  Data a peer already sent cannot be
+ *    refused without losing it, so passing either cap fails the peer whose
+ *    message passed it, with an error naming the variable, and frees what
+ *    it held.
+ *  - The fragments of an EAGER message are tracked by the byte ranges that
+ *    arrived, not by a count of bytes: one that overlaps a range already
+ *    taken (sent twice), is empty, or lies outside its message is refused
+ *    before it touches anything, so a message is whole only when every
+ *    byte came once.  A re-sent copy that arrived already never gets here
+ *    (replay.c drops it by its index on its first rail), so an overlap is
+ *    never legit.  In order on one rail, a fragment just extends the one
+ *    range (m->got_lo, m->recvd); only fragments that leave a gap between
+ *    them (striped over rails, re-sent on another) allocate a short list.
  *  - An EAGER message at or above the rendezvous threshold is refused: a
  *    legit sender moves it by rendezvous (only a receiver-first offer sends
  *    a message eagerly above the threshold, and only up to one slot).
@@ -84,12 +96,15 @@ static size_t mdr_pool_cost(size_t len)
     return c < 0 ? len : (size_t)1 << (MDR_POOL_MIN_SHIFT + c);
 }
 
-/* Count n more bytes held for m's peer; 0 when MADRAIL_RECV_MEM_MAX says no. */
+/* Count n more bytes held for m's peer; 0 when MADRAIL_RECV_MEM_MAX (this
+ * peer) or MADRAIL_RECV_MEM_TOTAL_MAX (all peers) says no. */
 static int mdr_held_charge(mdr_inmsg_t *m, size_t n)
 {
     mdr_peer_t *peer = m->peer;
     mdr_ctx_t *ctx = peer->ctx;
     if (n > ctx->cfg.recv_mem_max || peer->held_bytes > ctx->cfg.recv_mem_max - n)
+        return 0;
+    if (n > ctx->cfg.recv_mem_total_max || ctx->held_bytes > ctx->cfg.recv_mem_total_max - n)
         return 0;
     peer->held_bytes += n;
     ctx->held_bytes += n;
@@ -132,6 +147,7 @@ static void mdr_inmsg_unhold(mdr_inmsg_t *m, int released)
 void mdr_inmsg_free(mdr_ctx_t *ctx, mdr_inmsg_t *m)
 {
     mdr_frags_free(ctx, m);
+    free(m->got); /* its bytes go with m->charged */
     free(m->am);
     mdr_inmsg_unhold(m, 0);
     mdr_held_uncharge(m, m->charged);
@@ -166,16 +182,146 @@ static enum mdr_store mdr_frag_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t of
     return MDR_STORE_OK;
 }
 
+/* The byte ranges of an EAGER message that arrived, once they are more
+ * than one: sorted, disjoint, neighbours merged.  A legit sender uses our
+ * slot size (every process must use the same MADRAIL_SLOT_SIZE), so there
+ * are never more ranges than the message has fragments, at most
+ * total / eager_max + 1: more is refused, which keeps the list a few
+ * entries long and a fragment's walk of it short.  Its bytes are charged
+ * to the peer like the fragments'. */
+struct mdr_ranges {
+    uint32_t n, cap;
+    struct {
+        uint64_t lo, hi; /* [lo, hi) */
+    } r[];
+};
+
+/* What taking a fragment's range came to. */
+enum mdr_range {
+    MDR_RANGE_OK,
+    MDR_RANGE_TAKEN,  /* it overlaps bytes that arrived already, or is empty */
+    MDR_RANGE_MANY,   /* more ranges than the message has fragments */
+    MDR_RANGE_CAP,    /* its record would pass MADRAIL_RECV_MEM_MAX */
+    MDR_RANGE_NOMEM
+};
+
+/* Room for at least one more range in m->got. */
+static enum mdr_range mdr_ranges_room(mdr_ctx_t *ctx, mdr_inmsg_t *m)
+{
+    struct mdr_ranges *g = m->got, *ng;
+    uint32_t cap = g ? g->cap * 2 : 4;
+    size_t have = g ? sizeof(*g) + g->cap * sizeof(g->r[0]) : 0;
+    size_t want = sizeof(*g) + cap * sizeof(g->r[0]);
+
+    if (g && g->n < g->cap)
+        return MDR_RANGE_OK;
+    if (!mdr_held_charge(m, want - have))
+        return MDR_RANGE_CAP;
+    ng = mdr_fault_nomem(ctx) ? NULL : realloc(g, want);
+    if (!ng) {
+        mdr_held_uncharge(m, want - have);
+        return MDR_RANGE_NOMEM;
+    }
+    if (!g)
+        ng->n = 0;
+    ng->cap = cap;
+    m->got = ng;
+    return MDR_RANGE_OK;
+}
+
+/* Take [off, off + plen) as arrived in m, an EAGER message that has its
+ * first fragment (off + plen <= total was checked); m->recvd is counted by
+ * the store that follows.  Anything but MDR_RANGE_OK changes nothing. */
+MDR_HOT static enum mdr_range mdr_range_take(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off,
+                                             size_t plen)
+{
+    uint64_t end = off + plen;
+    struct mdr_ranges *g = m->got;
+    uint32_t i, lo, hi;
+    int join_prev, join_next;
+    enum mdr_range st;
+
+    if (plen == 0) /* only an empty message has an empty fragment, its only one */
+        return MDR_RANGE_TAKEN;
+    if (!g) {
+        uint64_t top = m->got_lo + m->recvd;
+        if (off == top) /* the next one: the common case */
+            return MDR_RANGE_OK;
+        if (end == m->got_lo) {
+            m->got_lo = off;
+            return MDR_RANGE_OK;
+        }
+        if (off < top && end > m->got_lo)
+            return MDR_RANGE_TAKEN;
+        /* a gap between them: a list from now on */
+        if (m->total / ctx->eager_max + 1 < 2)
+            return MDR_RANGE_MANY;
+        st = mdr_ranges_room(ctx, m);
+        if (st != MDR_RANGE_OK)
+            return st;
+        g = m->got;
+        i = off < m->got_lo;
+        g->r[!i].lo = off;
+        g->r[!i].hi = end;
+        g->r[i].lo = m->got_lo;
+        g->r[i].hi = top;
+        g->n = 2;
+        return MDR_RANGE_OK;
+    }
+    /* i: the first range that starts after off */
+    for (lo = 0, hi = g->n; lo < hi;) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (g->r[mid].lo <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    i = lo;
+    if ((i > 0 && g->r[i - 1].hi > off) || (i < g->n && g->r[i].lo < end))
+        return MDR_RANGE_TAKEN;
+    join_prev = i > 0 && g->r[i - 1].hi == off;
+    join_next = i < g->n && g->r[i].lo == end;
+    if (join_prev && join_next) { /* it fills a gap: two ranges become one */
+        g->r[i - 1].hi = g->r[i].hi;
+        memmove(&g->r[i], &g->r[i + 1], (g->n - i - 1) * sizeof(g->r[0]));
+        g->n--;
+    } else if (join_prev) {
+        g->r[i - 1].hi = end;
+    } else if (join_next) {
+        g->r[i].lo = off;
+    } else {
+        if ((uint64_t)g->n + 1 > m->total / ctx->eager_max + 1)
+            return MDR_RANGE_MANY;
+        st = mdr_ranges_room(ctx, m);
+        if (st != MDR_RANGE_OK)
+            return st;
+        g = m->got;
+        memmove(&g->r[i + 1], &g->r[i], (g->n - i) * sizeof(g->r[0]));
+        g->r[i].lo = off;
+        g->r[i].hi = end;
+        g->n++;
+    }
+    return MDR_RANGE_OK;
+}
+
 /* The cap was reached: fail the peer (all its rails) and free what it held. */
 static void mdr_recv_mem_fail(mdr_peer_t *peer, size_t more)
 {
     mdr_ctx_t *ctx = peer->ctx;
     int r;
 
-    mdr_error("peer %u: %zu bytes held in its messages that no receive has taken yet "
-              "(unexpected or out of order); %zu more would pass MADRAIL_RECV_MEM_MAX=%zu: "
-              "failing this peer (post receives earlier, or raise MADRAIL_RECV_MEM_MAX)",
-              peer->index, peer->held_bytes, more, ctx->cfg.recv_mem_max);
+    if (more <= ctx->cfg.recv_mem_max && peer->held_bytes <= ctx->cfg.recv_mem_max - more)
+        mdr_error("peer %u: %zu bytes held in its messages and %zu in all peers' that no "
+                  "receive has taken yet (unexpected or out of order); %zu more would pass "
+                  "MADRAIL_RECV_MEM_TOTAL_MAX=%zu: failing this peer (post receives earlier, "
+                  "or raise MADRAIL_RECV_MEM_TOTAL_MAX)",
+                  peer->index, peer->held_bytes, ctx->held_bytes, more,
+                  ctx->cfg.recv_mem_total_max);
+    else
+        mdr_error("peer %u: %zu bytes held in its messages that no receive has taken yet "
+                  "(unexpected or out of order); %zu more would pass MADRAIL_RECV_MEM_MAX=%zu: "
+                  "failing this peer (post receives earlier, or raise MADRAIL_RECV_MEM_MAX)",
+                  peer->index, peer->held_bytes, more, ctx->cfg.recv_mem_max);
     for (r = 0; r < ctx->nrails; r++)
         mdr_peer_rail_mark_down(&peer->rails[r], 1);
     mdr_peer_fail(peer, MADRAIL_ERR_NOMEM);
@@ -185,6 +331,7 @@ MDR_HOT void mdr_recv_set_info(mdr_req_t *req, mdr_peer_t *peer, uint64_t tag, u
 {
     req->matched = 1;
     req->info.source = peer->index;
+    peer->index_shown = 1; /* peer.c: never retired now */
     req->info.tag = tag;
     req->info.sent_length = total;
     req->info.length = total < req->len ? total : req->len;
@@ -351,7 +498,8 @@ MDR_HOT static void mdr_drain_reorder(mdr_ctx_t *ctx, mdr_peer_rail_t *pr)
 }
 
 /* Store an eager fragment into m (unmatched: a fragment of its own;
- * matched: the user's buffer).  0 when MADRAIL_RECV_MEM_MAX refused it. */
+ * matched: the user's buffer).  MDR_STORE_CAP when MADRAIL_RECV_MEM_MAX or
+ * MADRAIL_RECV_MEM_TOTAL_MAX refused it. */
 static enum mdr_store mdr_eager_store(mdr_ctx_t *ctx, mdr_inmsg_t *m, uint64_t off,
                                       const uint8_t *pl, size_t plen)
 {
@@ -393,7 +541,13 @@ madrail_status_t mdr_match_check_config(const mdr_ctx_t *ctx)
 {
     /* out of order within the credits, plus one whole medium message */
     size_t frag = mdr_pool_cost(sizeof(mdr_frag_t) + ctx->eager_max);
-    size_t medium = (ctx->cfg.rndv_thresh / ctx->eager_max + 1) * frag + MDR_INMSG_COST;
+    size_t nfrag = ctx->cfg.rndv_thresh / ctx->eager_max + 1;
+    /* its fragments, its record, and its list of ranges when they came
+     * with gaps (at most one per fragment, the list doubling from 4); out
+     * of order, a message's list costs less than the records of the
+     * messages its fragments could otherwise be */
+    size_t medium = nfrag * frag + MDR_INMSG_COST + sizeof(struct mdr_ranges) +
+                    (2 * nfrag + 4) * sizeof(((struct mdr_ranges *)0)->r[0]);
     size_t need = mdr_ooo_bound(ctx) + medium;
 
     if (ctx->cfg.recv_mem_max < need) {
@@ -402,6 +556,15 @@ madrail_status_t mdr_match_check_config(const mdr_ctx_t *ctx)
                   "unexpected message below MADRAIL_RNDV_THRESH=%zu: at least %zu needed",
                   ctx->cfg.recv_mem_max, mdr_ooo_bound(ctx), ctx->cfg.credits, ctx->nrails,
                   ctx->cfg.slot_size, ctx->cfg.rndv_thresh, need);
+        return MADRAIL_ERR_CONFIG;
+    }
+    /* the total may be below the per-peer cap (then it is the tighter one),
+     * but a single peer must still fit in it */
+    if (ctx->cfg.recv_mem_total_max < need) {
+        mdr_error("MADRAIL_RECV_MEM_TOTAL_MAX=%zu: a single peer may make us hold %zu bytes "
+                  "within its credits plus one unexpected message below "
+                  "MADRAIL_RNDV_THRESH=%zu: at least %zu needed",
+                  ctx->cfg.recv_mem_total_max, mdr_ooo_bound(ctx), ctx->cfg.rndv_thresh, need);
         return MADRAIL_ERR_CONFIG;
     }
     return MADRAIL_OK;
@@ -440,7 +603,7 @@ MDR_HOT void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_
                                 (unsigned long long)total, ctx->cfg.rndv_thresh);
             return;
         }
-        if (off > total || plen > total - off) {
+        if (off > total || plen > total - off || (plen == 0 && total != 0)) {
             mdr_peer_proto_fail(pr, "EAGER fragment %llu+%zu of a %llu-byte message",
                                 (unsigned long long)off, plen, (unsigned long long)total);
             return;
@@ -530,10 +693,35 @@ MDR_HOT void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_
     if (m) {
         /* another fragment of a known message */
         if (hdr->type != MDR_MSG_EAGER || m->type != MDR_MSG_EAGER || m->has_am || m->tag != tag ||
-            m->total != total || m->flags != hdr->flags || m->id != id ||
-            plen > m->total - m->recvd) {
+            m->total != total || m->flags != hdr->flags || m->id != id) {
             mdr_peer_proto_fail(pr, "fragment of message %llu does not fit it",
                                 (unsigned long long)seq);
+            return;
+        }
+        switch (mdr_range_take(ctx, m, off, plen)) {
+        case MDR_RANGE_OK:
+            break;
+        case MDR_RANGE_TAKEN:
+            mdr_peer_proto_fail(pr, "EAGER fragment %llu+%zu of message %llu (%llu bytes) "
+                                "overlaps bytes of it that arrived already (sent twice?)",
+                                (unsigned long long)off, plen, (unsigned long long)seq,
+                                (unsigned long long)total);
+            return;
+        case MDR_RANGE_MANY:
+            mdr_peer_proto_fail(pr, "EAGER fragment %llu+%zu of message %llu (%llu bytes): "
+                                "more separate pieces than a message of that size has "
+                                "fragments of %zu bytes (MADRAIL_SLOT_SIZE=%zu; every process "
+                                "must use the same value)",
+                                (unsigned long long)off, plen, (unsigned long long)seq,
+                                (unsigned long long)total, ctx->eager_max, ctx->cfg.slot_size);
+            return;
+        case MDR_RANGE_CAP:
+            /* what mdr_ranges_room asked for: the list doubled, or a new one of 4 */
+            mdr_recv_mem_fail(peer, m->got ? m->got->cap * sizeof(m->got->r[0])
+                                           : sizeof(struct mdr_ranges) + 4 * sizeof(m->got->r[0]));
+            return;
+        case MDR_RANGE_NOMEM:
+            mdr_peer_recv_nomem(pr, "the record of which bytes of a message arrived");
             return;
         }
         if (!m->in_order && mdr_ctrl_hold(pr))
@@ -611,6 +799,7 @@ MDR_HOT void mdr_match_incoming(mdr_peer_rail_t *pr, const mdr_hdr_t *hdr, size_
     m->type = type;
     m->flags = mflags;
     m->xfer_len = xfer;
+    m->got_lo = off; /* its first range (EAGER) */
     {
         enum mdr_store st = !mdr_held_charge(m, MDR_INMSG_COST) ? MDR_STORE_CAP : MDR_STORE_OK;
         if (st == MDR_STORE_OK && has_am)
@@ -791,6 +980,7 @@ static void mdr_probe_info(const mdr_inmsg_t *m, madrail_info_t *info_p)
     memset(info_p, 0, sizeof(*info_p));
     info_p->status = MADRAIL_OK;
     info_p->source = m->peer->index;
+    m->peer->index_shown = 1;
     info_p->tag = m->tag;
     info_p->length = m->total;
     info_p->sent_length = m->total;

@@ -816,6 +816,10 @@ madrail_status_t madrail_pmi_wireup(madrail_context_t ctx, madrail_job_t *job_p)
     status = mdr_pmi_share_key(ctx);
     if (status != MADRAIL_OK)
         goto err_peers;
+    /* bounds the peers that connections can create (peer.c) */
+    status = madrail_context_set_job_size(ctx, (uint32_t)mdr_pmi.size);
+    if (status != MADRAIL_OK)
+        goto err_peers;
     status = mdr_pmi_publish(addr, alen);
     if (status != MADRAIL_OK)
         goto err_peers;

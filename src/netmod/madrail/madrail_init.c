@@ -148,6 +148,10 @@ int MPIDI_MADRAIL_init_local(int *tag_bits)
     st = madrail_am_set_handler(MPIDI_MADRAIL_global.ctx, MPIDI_MADRAIL_am_handler, NULL);
     if (st != MADRAIL_OK)
         MADRAIL_CALL_ERR(mpi_errno, "madrail_am_set_handler", st);
+    /* bounds the peers that connections from unknown processes can create */
+    st = madrail_context_set_job_size(MPIDI_MADRAIL_global.ctx, (uint32_t) MPIR_Process.size);
+    if (st != MADRAIL_OK)
+        MADRAIL_CALL_ERR(mpi_errno, "madrail_context_set_job_size", st);
 
     /* One active message carries header + eager data; MPIDIG must be able to
      * buffer an unexpected eager message (MPIDIG_am_check_init). */

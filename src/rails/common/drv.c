@@ -136,3 +136,28 @@ void mdr_drv_refusal(mdr_drv_refusals_t *r, const char *rail_name, const char *s
                  rail_name, source, why);
     r->unlogged = 0;
 }
+
+void mdr_drv_ratelog(mdr_drv_ratelog_t *r, const char *rail_name, const char *fmt, ...)
+{
+    double now = mdr_time_sec();
+    char what[200];
+    va_list ap;
+
+    r->total++;
+    if (r->last != 0 && now - r->last < MDR_DRV_RATELOG_INTERVAL) {
+        r->unlogged++;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    if (r->unlogged > 0)
+        mdr_warn("rail %s: %s (%lu times more in the last %.0f s, not logged; %lu since open)",
+                 rail_name, what, r->unlogged, now - r->last, r->total);
+    else
+        mdr_warn("rail %s: %s (further occurrences are counted and logged at most once "
+                 "per %.0f s)",
+                 rail_name, what, MDR_DRV_RATELOG_INTERVAL);
+    r->last = now;
+    r->unlogged = 0;
+}

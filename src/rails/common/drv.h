@@ -76,4 +76,25 @@ typedef struct mdr_drv_refusals {
 void mdr_drv_refusal(mdr_drv_refusals_t *r, const char *rail_name, const char *source,
                      const char *fmt, ...) __attribute__((format(printf, 4, 5), cold));
 
+/* ---------------- rate-limited logs of one cause ---------------- */
+
+#define MDR_DRV_RATELOG_INTERVAL 10.0 /* seconds between two lines of one cause */
+
+/* One cause of trouble a driver may meet at a high rate (a failed accept:
+ * out of descriptors, out of memory).  Zeroed at open; no cleanup. */
+typedef struct mdr_drv_ratelog {
+    double last;            /* time of the last line, 0: none yet */
+    unsigned long unlogged; /* occurrences since the last line, not logged */
+    unsigned long total;    /* occurrences counted since open */
+} mdr_drv_ratelog_t;
+
+/* Count one occurrence of r's cause and log it as a warning ("rail
+ * <rail_name>: <what>") if no line of this cause was logged in the last
+ * MDR_DRV_RATELOG_INTERVAL seconds; the line says how many occurrences went
+ * unlogged since the one before.  A failed system call loops as fast as
+ * progress is called: without this, a process out of descriptors wrote
+ * 639,540 lines in 30 s (issue 28). */
+void mdr_drv_ratelog(mdr_drv_ratelog_t *r, const char *rail_name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), cold));
+
 #endif /* MDR_RAILS_DRV_H */

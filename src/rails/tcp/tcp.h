@@ -172,6 +172,9 @@ typedef struct mdr_tcp_config {
     int shared_poll;        /* MADRAIL_TCP_SHARED_POLL: one epoll set for the context's rails */
     int direct_first;       /* MADRAIL_TCP_DIRECT_FIRST: first small frame per pass written at once */
     unsigned direct_poll;   /* MADRAIL_TCP_DIRECT_POLL: most connections read without epoll */
+    double hello_timeout;   /* MADRAIL_TCP_HELLO_TIMEOUT: accepted, no handshake yet, seconds */
+    unsigned hello_max;     /* MADRAIL_TCP_HELLO_MAX: such connections per rail */
+    unsigned hello_max_src; /* MADRAIL_TCP_HELLO_MAX_PER_SOURCE: ... from one address */
 } mdr_tcp_config_t;
 
 /* The tcp rails of one context (same params->uuid) that share one epoll
@@ -350,6 +353,10 @@ struct mdr_rail {
     mdr_list_t doneq;        /* written put items whose completion is due */
     mdr_list_t flushq;       /* eps with coalesced control messages to write */
     unsigned nwait_hello;    /* connections in WAIT_HELLO (timeouts) */
+    int reserve_fd;          /* /dev/null, given up to refuse a connection when out of
+                              * descriptors (mdr_tcp_accept_failed) */
+    double accept_resume;    /* listener out of the epoll set until then; 0: polled */
+    mdr_drv_ratelog_t accept_log[3]; /* failed accepts, by cause (tcp_rail.c) */
     double next_timeout_check;
 
     uint8_t *rbuf; /* shared receive buffer, 8-byte aligned */

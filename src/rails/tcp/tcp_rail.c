@@ -37,8 +37,16 @@
  * again (the other side's nonce is new each time).  A stranger is never
  * answered beyond the CHALLENGE (no HELLO_ACK, no reason: the connection
  * is closed) and never reaches the arbitration above; it costs a small
- * receive buffer until its PROOF or the connect timeout, and one
- * rate-limited log line per source address (mdr_drv_refusal).
+ * descriptor and a small receive buffer until its PROOF or the HELLO
+ * timeout (short: a peer's PROOF follows its connect within a round trip),
+ * and one rate-limited log line per source address (mdr_drv_refusal).
+ * Those connections are bounded per rail and per source address, the
+ * oldest closed first (mdr_tcp_hello_bound), so a flood of idle
+ * connections holds a bounded number of descriptors and cannot starve the
+ * process of them; a process out of descriptors anyway (other users of
+ * the table) refuses what it cannot accept through a reserved descriptor,
+ * pauses its listener instead of retrying it every pass, and logs each
+ * cause at most once per interval with a count (mdr_tcp_accept_failed).
  *
  * Identity: a key proves membership of the job, not which member.  Each
  * handshake gives both sides a session secret (the transcript's HMAC under
@@ -60,6 +68,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/tcp.h>
@@ -98,6 +107,17 @@ static const mdr_cfg_entry_t mdr_tcp_cfg_entries[] = {
                 "/sys/class/net/<if>/speed, 1000 if unknown, 5000 on loopback."),
     MDR_TCP_CFG("MADRAIL_TCP_CONNECT_TIMEOUT", MDR_CFG_TIME, "10s", 0.001, 86400, connect_timeout,
                 "tcp rails: time allowed for a connection and its handshake."),
+    MDR_TCP_CFG("MADRAIL_TCP_HELLO_TIMEOUT", MDR_CFG_TIME, "2s", 0.001, 86400, hello_timeout,
+                "tcp rails: an accepted connection that has not completed its handshake "
+                "after this long is closed (at most MADRAIL_TCP_CONNECT_TIMEOUT).  A peer "
+                "sends its HELLO as soon as its connect completes."),
+    MDR_TCP_CFG("MADRAIL_TCP_HELLO_MAX", MDR_CFG_UINT, "256", 1, 1u << 20, hello_max,
+                "tcp rails: accepted connections without a completed handshake kept per "
+                "rail; one more closes the oldest."),
+    MDR_TCP_CFG("MADRAIL_TCP_HELLO_MAX_PER_SOURCE", MDR_CFG_UINT, "64", 1, 1u << 20,
+                hello_max_src,
+                "tcp rails: the same from one source address; one more closes the oldest "
+                "from that address."),
     MDR_TCP_CFG("MADRAIL_TCP_PUT_ACK", MDR_CFG_STRING, "auto", 1, 0, put_ack_s,
                 "tcp rails: 1 = a put completes when the receiver has placed the data "
                 "(and an invalid put fails at the sender); 0 = when its last byte is "
@@ -278,6 +298,11 @@ static madrail_status_t mdr_tcp_listen(mdr_rail_t *rail, unsigned port)
     }
     rail->local.sin_port = sin.sin_port;
     rail->listen_fd = fd;
+    /* kept to refuse connections when out of descriptors: without one
+     * free, a pending connection can be neither accepted nor dropped */
+    rail->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (rail->reserve_fd < 0)
+        mdr_warn("rail %s: open /dev/null (a descriptor kept in reserve): %m", rail->name);
     return MADRAIL_OK;
 
 err_close:
@@ -378,6 +403,7 @@ static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *
     if (rail == NULL)
         return MADRAIL_ERR_NOMEM;
     rail->listen_fd = -1;
+    rail->reserve_fd = -1;
     rail->epfd = -1;
     rail->lw.fd = -1;
     st = mdr_cfg_parse(&mdr_tcp_cfg_table, params->overrides, &rail->cfg);
@@ -516,6 +542,8 @@ static void mdr_tcp_close(mdr_rail_t *rail)
         epoll_ctl(rail->epfd, EPOLL_CTL_DEL, rail->listen_fd, NULL);
         close(rail->listen_fd);
     }
+    if (rail->reserve_fd >= 0)
+        close(rail->reserve_fd);
     mdr_tcp_group_leave(rail);
     mdr_tcp_mem_cleanup(rail);
     mdr_tcp_secrets_cleanup(rail);
@@ -558,13 +586,130 @@ static madrail_status_t mdr_tcp_addr_pack(mdr_rail_t *rail, void *buf, size_t le
 
 /* ---------------- accepting and arbitration ---------------- */
 
+/* How long a listener whose accept failed for want of descriptors or
+ * memory stays out of the epoll set: level-triggered, it would report the
+ * same pending connection at every pass and the process would spin on a
+ * failing accept (issue 28: 639,540 failed accepts logged in 30 s). */
+#define MDR_TCP_ACCEPT_PAUSE 0.05
+
+/* failed accepts, by cause (rail->accept_log) */
+enum { MDR_TCP_ACCEPT_NOFD, MDR_TCP_ACCEPT_NOMEM, MDR_TCP_ACCEPT_OTHER };
+
+static void mdr_tcp_listener_arm(mdr_rail_t *rail, int on)
+{
+    struct epoll_event ev;
+
+    memset(&ev, 0, sizeof(ev));
+    ev.events = on ? EPOLLIN : 0;
+    ev.data.u64 = (uintptr_t)rail | MDR_TCP_LISTENER_BIT;
+    if (epoll_ctl(rail->epfd, EPOLL_CTL_MOD, rail->listen_fd, &ev) != 0)
+        mdr_drv_ratelog(&rail->accept_log[MDR_TCP_ACCEPT_OTHER], rail->log_name,
+                        "epoll_ctl(MOD) of the listener: %m");
+    rail->accept_resume = on ? 0 : mdr_time_sec() + MDR_TCP_ACCEPT_PAUSE;
+}
+
+/* accept failed with err (not EAGAIN and the like).  Out of descriptors,
+ * the reserved one is given up for a moment so that the connection that
+ * waits can be accepted and closed (refused: the peer sees it closed, a
+ * peer of the job dials again) rather than left to be reported again; in
+ * every case the listener pauses, and the cause is logged at most once per
+ * MDR_DRV_RATELOG_INTERVAL with a count. */
+static void mdr_tcp_accept_failed(mdr_rail_t *rail, int err)
+{
+    if (err == EMFILE || err == ENFILE) {
+        int refused = 0;
+        if (rail->reserve_fd >= 0) {
+            int fd;
+            close(rail->reserve_fd);
+            fd = accept4(rail->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd >= 0) {
+                close(fd);
+                refused = 1;
+            }
+            rail->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        }
+        mdr_drv_ratelog(&rail->accept_log[MDR_TCP_ACCEPT_NOFD], rail->log_name,
+                        "accept: %s: %s; accepting pauses %.0f ms each time",
+                        strerror(err),
+                        refused ? "a connection was refused (accepted with the reserved "
+                                  "descriptor and closed)"
+                                : "a connection waits (no descriptor in reserve)",
+                        MDR_TCP_ACCEPT_PAUSE * 1e3);
+    } else if (err == ENOMEM || err == ENOBUFS) {
+        mdr_drv_ratelog(&rail->accept_log[MDR_TCP_ACCEPT_NOMEM], rail->log_name,
+                        "accept: %s; accepting pauses %.0f ms each time", strerror(err),
+                        MDR_TCP_ACCEPT_PAUSE * 1e3);
+    } else {
+        mdr_drv_ratelog(&rail->accept_log[MDR_TCP_ACCEPT_OTHER], rail->log_name,
+                        "accept: %s; accepting pauses %.0f ms each time", strerror(err),
+                        MDR_TCP_ACCEPT_PAUSE * 1e3);
+    }
+    mdr_tcp_listener_arm(rail, 0);
+}
+
+/* The oldest connection still waiting for its HELLO, from source (NULL:
+ * any); rail->conns is in the order of creation. */
+static mdr_tcp_conn_t *mdr_tcp_hello_oldest(mdr_rail_t *rail, const char *source,
+                                            unsigned *count_p)
+{
+    mdr_tcp_conn_t *oldest = NULL;
+    unsigned n = 0;
+    mdr_list_t *l;
+
+    mdr_list_for_each(l, &rail->conns) {
+        mdr_tcp_conn_t *c = mdr_container_of(l, mdr_tcp_conn_t, link);
+        if (c->state != MDR_TCP_CONN_WAIT_HELLO ||
+            (source != NULL && strcmp(c->peer_ip, source) != 0))
+            continue;
+        if (oldest == NULL)
+            oldest = c;
+        n++;
+    }
+    *count_p = n;
+    return oldest;
+}
+
+/* conn was just accepted: keep the connections without a handshake within
+ * MADRAIL_TCP_HELLO_MAX_PER_SOURCE and MADRAIL_TCP_HELLO_MAX by closing the
+ * oldest.  The oldest, not the newest: a peer's HELLO follows its connect
+ * at once, so the connection that waited longest is the likeliest idle,
+ * and a flood cannot keep a peer's fresh connection out.  The scans run
+ * only when the counts come near a bound. */
+static void mdr_tcp_hello_bound(mdr_rail_t *rail, const mdr_tcp_conn_t *conn)
+{
+    mdr_tcp_conn_t *old;
+    unsigned n;
+
+    if (rail->nwait_hello > rail->cfg.hello_max_src) {
+        old = mdr_tcp_hello_oldest(rail, conn->peer_ip, &n);
+        if (n > rail->cfg.hello_max_src && old != NULL && old != conn) {
+            mdr_tcp_conn_refuse(old, "%u connections from this address without a handshake "
+                                "(MADRAIL_TCP_HELLO_MAX_PER_SOURCE=%u): the oldest is closed",
+                                n, rail->cfg.hello_max_src);
+            return;
+        }
+    }
+    if (rail->nwait_hello > rail->cfg.hello_max) {
+        old = mdr_tcp_hello_oldest(rail, NULL, &n);
+        if (old != NULL && old != conn)
+            mdr_tcp_conn_refuse(old, "%u connections without a handshake on this rail "
+                                "(MADRAIL_TCP_HELLO_MAX=%u): the oldest is closed",
+                                n, rail->cfg.hello_max);
+    }
+}
+
 static void mdr_tcp_accept_all(mdr_rail_t *rail)
 {
     struct sockaddr_in sin;
     socklen_t slen;
     mdr_tcp_conn_t *conn;
+    double timeout = rail->cfg.hello_timeout < rail->cfg.connect_timeout
+                         ? rail->cfg.hello_timeout
+                         : rail->cfg.connect_timeout;
     int fd, i;
 
+    if (rail->accept_resume != 0)
+        return; /* paused: an event fetched before the pause */
     for (i = 0; i < MDR_TCP_MAX_EVENTS; i++) {
         slen = sizeof(sin);
         fd = accept4(rail->listen_fd, (struct sockaddr *)&sin, &slen,
@@ -572,20 +717,21 @@ static void mdr_tcp_accept_all(mdr_rail_t *rail)
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
                 errno != ECONNABORTED)
-                mdr_warn("rail %s: accept: %m", rail->log_name);
+                mdr_tcp_accept_failed(rail, errno);
             return;
         }
         mdr_tcp_sockopts(rail, fd);
         if (mdr_tcp_conn_new(rail, fd, 0, &conn) != MADRAIL_OK) {
-            mdr_error("rail %s: out of memory accepting a connection", rail->log_name);
             close(fd);
-            continue;
+            mdr_tcp_accept_failed(rail, ENOMEM);
+            return;
         }
         mdr_tcp_addr_str(&sin, conn->peer_str, sizeof(conn->peer_str));
         if (inet_ntop(AF_INET, &sin.sin_addr, conn->peer_ip, sizeof(conn->peer_ip)) == NULL)
             snprintf(conn->peer_ip, sizeof(conn->peer_ip), "?");
-        conn->deadline = mdr_time_sec() + rail->cfg.connect_timeout;
+        conn->deadline = mdr_time_sec() + timeout;
         rail->nwait_hello++;
+        mdr_tcp_hello_bound(rail, conn);
     }
 }
 
@@ -943,8 +1089,10 @@ static void mdr_tcp_timeouts(mdr_rail_t *rail)
     mdr_list_for_each_safe(l, tmp, &rail->conns) {
         mdr_tcp_conn_t *conn = mdr_container_of(l, mdr_tcp_conn_t, link);
         if (conn->state == MDR_TCP_CONN_WAIT_HELLO && now > conn->deadline)
-            mdr_tcp_conn_refuse(conn, "no handshake within %.1f s (MADRAIL_TCP_CONNECT_TIMEOUT)",
-                                rail->cfg.connect_timeout);
+            mdr_tcp_conn_refuse(conn, "no handshake within %.1f s (MADRAIL_TCP_HELLO_TIMEOUT)",
+                                rail->cfg.hello_timeout < rail->cfg.connect_timeout
+                                    ? rail->cfg.hello_timeout
+                                    : rail->cfg.connect_timeout);
     }
 }
 
@@ -1082,6 +1230,8 @@ static int mdr_tcp_progress(mdr_rail_t *rail)
     count += mdr_tcp_poll(rail);
     if (!mdr_list_empty(&rail->hs_eps) || rail->nwait_hello > 0)
         mdr_tcp_timeouts(rail);
+    if (rail->accept_resume != 0 && mdr_time_sec() >= rail->accept_resume)
+        mdr_tcp_listener_arm(rail, 1);
     /* upcalls may queue more of both: repeat until quiet */
     while (!mdr_list_empty(&rail->doneq) || !mdr_list_empty(&rail->base.failq)) {
         r = mdr_tcp_report_done(rail);
