@@ -21,9 +21,14 @@
  * destroyed ep) and read every byte they are given.  Put targets live in a
  * fixed-address arena, so inputs can name them.
  *
- * The handshake frames come from the driver's own mdr_tcp_hello_fill();
- * fz_tcp_hello() below is the one place that knows what a HELLO carries
- * (the job-key work will extend it).
+ * The handshake frames come from the driver's own mdr_tcp_hs_frame(); the
+ * section "the one place that knows the handshake" below makes them and
+ * their proofs (rails/common/auth.h, with the job key of every run), so
+ * the harness can complete a handshake (FZ_S_HANDSHAKE, and the ops that
+ * answer V's HELLO or reconnect with or without a continuity proof) and
+ * the input reaches what lies behind it; without them the input's own
+ * CHALLENGE, PROOF and HELLO_ACK frames reach the parser and the proof
+ * checks.
  */
 #include "mdr_config.h"
 
@@ -70,7 +75,11 @@ enum {
     FZ_OP_DEREG = 4,    /* V deregisters its region (a put may be arriving) */
     FZ_OP_SHUT = 5,     /* the harness half-closes (EOF for V) */
     FZ_OP_DRAIN = 6,    /* the harness reads what V wrote */
-    FZ_OP_DESTROY = 7   /* V's core destroys the ep */
+    FZ_OP_DESTROY = 7   /* V's core destroys the ep; with (op >> 3) & 3 = 1: the
+                         * harness reconnects as the same peer (incoming; with a
+                         * continuity proof if op & 32); 2: the harness answers
+                         * V's HELLO (outgoing: CHALLENGE if not yet, then a
+                         * HELLO_ACK with status u8, proven); 3: CHALLENGE only */
 };
 
 typedef struct fz_tcp {
@@ -84,19 +93,15 @@ typedef struct fz_tcp {
     unsigned puts, puts_done;
     mdr_completion_t comp[16];
     uint8_t put_src[4096];
+    /* the harness's side of the handshake */
+    uint8_t nonce_i[MDR_AUTH_NONCE_LEN], nonce_a[MDR_AUTH_NONCE_LEN];
+    uint8_t mac_a[MDR_AUTH_MAC_LEN], session[MDR_AUTH_MAC_LEN];
+    int challenged, have_session;
 } fz_tcp_t;
 
 static fz_tcp_t *fz_cur;
 
-/* ---------------- the one place that knows the handshake ---------------- */
-
-/* A HELLO (or HELLO_ACK) frame into buf; returns its length. */
-static size_t fz_tcp_hello(uint8_t *buf, int type, uint16_t status, uint64_t uuid,
-                           uint64_t target)
-{
-    mdr_tcp_hello_fill(buf, type, status, uuid, target, type == MDR_TCP_F_HELLO ? fz_job_key : NULL);
-    return MDR_TCP_HELLO_LEN;
-}
+/* (the handshake section comes after the harness's socket helpers) */
 
 /* ---------------- V's core ---------------- */
 
@@ -128,8 +133,10 @@ static void *fz_ep_accepted(void *rail_cookie, uint64_t uuid, mdr_ep_t *ep)
     fz_tcp_t *s = rail_cookie;
 
     (void)uuid;
-    if ((s->setup & FZ_S_REFUSE) || s->ep != NULL)
-        return NULL; /* one ep per peer, as the core keeps */
+    if ((s->setup & FZ_S_REFUSE) || (s->ep != NULL && !s->ep_failed))
+        return NULL; /* one live ep per peer, as the core keeps */
+    if (s->ep != NULL) /* the peer reconnected after its ep failed: the new one */
+        mdr_tcp_ops.ep_destroy(s->ep);
     s->ep = ep;
     s->ep_failed = 0;
     return s;
@@ -247,28 +254,146 @@ static mdr_rail_t *fz_rail_open(uint64_t uuid, uint8_t setup, void *cookie)
     return rail;
 }
 
+/* ---------------- the one place that knows the handshake ---------------- */
+
+/* A handshake frame into buf (MDR_TCP_HS_MAX bytes); returns its length. */
+static size_t fz_hs(uint8_t *buf, int type, uint16_t status, uint64_t uuid, uint64_t target,
+                    const void *data, size_t len)
+{
+    return mdr_tcp_hs_frame(buf, type, status, uuid, target, data, len);
+}
+
+/* The transcript of a handshake whose acceptor listens at acc. */
+static void fz_transcript(fz_tcp_t *s, uint64_t uuid_i, uint64_t uuid_a,
+                          const struct sockaddr_in *acc, uint8_t rail_id[6],
+                          mdr_auth_transcript_t *t)
+{
+    memcpy(rail_id, &acc->sin_addr.s_addr, 4);
+    memcpy(rail_id + 4, &acc->sin_port, 2);
+    t->driver = "tcp";
+    t->uuid_i = uuid_i;
+    t->uuid_a = uuid_a;
+    t->nonce_i = s->nonce_i;
+    t->nonce_a = s->nonce_a;
+    t->rail_id = rail_id;
+    t->rail_id_len = 6;
+}
+
+/* Incoming: the harness, as peer P, handshakes with V on its connection:
+ * HELLO, V's CHALLENGE, PROOF (with a continuity proof from the session of
+ * its last handshake when cont), V's HELLO_ACK.  Keeps the new session
+ * when V answered OK with a valid proof. */
+static void fz_client_handshake(fz_tcp_t *s, int cont)
+{
+    uint8_t f[MDR_TCP_HS_MAX], in[MDR_TCP_HS_MAX], proof[3 * MDR_AUTH_MAC_LEN], rail_id[6];
+    mdr_auth_transcript_t t;
+    uint16_t status;
+
+    mdr_auth_nonce(s->nonce_i);
+    fz_write(s, f, fz_hs(f, MDR_TCP_F_HELLO, 0, FZ_P_UUID, FZ_V_UUID, s->nonce_i,
+                         MDR_AUTH_NONCE_LEN));
+    fz_progress(s, 1);
+    if (fz_read(s, in, MDR_TCP_HELLO_LEN) != 0 || in[0] != MDR_TCP_F_CHALLENGE)
+        return; /* refused: the input's bytes go to a closed connection */
+    memcpy(s->nonce_a, in + MDR_TCP_HDR_LEN + MDR_TCP_HS_BASE, MDR_AUTH_NONCE_LEN);
+    fz_transcript(s, FZ_P_UUID, FZ_V_UUID, &s->v->local, rail_id, &t);
+    memset(proof, 0, sizeof(proof));
+    mdr_auth_mac(proof, fz_job_key, MDR_JOB_KEY_LEN, MDR_AUTH_INITIATOR, &t);
+    if (cont && s->have_session)
+        mdr_auth_mac(proof + MDR_AUTH_MAC_LEN, s->session, MDR_AUTH_MAC_LEN,
+                     MDR_AUTH_CONTINUITY, &t);
+    fz_write(s, f, fz_hs(f, MDR_TCP_F_PROOF, 0, FZ_P_UUID, FZ_V_UUID, proof, sizeof(proof)));
+    fz_progress(s, 1);
+    if (fz_read(s, in, MDR_TCP_HDR_LEN + MDR_TCP_HS_ACK_BODY) != 0)
+        return;
+    memcpy(&status, in + MDR_TCP_HDR_LEN + 6, 2);
+    mdr_auth_mac(s->mac_a, fz_job_key, MDR_JOB_KEY_LEN, MDR_AUTH_ACCEPTOR, &t);
+    if (in[0] == MDR_TCP_F_HELLO_ACK && status == MDR_TCP_ACK_OK &&
+        mdr_auth_mac_equal(s->mac_a, in + MDR_TCP_HDR_LEN + MDR_TCP_HS_BASE)) {
+        mdr_auth_mac(s->session, fz_job_key, MDR_JOB_KEY_LEN, MDR_AUTH_SESSION, &t);
+        s->have_session = 1;
+    }
+}
+
+/* Outgoing: the harness, as rail H, takes V's HELLO and answers CHALLENGE,
+ * then reads V's PROOF and keeps the proof it owes V in its HELLO_ACK. */
+static void fz_server_challenge(fz_tcp_t *s)
+{
+    uint8_t f[MDR_TCP_HS_MAX], rail_id[6];
+    mdr_auth_transcript_t t;
+
+    if (s->challenged || s->h == NULL)
+        return;
+    s->challenged = 1;
+    if (fz_read(s, f, MDR_TCP_HELLO_LEN) != 0 || f[0] != MDR_TCP_F_HELLO)
+        return;
+    memcpy(s->nonce_i, f + MDR_TCP_HDR_LEN + MDR_TCP_HS_BASE, MDR_AUTH_NONCE_LEN);
+    mdr_auth_nonce(s->nonce_a);
+    fz_write(s, f, fz_hs(f, MDR_TCP_F_CHALLENGE, 0, FZ_H_UUID, FZ_V_UUID, s->nonce_a,
+                         MDR_AUTH_NONCE_LEN));
+    fz_progress(s, 1);
+    if (fz_read(s, f, MDR_TCP_HDR_LEN + MDR_TCP_HS_PROOF_BODY) != 0)
+        return;
+    fz_transcript(s, FZ_V_UUID, FZ_H_UUID, &s->h->local, rail_id, &t);
+    mdr_auth_mac(s->mac_a, fz_job_key, MDR_JOB_KEY_LEN, MDR_AUTH_ACCEPTOR, &t);
+}
+
+/* Outgoing: a HELLO_ACK with status and the harness's proof. */
+static void fz_server_ack(fz_tcp_t *s, uint16_t status)
+{
+    uint8_t f[MDR_TCP_HS_MAX];
+
+    fz_server_challenge(s);
+    fz_write(s, f, fz_hs(f, MDR_TCP_F_HELLO_ACK, status, FZ_H_UUID, FZ_V_UUID, s->mac_a,
+                         MDR_AUTH_MAC_LEN));
+    fz_progress(s, 1);
+}
+
+/* A connection of the harness to V's listener, on s->fd. */
+static int fz_dial(fz_tcp_t *s)
+{
+    struct linger lg = {1, 0}; /* close with a reset: no TIME_WAIT per input */
+    int one = 1;
+
+    s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s->fd < 0)
+        return -1;
+    setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (connect(s->fd, (struct sockaddr *)&s->v->local, sizeof(s->v->local)) != 0)
+        return -1;
+    fz_progress(s, 1); /* V accepts */
+    return 0;
+}
+
+/* Incoming: the harness reconnects as P (its old connection stays open
+ * until the new handshake is done, then closes). */
+static void fz_reconnect(fz_tcp_t *s, int cont)
+{
+    int old = s->fd;
+
+    if ((s->setup & FZ_S_OUTGOING) || fz_dial(s) != 0) {
+        if (s->fd >= 0 && s->fd != old)
+            close(s->fd);
+        s->fd = old;
+        return;
+    }
+    fz_client_handshake(s, cont);
+    if (old >= 0)
+        close(old);
+    fz_progress(s, 1);
+}
+
 static int fz_connect(fz_tcp_t *s)
 {
     struct linger lg = {1, 0}; /* close with a reset: no TIME_WAIT per input */
     int one = 1;
-    uint8_t hello[64];
 
     if (!(s->setup & FZ_S_OUTGOING)) {
-        s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (s->fd < 0)
+        if (fz_dial(s) != 0)
             return -1;
-        setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-        setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        if (connect(s->fd, (struct sockaddr *)&s->v->local, sizeof(s->v->local)) != 0)
-            return -1;
-        fz_progress(s, 1); /* V accepts */
-        if (s->setup & FZ_S_HANDSHAKE) {
-            uint8_t ack[64];
-            fz_write(s, hello, fz_tcp_hello(hello, MDR_TCP_F_HELLO, 0, FZ_P_UUID, FZ_V_UUID));
-            fz_progress(s, 1);
-            if (fz_read(s, ack, MDR_TCP_HELLO_LEN) != 0)
-                return 0; /* refused: the input's bytes go to a closed connection */
-        }
+        if (s->setup & FZ_S_HANDSHAKE)
+            fz_client_handshake(s, 0);
         return 0;
     }
     /* outgoing: V's ep to H's address; the harness takes H's listener */
@@ -291,13 +416,8 @@ static int fz_connect(fz_tcp_t *s)
             return -1;
         setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
         setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        if (s->setup & FZ_S_HANDSHAKE) {
-            if (fz_read(s, hello, MDR_TCP_HELLO_LEN) != 0)
-                return 0;
-            fz_write(s, hello,
-                     fz_tcp_hello(hello, MDR_TCP_F_HELLO_ACK, MDR_TCP_ACK_OK, FZ_H_UUID, FZ_V_UUID));
-            fz_progress(s, 1);
-        }
+        if (s->setup & FZ_S_HANDSHAKE)
+            fz_server_ack(s, MDR_TCP_ACK_OK);
         return 0;
     }
 }
@@ -384,9 +504,24 @@ static void fz_tcp_run(const uint8_t *data, size_t size)
             fz_drain(s);
             break;
         default:
-            if (s->ep != NULL) {
-                mdr_tcp_ops.ep_destroy(s->ep);
-                s->ep = NULL;
+            switch (op >> 3 & 3) {
+            case 1:
+                fz_reconnect(s, (op & 32) != 0);
+                break;
+            case 2:
+                if (s->setup & FZ_S_OUTGOING)
+                    fz_server_ack(s, fz_u8(&in) & 3);
+                break;
+            case 3:
+                if (s->setup & FZ_S_OUTGOING)
+                    fz_server_challenge(s);
+                break;
+            default:
+                if (s->ep != NULL) {
+                    mdr_tcp_ops.ep_destroy(s->ep);
+                    s->ep = NULL;
+                }
+                break;
             }
             break;
         }
@@ -503,6 +638,7 @@ static int fz_tcp_seeds(const char *dir)
     size_t n;
     int rc = 0, k;
     uint8_t ctl[FZ_SLOT + 8];
+    static const uint8_t zero[3 * MDR_AUTH_MAC_LEN];
 
     memset(ctl, 0x43, sizeof(ctl));
     /* the key of the region a run registers, as V packs it (its random tag
@@ -611,20 +747,26 @@ static int fz_tcp_seeds(const char *dir)
             {FZ_P_UUID, FZ_V_UUID, MDR_TCP_F_HELLO, 0, 1, "hello-bad-magic"},
             {FZ_P_UUID, FZ_V_UUID, MDR_TCP_F_HELLO_ACK, 0, 0, "hello-ack-unasked"},
             {FZ_P_UUID, FZ_V_UUID, MDR_TCP_F_HELLO, 0, 2, "hello-short-len"},
+            {FZ_P_UUID, FZ_V_UUID, MDR_TCP_F_PROOF, 0, 0, "proof-before-hello"},
+            {FZ_P_UUID, FZ_V_UUID, MDR_TCP_F_CHALLENGE, 0, 0, "challenge-unasked"},
         };
         for (k = 0; k < (int)(sizeof(h) / sizeof(h[0])); k++) {
             memset(&sd, 0, sizeof(sd));
             sd_u8(&sd, h[k].setup | FZ_S_REGION);
-            n = fz_tcp_hello(f, h[k].type, 0, h[k].uuid, h[k].target);
+            n = fz_hs(f, h[k].type, 0, h[k].uuid, h[k].target, zero,
+                      h[k].type == MDR_TCP_F_HELLO_ACK ? MDR_AUTH_MAC_LEN : MDR_AUTH_NONCE_LEN);
             if (h[k].corrupt == 1)
                 f[MDR_TCP_HDR_LEN] ^= 0xff;
             if (h[k].corrupt == 2)
                 f[4] = 8;
             sd_write(&sd, f, n);
+            /* a PROOF the input cannot make right: refused at the proof */
+            n = fz_hs(f, MDR_TCP_F_PROOF, 0, h[k].uuid, h[k].target, zero, 3 * MDR_AUTH_MAC_LEN);
+            sd_write(&sd, f, n);
             n = sd_frame(f, MDR_TCP_F_CTRL, 24, ctl, 24);
             sd_write(&sd, f, n);
             /* a second HELLO on the open connection */
-            n = fz_tcp_hello(f, MDR_TCP_F_HELLO, 0, h[k].uuid, h[k].target);
+            n = fz_hs(f, MDR_TCP_F_HELLO, 0, h[k].uuid, h[k].target, zero, MDR_AUTH_NONCE_LEN);
             sd_write(&sd, f, n);
             sd_u8(&sd, FZ_OP_DRAIN);
             rc |= sd_save(dir, h[k].name, &sd);
@@ -659,21 +801,31 @@ static int fz_tcp_seeds(const char *dir)
         struct {
             uint16_t status;
             uint64_t uuid, target;
+            int proven;
             const char *name;
         } a[] = {
-            {MDR_TCP_ACK_OK, FZ_H_UUID, FZ_V_UUID, "ack-ok"},
-            {MDR_TCP_ACK_LOST, FZ_H_UUID, FZ_V_UUID, "ack-lost"},
-            {MDR_TCP_ACK_REFUSED, FZ_H_UUID, FZ_V_UUID, "ack-refused"},
-            {7, FZ_H_UUID, FZ_V_UUID, "ack-bad-status"},
-            {MDR_TCP_ACK_OK, FZ_P_UUID, FZ_V_UUID, "ack-wrong-uuid"},
-            {MDR_TCP_ACK_OK, FZ_H_UUID, FZ_H_UUID, "ack-wrong-target"},
+            {MDR_TCP_ACK_OK, FZ_H_UUID, FZ_V_UUID, 1, "ack-ok"},
+            {MDR_TCP_ACK_LOST, FZ_H_UUID, FZ_V_UUID, 1, "ack-lost"},
+            {MDR_TCP_ACK_REFUSED, FZ_H_UUID, FZ_V_UUID, 1, "ack-refused"},
+            {3, FZ_H_UUID, FZ_V_UUID, 1, "ack-bad-status"},
+            {MDR_TCP_ACK_OK, FZ_P_UUID, FZ_V_UUID, 0, "ack-wrong-uuid"},
+            {MDR_TCP_ACK_OK, FZ_H_UUID, FZ_H_UUID, 0, "ack-wrong-target"},
+            {MDR_TCP_ACK_OK, FZ_H_UUID, FZ_V_UUID, 0, "ack-unproven"},
         };
         for (k = 0; k < (int)(sizeof(a) / sizeof(a[0])); k++) {
             memset(&sd, 0, sizeof(sd));
             sd_u8(&sd, FZ_S_OUTGOING | FZ_S_REGION | (k & 1 ? FZ_S_PUT_ACK : 0));
-            sd_u8(&sd, FZ_OP_DRAIN);
-            n = fz_tcp_hello(f, MDR_TCP_F_HELLO_ACK, a[k].status, a[k].uuid, a[k].target);
-            sd_write(&sd, f, n);
+            if (a[k].uuid == FZ_H_UUID && a[k].target == FZ_V_UUID && a[k].proven) {
+                /* the harness answers, with its proof */
+                sd_u8(&sd, FZ_OP_DESTROY | 2 << 3);
+                sd_u8(&sd, (uint8_t)a[k].status);
+            } else {
+                /* the harness challenges; the input's answer proves nothing */
+                sd_u8(&sd, FZ_OP_DESTROY | 3 << 3);
+                n = fz_hs(f, MDR_TCP_F_HELLO_ACK, a[k].status, a[k].uuid, a[k].target, zero,
+                          MDR_AUTH_MAC_LEN);
+                sd_write(&sd, f, n);
+            }
             n = sd_frame(f, MDR_TCP_F_CTRL, 32, ctl, 32);
             sd_write(&sd, f, n);
             sd_u8(&sd, FZ_OP_CTRL);
@@ -692,6 +844,31 @@ static int fz_tcp_seeds(const char *dir)
         sd_write(&sd, f, n);
         sd_u8(&sd, FZ_OP_DRAIN);
         rc |= sd_save(dir, "outgoing-put-both-ways", &sd);
+
+        /* the input challenges V itself (V answers PROOF), then answers
+         * without a proof */
+        memset(&sd, 0, sizeof(sd));
+        sd_u8(&sd, FZ_S_OUTGOING | FZ_S_REGION);
+        sd_u8(&sd, FZ_OP_DRAIN);
+        n = fz_hs(f, MDR_TCP_F_CHALLENGE, 0, FZ_H_UUID, FZ_V_UUID, zero, MDR_AUTH_NONCE_LEN);
+        sd_write(&sd, f, n);
+        sd_u8(&sd, FZ_OP_DRAIN);
+        n = fz_hs(f, MDR_TCP_F_HELLO_ACK, 0, FZ_H_UUID, FZ_V_UUID, zero, MDR_AUTH_MAC_LEN);
+        sd_write(&sd, f, n);
+        rc |= sd_save(dir, "challenge-then-unproven-ack", &sd);
+    }
+    /* incoming: the peer reconnects while its connection is open, with and
+     * without proof of its session (issue 28, item 2) */
+    for (k = 0; k < 2; k++) {
+        memset(&sd, 0, sizeof(sd));
+        sd_u8(&sd, FZ_S_HANDSHAKE | FZ_S_REGION | FZ_S_REPLY);
+        n = sd_frame(f, MDR_TCP_F_CTRL, 24, ctl, 24);
+        sd_write(&sd, f, n);
+        sd_u8(&sd, FZ_OP_DESTROY | 1 << 3 | (k ? 32 : 0));
+        n = sd_frame(f, MDR_TCP_F_CTRL, 40, ctl, 40);
+        sd_write(&sd, f, n);
+        sd_u8(&sd, FZ_OP_DRAIN);
+        rc |= sd_save(dir, k ? "reconnect-proven" : "reconnect-unproven", &sd);
     }
     return rc;
 }

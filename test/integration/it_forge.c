@@ -12,6 +12,13 @@
  * stranger, leave the receive untouched, and then get rank 1's data
  * byte-exact; other traffic in both directions still flows.
  *
+ * The client then claims rank 1's uuid in a handshake with the key but
+ * without rank 1's session secret (issue 28, finding 2: before, that
+ * replaced rank 0's connection to rank 1, the core restarted rank 1's
+ * counters, and rank 1's re-sent messages killed the job).  Rank 0 must
+ * refuse it, keep its rails to rank 1 up (no reconnection counted), and
+ * the job goes on byte-exact.
+ *
  * This program looks inside the library (the receive's id, the rail's
  * address, which rails are closed), so it links the internal library.
  */
@@ -66,6 +73,7 @@ static void rank0(it_env_t *e, const char *dir)
     size_t bad, first;
     double t0, start;
     int i, down1 = 0;
+    unsigned long long up0 = 0, up1 = 0;
 
     memset(buf, 0x5a, LEN);
     if (ctx->nrails < 1 || strcmp(ctx->rails[0].ops->name, "tcp") != 0 ||
@@ -75,11 +83,14 @@ static void rank0(it_env_t *e, const char *dir)
     }
     memcpy(&ip, addr + 4, 4);
     memcpy(&port, addr + 8, 2);
+    for (i = 0; i < ctx->nrails; i++)
+        up0 += ctx->rails[i].up_events;
     IT_CALL(e, madrail_irecv(ctx, e->job.peers[1], buf, LEN, TAG, 0, &rr));
     r = rr;
     it_check(e, r->rfs_state == MDR_RFS_OUT, "the receive offered its buffer to rank 1");
-    snprintf(text, sizeof(text), "%s %u %016llx %016llx %d\n", inet_ntoa(ip), ntohs(port),
-             (unsigned long long)ctx->uuid, (unsigned long long)r->id, LEN);
+    snprintf(text, sizeof(text), "%s %u %016llx %016llx %d %016llx\n", inet_ntoa(ip),
+             ntohs(port), (unsigned long long)ctx->uuid, (unsigned long long)r->id, LEN,
+             (unsigned long long)p1->uuid);
     write_file(e, dir, "victim", text);
 
     /* progress (accepting the stranger) until its rail is closed, or 10 s
@@ -117,9 +128,34 @@ static void rank0(it_env_t *e, const char *dir)
     for (i = 0; i < LEN; i++)
         bad += buf[i] != 0x5a;
     it_check(e, bad == 0, "its buffer is unchanged (%zu bytes differ)", bad);
+    /* the impostor's attempt, and whatever it did to rank 1's rails */
+    start = it_now();
+    while (!file_exists(dir, "impostor") && it_now() - start < 30)
+        madrail_progress(ctx);
+    {
+        char path[4096], said[64] = "";
+        FILE *f;
+        snprintf(path, sizeof(path), "%s/impostor", dir);
+        f = fopen(path, "r");
+        if (f && fgets(said, sizeof(said), f) == NULL)
+            said[0] = '\0';
+        if (f)
+            fclose(f);
+        said[strcspn(said, "\n")] = '\0';
+        t0 = it_now();
+        while (it_now() - t0 < 0.2) /* anything it set off happens now */
+            madrail_progress(ctx);
+        it_check(e, strcmp(said, "refused") == 0,
+                 "a handshake with the key claiming rank 1's uuid was refused (client: %s)",
+                 said[0] ? said : "no report");
+    }
     for (i = 0; i < ctx->nrails; i++)
         down1 += p1->rails[i].down;
     it_check(e, down1 == 0, "no rail to rank 1 was closed");
+    for (i = 0; i < ctx->nrails; i++)
+        up1 += ctx->rails[i].up_events;
+    it_check(e, up1 == up0, "no rail to anyone was revived (%llu reconnections)",
+             (unsigned long long)(up1 - up0));
     write_file(e, dir, "checked", "1\n");
 
     IT_CALL(e, madrail_pmi_barrier());

@@ -14,15 +14,21 @@
  *       SILENT connections that send nothing or half a HELLO.
  * Every stranger must get nothing back: the connection is closed with not
  * one byte sent (no uuid, no reason), and the silent ones are closed by
- * the connect timeout.  Rank 0 then checks that its resident memory grew
+ * the connect timeout.  From version 3 (challenge-response, the key never
+ * sent) a HELLO for rank 0 is answered with a CHALLENGE, rank 0's nonce,
+ * and nothing else: the stranger then sends a PROOF it cannot make (for
+ * (b), the other job's real one, made for that job's key and another
+ * nonce) and must get no other byte; the CHALLENGE is not counted as an
+ * answer, anything beyond it is.  Rank 0 then checks that its resident memory grew
  * by less than RSS_BOUND_KB, that the strangers added no peer (a new
  * madrail_peer_add still gets index 1: rank 1 is 0), and both ranks that
  * no rail failed over (a stranger replacing a live connection would show).
  *
  * The stranger speaks the tcp protocol version rank 0's address
  * advertises (version 1: 24-byte HELLO without a key; version 2: 40 bytes
- * with one), so the test means the same against a library from before the
- * job key, where the strangers were answered and accepted.
+ * with one; version 3: 40 bytes with a nonce, then PROOF), so the test
+ * means the same against a library from before the job key, where the
+ * strangers were answered and accepted.
  */
 #include "mdr_config.h"
 
@@ -105,7 +111,8 @@ static int st_wait_close(int fd, int timeout_ms, long *got_p)
 }
 
 /* A HELLO of the advertised version: 8-byte header, then magic, version,
- * status, uuid, target (and the key in version 2). */
+ * status, uuid, target (and the key in version 2, a random nonce in
+ * version 3). */
 static size_t st_hello(const stranger_t *s, uint8_t *f, uint64_t uuid, uint64_t target,
                        const uint8_t *key)
 {
@@ -119,15 +126,62 @@ static size_t st_hello(const stranger_t *s, uint8_t *f, uint64_t uuid, uint64_t 
     memcpy(f + 12, &ver, 2);
     memcpy(f + 16, &uuid, 8);
     memcpy(f + 24, &target, 8);
-    if (s->version >= 2 && key != NULL)
+    if (s->version == 2 && key != NULL)
         memcpy(f + 32, key, 16);
+    if (s->version >= 3 && getrandom(f + 32, 16, 0) != 16)
+        memset(f + 32, 0x6e, 16);
     return 8 + len;
 }
 
-/* One stranger: connect to rail r, send len bytes, expect a silent close. */
-static void st_knock(stranger_t *s, int r, const uint8_t *bytes, size_t len, const char *what)
+/* Version 3: the PROOF a stranger can make without the key (random
+ * bytes: a proof under a wrong key is as good), same uuids as its HELLO. */
+static size_t st_proof(uint8_t *f, const uint8_t *hello)
+{
+    uint32_t len = 120;
+
+    memcpy(f, hello, 32); /* header, magic, version, status, uuid, target */
+    f[0] = 7;             /* PROOF */
+    memcpy(f + 4, &len, 4);
+    if (getrandom(f + 32, 96, 0) != 96)
+        memset(f + 32, 0x70, 96);
+    return 8 + len;
+}
+
+/* Version 3: read rank 0's CHALLENGE (48 bytes, type 6) from fd; 1 when it
+ * came, 0 when the connection closed first or timeout_ms passed.
+ * *extra_p: bytes read that were not that CHALLENGE. */
+static int st_challenge(int fd, int timeout_ms, long *extra_p)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    uint8_t buf[48];
+    size_t got = 0;
+    double end = it_now() + timeout_ms / 1000.0;
+    ssize_t n;
+
+    *extra_p = 0;
+    while (got < sizeof(buf) && it_now() < end) {
+        int left = (int)((end - it_now()) * 1000.0) + 1;
+        if (poll(&p, 1, left) <= 0)
+            continue;
+        n = recv(fd, buf + got, sizeof(buf) - got, 0);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    if (got == sizeof(buf) && buf[0] == 6)
+        return 1;
+    *extra_p = (long)got;
+    return 0;
+}
+
+/* One stranger: connect to rail r, send len bytes, expect a silent close.
+ * Version 3: a HELLO (bytes) may be answered by a CHALLENGE, and then proof
+ * (proof_len bytes; NULL: a random one) goes, to a silent close. */
+static void st_knock3(stranger_t *s, int r, const uint8_t *bytes, size_t len,
+                      const uint8_t *proof, size_t proof_len, const char *what)
 {
     int cat = what[1] - 'a';
+    uint8_t own[128];
     long got = 0;
     int fd, closed;
 
@@ -142,7 +196,18 @@ static void st_knock(stranger_t *s, int r, const uint8_t *bytes, size_t len, con
         close(fd);
         return;
     }
-    closed = st_wait_close(fd, 5000, &got);
+    if (s->version >= 3 && len >= 48 && bytes[0] == 3 &&
+        st_challenge(fd, 5000, &got)) {
+        if (proof == NULL) {
+            proof_len = st_proof(own, bytes);
+            proof = own;
+        }
+        (void)send(fd, proof, proof_len, MSG_NOSIGNAL);
+    }
+    if (got == 0)
+        closed = st_wait_close(fd, 5000, &got);
+    else
+        closed = 0;
     close(fd);
     s->bytes_back += got;
     if (got > 0) {
@@ -153,6 +218,11 @@ static void st_knock(stranger_t *s, int r, const uint8_t *bytes, size_t len, con
         if (s->not_closed++ < 5)
             printf("stranger: %s on rail %d: connection left open\n", what, r);
     }
+}
+
+static void st_knock(stranger_t *s, int r, const uint8_t *bytes, size_t len, const char *what)
+{
+    st_knock3(s, r, bytes, len, NULL, 0, what);
 }
 
 /* (b): a HELLO made by a madrail context of another job (its own random
@@ -218,10 +288,24 @@ static int st_capture(stranger_t *s, uint8_t *out, size_t cap, size_t *len_p)
                 if (out[0] != 3 || hl > cap - 8)
                     break;
                 want = 8 + hl;
+            } else if (got == want && s->version >= 3 && want == 48) {
+                /* version 3: challenge it, as rank 0 would, for its PROOF */
+                uint8_t ch[48];
+                uint32_t cl = 40;
+                memcpy(ch, out, 48);
+                ch[0] = 6; /* CHALLENGE */
+                memcpy(ch + 4, &cl, 4);
+                memcpy(ch + 16, &s->uuid0, 8);
+                memcpy(ch + 24, out + 16, 8);
+                if (getrandom(ch + 32, 16, 0) != 16)
+                    memset(ch + 32, 0x63, 16);
+                if (cap < 48 + 128 || send(cfd, ch, sizeof(ch), MSG_NOSIGNAL) != 48)
+                    break;
+                want = 48 + 128; /* its PROOF: 8 + 120 */
             }
         }
     }
-    if (cfd >= 0 && got == want && want > 8) {
+    if (cfd >= 0 && got == want && want > 8 && (s->version < 3 || want == 48 + 128)) {
         *len_p = got;
         rc = 0;
     }
@@ -266,8 +350,12 @@ static void *st_main(void *arg)
     if (st_capture(s, f, sizeof(f), &n) == 0) {
         s->replay_ok = 1;
         s->replay_len = n;
-        for (r = 0; r < s->nrails; r++)
-            st_knock(s, r, f, n, "(b) replayed HELLO of another job");
+        for (r = 0; r < s->nrails; r++) {
+            if (s->version >= 3) /* its HELLO, then (after our CHALLENGE) its PROOF */
+                st_knock3(s, r, f, 48, f + 48, n - 48, "(b) replayed handshake of another job");
+            else
+                st_knock(s, r, f, n, "(b) replayed HELLO of another job");
+        }
     } else {
         snprintf(s->note, sizeof(s->note), "could not capture another job's HELLO");
     }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -362,25 +363,125 @@ static int raw_wait_closed_got(int fd, double timeout, size_t *got_p)
     return 0;
 }
 
-/* A HELLO frame (48 bytes) as the driver of this version writes it. */
-static size_t raw_hello(uint8_t *frame, uint64_t uuid, uint64_t target, const uint8_t *key)
+/* A handshake frame as the driver of this version writes it: the 24
+ * common bytes, then len bytes of data (tcp.h).  Returns its length. */
+static size_t raw_hs_frame(uint8_t *frame, int type, uint64_t uuid, uint64_t target,
+                           const void *data, size_t len)
 {
     mdr_tcp_hdr_t h;
     mdr_tcp_hello_t b;
 
     memset(&h, 0, sizeof(h));
     memset(&b, 0, sizeof(b));
-    h.type = MDR_TCP_F_HELLO;
-    h.len = sizeof(b);
+    h.type = (uint8_t)type;
+    h.len = (uint32_t)(MDR_TCP_HS_BASE + len);
     b.magic = MDR_TCP_MAGIC;
     b.version = MDR_TCP_VERSION;
     b.uuid = uuid;
     b.target = target;
-    if (key != NULL)
-        memcpy(b.key, key, sizeof(b.key));
+    if (len > 0)
+        memcpy(b.data, data, len);
     memcpy(frame, &h, sizeof(h));
-    memcpy(frame + sizeof(h), &b, sizeof(b));
-    return sizeof(h) + sizeof(b);
+    memcpy(frame + sizeof(h), &b, h.len);
+    return sizeof(h) + h.len;
+}
+
+/* A HELLO frame (48 bytes) with nonce (NULL: zeros). */
+static size_t raw_hello(uint8_t *frame, uint64_t uuid, uint64_t target, const uint8_t *nonce)
+{
+    static const uint8_t zero[MDR_AUTH_NONCE_LEN];
+    return raw_hs_frame(frame, MDR_TCP_F_HELLO, uuid, target, nonce ? nonce : zero,
+                        MDR_AUTH_NONCE_LEN);
+}
+
+/* Read n bytes from fd, progressing the pumped rails meanwhile; returns
+ * the bytes read (fewer: closed, or timeout). */
+static size_t raw_recv(int fd, uint8_t *buf, size_t n, double timeout)
+{
+    double end = mdr_time_sec() + timeout;
+    size_t got = 0;
+    ssize_t k;
+    int i;
+
+    while (got < n && mdr_time_sec() < end) {
+        for (i = 0; i < npumped; i++)
+            ops->progress(pumped[i]->rail);
+        k = recv(fd, buf + got, n - got, MSG_DONTWAIT);
+        if (k > 0)
+            got += (size_t)k;
+        else if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+            break;
+        else
+            usleep(50);
+    }
+    return got;
+}
+
+/* The transcript of a handshake with the rail of side s (the acceptor). */
+static void raw_transcript(const side_t *s, uint64_t uuid_i, const uint8_t *nonce_i,
+                           const uint8_t *nonce_a, uint8_t rail_id[6], mdr_auth_transcript_t *t)
+{
+    memcpy(rail_id, s->addr + 4, 4); /* published ip and port, network order */
+    memcpy(rail_id + 4, s->addr + 8, 2);
+    t->driver = "tcp";
+    t->uuid_i = uuid_i;
+    t->uuid_a = s->uuid;
+    t->nonce_i = nonce_i;
+    t->nonce_a = nonce_a;
+    t->rail_id = rail_id;
+    t->rail_id_len = 6;
+}
+
+/* The client side of a whole handshake with side s over fd: HELLO, then
+ * PROOF keyed by key (NULL: zeros for a proof) with a continuity proof
+ * from secret (NULL: zeros).  Returns the HELLO_ACK's status (MDR_TCP_ACK_*)
+ * once its proof checked out, -1 when the rail closed the connection
+ * (*stage_p: 0 = before the CHALLENGE, 1 = after it), -2 for an answer
+ * that does not prove the key.  session_p (may be NULL): the session
+ * secret, when the answer was OK. */
+static int raw_handshake(int fd, const side_t *s, uint64_t uuid, uint64_t target,
+                         const uint8_t *key, const uint8_t *secret, int *stage_p,
+                         uint8_t *session_p)
+{
+    uint8_t frame[MDR_TCP_HS_MAX], in[MDR_TCP_HS_MAX], nonce_i[MDR_AUTH_NONCE_LEN];
+    uint8_t nonce_a[MDR_AUTH_NONCE_LEN];
+    uint8_t proof[3 * MDR_AUTH_MAC_LEN], mac_a[MDR_AUTH_MAC_LEN], rail_id[6];
+    mdr_auth_transcript_t t;
+    uint16_t status;
+    size_t n;
+
+    *stage_p = 0;
+    mdr_auth_nonce(nonce_i);
+    n = raw_hello(frame, uuid, target, nonce_i);
+    if (send(fd, frame, n, 0) != (ssize_t)n)
+        return -1;
+    if (raw_recv(fd, in, MDR_TCP_HELLO_LEN, 5) != MDR_TCP_HELLO_LEN)
+        return -1;
+    if (in[0] != MDR_TCP_F_CHALLENGE)
+        return -2;
+    *stage_p = 1;
+    memcpy(nonce_a, in + MDR_TCP_HDR_LEN + MDR_TCP_HS_BASE, sizeof(nonce_a));
+    raw_transcript(s, uuid, nonce_i, nonce_a, rail_id, &t);
+    memset(proof, 0, sizeof(proof));
+    if (key != NULL)
+        mdr_auth_mac(proof, key, MDR_JOB_KEY_LEN, MDR_AUTH_INITIATOR, &t);
+    if (secret != NULL)
+        mdr_auth_mac(proof + MDR_AUTH_MAC_LEN, secret, MDR_AUTH_MAC_LEN, MDR_AUTH_CONTINUITY,
+                     &t);
+    n = raw_hs_frame(frame, MDR_TCP_F_PROOF, uuid, target, proof, sizeof(proof));
+    if (send(fd, frame, n, 0) != (ssize_t)n)
+        return -1;
+    if (raw_recv(fd, in, MDR_TCP_HDR_LEN + MDR_TCP_HS_ACK_BODY, 5) !=
+        MDR_TCP_HDR_LEN + MDR_TCP_HS_ACK_BODY)
+        return -1;
+    mdr_auth_mac(mac_a, key != NULL ? key : rt_job_key, MDR_JOB_KEY_LEN, MDR_AUTH_ACCEPTOR, &t);
+    if (in[0] != MDR_TCP_F_HELLO_ACK ||
+        !mdr_auth_mac_equal(mac_a, in + MDR_TCP_HDR_LEN + MDR_TCP_HS_BASE))
+        return -2;
+    memcpy(&status, in + MDR_TCP_HDR_LEN + 6, 2);
+    if (status == MDR_TCP_ACK_OK && session_p != NULL)
+        mdr_auth_mac(session_p, key, MDR_JOB_KEY_LEN, MDR_AUTH_SESSION, &t);
+    return status;
 }
 
 /* ---------------- tests ---------------- */
@@ -830,14 +931,12 @@ static void test_raw(side_t *b)
         b->epc.side = b;
         b->epc.destroy_on_fail = 1;
         b->ep = NULL;
-        n = raw_hello(frame, 0x7777, b->uuid, rt_job_key);
-        CHECK(send(fd, frame, n, 0) == (ssize_t)n, "raw: sent HELLO as uuid 7777");
+        int stage;
         before = b->accepted;
-        {
-            double end = mdr_time_sec() + 5;
-            while (b->accepted == before && mdr_time_sec() < end)
-                ops->progress(b->rail);
-        }
+        int hrc = raw_handshake(fd, b, 0x7777, b->uuid, rt_job_key, NULL, &stage, NULL);
+        CHECK(hrc ==
+                  MDR_TCP_ACK_OK,
+              "raw: handshake as uuid 7777 answered OK (%d, stage %d)", hrc, stage);
         CHECK(b->accepted == before + 1 && b->accepted_uuid == 0x7777,
               "raw: accepted as a new peer");
         memset(frame, 0, sizeof(frame));
@@ -861,7 +960,7 @@ static void test_raw(side_t *b)
     if (fd >= 0) {
         size_t got;
         before = b->accepted;
-        n = raw_hello(frame, 0x8888, b->uuid + 1, rt_job_key);
+        n = raw_hello(frame, 0x8888, b->uuid + 1, NULL);
         send(fd, frame, n, 0);
         CHECK(raw_wait_closed_got(fd, 5, &got) && b->accepted == before && got == 0,
               "raw: HELLO for a wrong uuid refused without an ep, nothing answered (%zu bytes)",
@@ -1168,7 +1267,6 @@ static void test_dribble(void)
     uint8_t stream[4096], *dst;
     size_t n = 0, i, piece;
     mdr_tcp_hdr_t h;
-    mdr_tcp_hello_t hello;
     mdr_tcp_put_ext_t ext;
     mdr_memh_t *mh = NULL;
     uint8_t rkey[8];
@@ -1184,19 +1282,6 @@ static void test_dribble(void)
     dst = calloc(1, 256);
     ops->mem_reg(b.rail, dst, 256, MDR_MEM_REMOTE_WRITE, &mh);
     ops->rkey_pack(b.rail, mh, 0x7a7a, rkey, &rkey_len);
-    memset(&h, 0, sizeof(h));
-    h.type = MDR_TCP_F_HELLO;
-    h.len = sizeof(hello);
-    memset(&hello, 0, sizeof(hello));
-    hello.magic = MDR_TCP_MAGIC;
-    hello.version = MDR_TCP_VERSION;
-    hello.uuid = 0x7a7a;
-    hello.target = b.uuid;
-    memcpy(hello.key, rt_job_key, sizeof(hello.key));
-    memcpy(stream + n, &h, sizeof(h));
-    n += sizeof(h);
-    memcpy(stream + n, &hello, sizeof(hello));
-    n += sizeof(hello);
     for (k = 0; k < 6; k++) {
         size_t len = k * 5 + 1; /* 1, 6, 11, ...: every padding length */
         memset(&h, 0, sizeof(h));
@@ -1230,6 +1315,34 @@ static void test_dribble(void)
     if (fd < 0) {
         CHECK(0, "raw connect for dribble");
         goto out;
+    }
+    {
+        /* the handshake in 1-3 byte pieces too: HELLO, then (after the
+         * CHALLENGE) PROOF, which goes in front of the data frames */
+        uint8_t hs[MDR_TCP_HS_MAX], ch[MDR_TCP_HELLO_LEN], nonce_i[MDR_AUTH_NONCE_LEN];
+        uint8_t proof[3 * MDR_AUTH_MAC_LEN], rail_id[6];
+        mdr_auth_transcript_t t;
+        size_t hn;
+        mdr_auth_nonce(nonce_i);
+        hn = raw_hello(hs, 0x7a7a, b.uuid, nonce_i);
+        for (i = 0; i < hn; i += piece) {
+            piece = 1 + i % 3 < hn - i ? 1 + i % 3 : hn - i;
+            send(fd, hs + i, piece, 0);
+            usleep(200);
+            ops->progress(b.rail);
+        }
+        if (raw_recv(fd, ch, sizeof(ch), 5) != sizeof(ch) || ch[0] != MDR_TCP_F_CHALLENGE) {
+            CHECK(0, "dribble: CHALLENGE answered to a HELLO in pieces");
+            close(fd);
+            goto out;
+        }
+        raw_transcript(&b, 0x7a7a, nonce_i, ch + MDR_TCP_HDR_LEN + MDR_TCP_HS_BASE, rail_id, &t);
+        memset(proof, 0, sizeof(proof));
+        mdr_auth_mac(proof, rt_job_key, MDR_JOB_KEY_LEN, MDR_AUTH_INITIATOR, &t);
+        hn = raw_hs_frame(hs, MDR_TCP_F_PROOF, 0x7a7a, b.uuid, proof, sizeof(proof));
+        memmove(stream + hn, stream, n);
+        memcpy(stream, hs, hn);
+        n += hn;
     }
     for (i = 0; i < n; i += piece) {
         piece = 1 + i % 3;
@@ -1449,7 +1562,6 @@ static void test_raw_cont(int kind)
     uint64_t key = 0, u64;
     size_t klen = 0, flen = 0;
     uint32_t u32;
-    uint16_t u16;
     want_t w;
     int fd = -1, before;
 
@@ -1464,24 +1576,12 @@ static void test_raw_cont(int kind)
         CHECK(0, "setup for the raw continuation test");
         goto out;
     }
-    memset(frame, 0, sizeof(frame)); /* HELLO from uuid 0x7700 + kind */
-    frame[0] = MDR_TCP_F_HELLO;
-    u32 = sizeof(mdr_tcp_hello_t);
-    memcpy(frame + 4, &u32, 4);
-    u32 = MDR_TCP_MAGIC;
-    memcpy(frame + 8, &u32, 4);
-    u16 = MDR_TCP_VERSION;
-    memcpy(frame + 12, &u16, 2);
-    u64 = 0x7700 + (uint64_t)kind;
-    memcpy(frame + 16, &u64, 8);
-    memcpy(frame + 24, &b.uuid, 8);
-    memcpy(frame + 32, rt_job_key, MDR_JOB_KEY_LEN); /* the job key (tcp.h, version 2) */
     before = b.accepted;
-    CHECK(send(fd, frame, MDR_TCP_HELLO_LEN, 0) == MDR_TCP_HELLO_LEN, "raw: HELLO sent");
     {
-        double end = mdr_time_sec() + 5;
-        while (b.accepted == before && mdr_time_sec() < end)
-            ops->progress(b.rail);
+        int stage;
+        CHECK(raw_handshake(fd, &b, 0x7700 + (uint64_t)kind, b.uuid, rt_job_key, NULL, &stage,
+                            NULL) == MDR_TCP_ACK_OK,
+              "raw: handshake answered OK");
     }
     CHECK(b.accepted == before + 1, "raw: accepted");
     b.epc.destroy_on_fail = 1;
@@ -1597,24 +1697,28 @@ static int list_len(const mdr_list_t *l)
     return n;
 }
 
-/* Handshakes without this job's key, and misdirected ones: refused with
- * nothing answered, no ep, no effect on the live connection of the peer
- * they name; each source logged once (counted by the rail). */
+/* Handshakes without this job's key, misdirected ones, and ones that
+ * claim a live peer's uuid without its session: refused (a misdirected
+ * HELLO with nothing answered, a bad PROOF after the CHALLENGE alone), no
+ * ep, no effect on the live connection of the peer they name; each source
+ * logged once (counted by the rail). */
 static void test_auth(void)
 {
     static const uint8_t other_key[MDR_JOB_KEY_LEN] = {1, 2, 3, 4, 5, 6, 7, 8,
                                                        9, 10, 11, 12, 13, 14, 15, 16};
     static const char *const fast[] = {"MADRAIL_TCP_CONNECT_TIMEOUT=300ms", NULL};
+    static const uint8_t bad_secret[MDR_AUTH_MAC_LEN] = {7, 7, 7};
     uint8_t frame[96], zeros[MDR_JOB_KEY_LEN] = {0};
     side_t a, b;
     want_t w;
     size_t n, got;
-    int fd, i, closed, silent;
+    int fd, i, closed, silent, rc, stage;
     struct {
         const char *what;
         uint64_t uuid, target;
-        const uint8_t *key;
-    } cases[6];
+        const uint8_t *key, *secret;
+        int stage; /* where the rail closes: 0 at HELLO, 1 at PROOF */
+    } cases[8];
 
     if (side_open(&a, "Aa", 0x1a, "lo", NULL) != MADRAIL_OK ||
         side_open(&b, "Ba", 0x1b, "lo", fast) != MADRAIL_OK) {
@@ -1628,32 +1732,73 @@ static void test_auth(void)
     w.n = 1;
     CHECK(pump(have_msgs, &w, 5) && b.accepted == 1, "A connected to B with the job key");
 
+    memset(cases, 0, sizeof(cases));
     cases[0].what = "no key (zeros), as a new peer";
-    cases[0].uuid = 0x5151, cases[0].target = b.uuid, cases[0].key = zeros;
+    cases[0].uuid = 0x5151, cases[0].target = b.uuid, cases[0].key = zeros, cases[0].stage = 1;
     cases[1].what = "another job's key, as a new peer";
     cases[1].uuid = 0x5252, cases[1].target = b.uuid, cases[1].key = other_key;
+    cases[1].stage = 1;
     cases[2].what = "another job's key, posing as A (a live peer)";
     cases[2].uuid = a.uuid, cases[2].target = b.uuid, cases[2].key = other_key;
+    cases[2].stage = 1;
     cases[3].what = "the key, but meant for another uuid";
     cases[3].uuid = 0x5353, cases[3].target = b.uuid + 7, cases[3].key = rt_job_key;
     cases[4].what = "the key, but carrying B's own uuid";
     cases[4].uuid = b.uuid, cases[4].target = b.uuid, cases[4].key = rt_job_key;
     cases[5].what = "no key, posing as A, meant for another uuid";
     cases[5].uuid = a.uuid, cases[5].target = 0, cases[5].key = NULL;
-    for (i = 0; i < 6; i++) {
+    /* issue 28 finding 2: the key proves membership, not identity */
+    cases[6].what = "the key, posing as A (a live peer), no proof of A's session";
+    cases[6].uuid = a.uuid, cases[6].target = b.uuid, cases[6].key = rt_job_key;
+    cases[6].stage = 1;
+    cases[7].what = "the key, posing as A, continuity proved with a wrong secret";
+    cases[7].uuid = a.uuid, cases[7].target = b.uuid, cases[7].key = rt_job_key;
+    cases[7].secret = bad_secret, cases[7].stage = 1;
+    for (i = 0; i < 8; i++) {
         fd = raw_connect(&b);
         if (fd < 0) {
             CHECK(0, "raw connect (%s)", cases[i].what);
             continue;
         }
-        n = raw_hello(frame, cases[i].uuid, cases[i].target, cases[i].key);
-        send(fd, frame, n, 0);
-        closed = raw_wait_closed_got(fd, 5, &got);
-        CHECK(closed && got == 0 && b.accepted == 1 && b.epc.failed == 0 && a.epc.failed == 0,
-              "HELLO with %s: closed (%d), %zu bytes answered, %d accepts, B's ep to A failed "
-              "%d times",
-              cases[i].what, closed, got, b.accepted, b.epc.failed);
+        rc = raw_handshake(fd, &b, cases[i].uuid, cases[i].target, cases[i].key,
+                           cases[i].secret, &stage, NULL);
+        closed = rc == -1 && raw_wait_closed_got(fd, 5, &got);
+        CHECK(closed && stage == cases[i].stage && b.accepted == 1 && b.epc.failed == 0 &&
+                  a.epc.failed == 0,
+              "handshake with %s: closed %s (%d), %d accepts, B's ep to A failed %d times",
+              cases[i].what, stage ? "after the CHALLENGE" : "with nothing answered", rc,
+              b.accepted, b.epc.failed);
         close(fd);
+    }
+    /* B's own connection to C (C's uuid larger: a claim of C's uuid would
+     * lose a simultaneous connect against it): the claim, with the key but
+     * not C's session, gets nothing either, not even "you lost" */
+    {
+        side_t c;
+        want_t wc;
+        mdr_ep_t *b2c = NULL;
+        static epc_t b2c_epc; /* B's ep to C reports here (outlives c) */
+        if (side_open(&c, "Ca", 0x1c, "lo", NULL) == MADRAIL_OK) {
+            pump_set(&b, &c);
+            ops->ep_create(b.rail, c.uuid, c.addr, c.attr.addr_len, &b2c_epc, &b2c);
+            c.ep = b2c;
+            send_msg(&c, 8, 1); /* from B, on its ep to C */
+            wc.c = &c.epc;
+            wc.n = 1;
+            CHECK(pump(have_msgs, &wc, 5), "B connected to C (its own connection)");
+            fd = raw_connect(&b);
+            rc = fd >= 0 ? raw_handshake(fd, &b, c.uuid, b.uuid, rt_job_key, NULL, &stage, NULL)
+                         : -3;
+            CHECK(rc == -1 && stage == 1 && c.accepted == 1,
+                  "the key, posing as C to which B has its own open connection: closed after "
+                  "the CHALLENGE (%d, stage %d)", rc, stage);
+            if (fd >= 0)
+                close(fd);
+            ops->ep_destroy(b2c);
+            c.ep = NULL;
+            side_close(&c);
+            pump_set(&a, &b);
+        }
     }
     /* the old protocol (version 1, 24-byte body, no key): refused, silently */
     fd = raw_connect(&b);
@@ -1687,7 +1832,7 @@ static void test_auth(void)
         mdr_tcp_conn_t *c;
         mdr_list_t *it;
         int small = 0, waiting = 0;
-        n = raw_hello(frame, 0x5454, b.uuid, other_key);
+        n = raw_hello(frame, 0x5454, b.uuid, NULL);
         send(fd, frame, 20, 0);
         pump(NULL, NULL, 0.05);
         mdr_list_for_each(it, &b.rail->conns) {
@@ -1702,8 +1847,9 @@ static void test_auth(void)
               small, waiting);
         send(fd, frame + 20, n - 20, 0);
         closed = raw_wait_closed_got(fd, 5, &got);
-        CHECK(closed && got == 0, "a keyless HELLO in two pieces: refused, %zu bytes answered",
-              got);
+        CHECK(closed && got == MDR_TCP_HELLO_LEN,
+              "a HELLO in two pieces, no PROOF: the CHALLENGE (%zu bytes) and nothing more, "
+              "closed at the connect timeout", got);
         closed = raw_wait_closed_got(silent, 5, &got);
         CHECK(closed && got == 0 && b.rail->nwait_hello == 0,
               "a silent client is closed at the connect timeout (%u still waiting)",
@@ -1722,9 +1868,9 @@ static void test_auth(void)
             fd = raw_connect(&b);
             if (fd < 0)
                 break;
-            n = raw_hello(frame, 0x6000 + (uint64_t)i, b.uuid, other_key);
-            send(fd, frame, n, 0);
-            if (!raw_wait_closed_got(fd, 5, &got) || got != 0)
+            rc = raw_handshake(fd, &b, 0x6000 + (uint64_t)i, b.uuid, other_key, NULL, &stage,
+                               NULL);
+            if (rc != -1 || stage != 1 || !raw_wait_closed_got(fd, 5, &got) || got != 0)
                 answered++;
             close(fd);
             if (answered)
@@ -1733,13 +1879,208 @@ static void test_auth(void)
         pump(NULL, NULL, 0.02);
         kept = list_len(&b.rail->conns);
         CHECK(i == 300 && answered == 0 && b.accepted == 1 && kept == 1,
-              "300 keyless HELLOs: %d answered or left open, %d accepted, %d connections "
+              "300 handshakes with another key: %d answered or left open, %d accepted, %d connections "
               "left (A's)",
               answered, b.accepted - 1, kept);
         CHECK(b.rail->refusals.total - before == 300 && b.rail->refusals.lines <= 1,
               "refusals counted (%lu), one source logged once (%u lines in this window)",
               b.rail->refusals.total - before, b.rail->refusals.lines);
     }
+    side_close(&a);
+    side_close(&b);
+}
+
+/* ---------------- a recorded handshake (issue 28, item 1) ---------------- */
+
+/* A control frame carrying fill_msg(len, seq), padded; its length. */
+static size_t sd_frame_ctrl(uint8_t *f, size_t len, unsigned seq)
+{
+    mdr_tcp_hdr_t h;
+
+    memset(&h, 0, sizeof(h));
+    h.type = MDR_TCP_F_CTRL;
+    h.len = (uint32_t)len;
+    memcpy(f, &h, sizeof(h));
+    fill_msg(f + sizeof(h), len, seq);
+    memset(f + sizeof(h) + len, 0, MDR_TCP_PAD8(len));
+    return sizeof(h) + len + MDR_TCP_PAD8(len);
+}
+
+/* A raw client's connection as uuid X to side b, after a handshake that
+ * proved continuity with secret (NULL: none): the ACK's status, or -1
+ * when refused; *fd_p the connection (closed when refused), *session_p
+ * its session secret. */
+static int raw_session(side_t *b, uint64_t x, const uint8_t *secret, int *fd_p,
+                       uint8_t *session_p)
+{
+    int stage, rc, fd = raw_connect(b);
+
+    *fd_p = -1;
+    if (fd < 0)
+        return -2;
+    rc = raw_handshake(fd, b, x, b->uuid, rt_job_key, secret, &stage, session_p);
+    if (rc < 0) {
+        close(fd);
+        return -1;
+    }
+    *fd_p = fd;
+    return rc;
+}
+
+/* Identity (issue 28, item 2): what a handshake naming a uuid that B
+ * already has a session with must prove, step by step: nothing at first
+ * contact; while that uuid's connection is open, continuity with its
+ * session (pending: the initiator has not sent anything on it yet); once
+ * the initiator sent data, that session is confirmed and an older one no
+ * longer counts; after the connection died, still that session, while a
+ * handshake without it is refused and leaves B's state alone. */
+static void test_continuity(void)
+{
+    static const char *const fast[] = {"MADRAIL_TCP_CONNECT_TIMEOUT=300ms", NULL};
+    uint8_t s1[MDR_AUTH_MAC_LEN], s2[MDR_AUTH_MAC_LEN], s3[MDR_AUTH_MAC_LEN], f[64];
+    const uint64_t x = 0x9a;
+    int fd1, fd2, fd, rc;
+    size_t n;
+    side_t b;
+    want_t w;
+
+    if (side_open(&b, "Bk", 0x9b, "lo", fast) != MADRAIL_OK) {
+        CHECK(0, "open a rail for the continuity test");
+        return;
+    }
+    pump_set(&b, NULL);
+    b.epc.destroy_on_fail = 1;
+    rc = raw_session(&b, x, NULL, &fd1, s1);
+    CHECK(rc == MDR_TCP_ACK_OK && b.accepted == 1, "first contact as X: accepted (%d)", rc);
+    rc = raw_session(&b, x, NULL, &fd, s3);
+    CHECK(rc == -1 && b.accepted == 1 && b.epc.failed == 0,
+          "X again while X's connection is open, no continuity proof: refused, X's ep untouched");
+    rc = raw_session(&b, x, s1, &fd2, s2);
+    pump(NULL, NULL, 0.05);
+    CHECK(rc == MDR_TCP_ACK_OK && b.accepted == 2 && b.epc.failed == 1,
+          "X again proving its session (pending: it sent nothing yet): accepted, the old ep "
+          "reported down (%d, %d accepts, %d failures)", rc, b.accepted, b.epc.failed);
+    if (fd1 >= 0)
+        close(fd1);
+    n = sd_frame_ctrl(f, 8, 2);
+    send(fd2, f, n, 0);
+    w.c = &b.epc;
+    w.n = 1;
+    CHECK(pump(have_msgs, &w, 5) && check_msg(&b.epc.msgs[0], 8, 2),
+          "X's message on the new connection arrives (the session is confirmed)");
+    rc = raw_session(&b, x, s1, &fd, s3);
+    CHECK(rc == -1 && b.accepted == 2 && b.epc.failed == 1,
+          "X proving the session before the confirmed one: refused, X's ep untouched");
+    close(fd2);
+    pump(have_fail, &b.epc, 0.5);
+    pump(NULL, NULL, 0.05);
+    CHECK(b.epc.failed == 2, "X's connection closed: its ep reported down");
+    rc = raw_session(&b, x, NULL, &fd, s3);
+    CHECK(rc == -1 && b.accepted == 2,
+          "X, its connection gone, no continuity proof: refused (a known session), no ep");
+    rc = raw_session(&b, x, s2, &fd, s3);
+    CHECK(rc == MDR_TCP_ACK_OK && b.accepted == 3,
+          "X proving its confirmed session after its connection died: accepted (%d)", rc);
+    if (fd >= 0)
+        close(fd);
+    side_close(&b);
+}
+
+/* A reader of the traffic, in process: send() and sendmsg() are this
+ * program's own (the driver, linked statically, calls them), passing
+ * everything to the kernel and copying into rec_buf the bytes written to
+ * a socket whose remote port is rec_port (0: record nothing). */
+static uint8_t rec_buf[8192];
+static size_t rec_len;
+static uint16_t rec_port; /* network order */
+
+static void rec_bytes(int fd, const void *p, size_t n)
+{
+    struct sockaddr_in peer;
+    socklen_t plen = sizeof(peer);
+
+    if (rec_port == 0 || getpeername(fd, (struct sockaddr *)&peer, &plen) != 0 ||
+        peer.sin_family != AF_INET || peer.sin_port != rec_port ||
+        rec_len + n > sizeof(rec_buf))
+        return;
+    memcpy(rec_buf + rec_len, p, n);
+    rec_len += n;
+}
+
+ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+    long n = syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);
+    if (n > 0)
+        rec_bytes(fd, buf, (size_t)n);
+    return n;
+}
+
+ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+    long n = syscall(SYS_sendmsg, fd, msg, flags);
+    size_t left = n > 0 ? (size_t)n : 0, k;
+
+    for (k = 0; k < msg->msg_iovlen && left > 0; k++) {
+        size_t take = msg->msg_iov[k].iov_len < left ? msg->msg_iov[k].iov_len : left;
+        rec_bytes(fd, msg->msg_iov[k].iov_base, take);
+        left -= take;
+    }
+    return n;
+}
+
+/* A's real handshake with B and its first message are recorded as A
+ * writes them (above).  The recording does not hold the job key; replayed
+ * whole on a new connection to B it is refused (no new ep, no message
+ * delivered again, B's ep to A untouched), and A's connection goes on. */
+static void test_replay(void)
+{
+    size_t i, got;
+    int fd, has_key = 0, closed;
+    unsigned long refused;
+    side_t a, b;
+    want_t w;
+
+    if (side_open(&a, "Ar", 0x2a, "lo", NULL) != MADRAIL_OK ||
+        side_open(&b, "Br", 0x2b, "lo", NULL) != MADRAIL_OK) {
+        CHECK(0, "open rails for the replay test");
+        return;
+    }
+    pump_set(&a, &b);
+    rec_len = 0;
+    memcpy(&rec_port, b.addr + 8, 2);
+    ops->ep_create(a.rail, b.uuid, b.addr, b.attr.addr_len, &a.epc, &a.ep);
+    send_msg(&a, 8, 1);
+    w.c = &b.epc;
+    w.n = 1;
+    CHECK(pump(have_msgs, &w, 5) && check_msg(&b.epc.msgs[0], 8, 1) && b.accepted == 1,
+          "A reached B, its handshake recorded (%zu bytes)", rec_len);
+    rec_port = 0;
+    for (i = 0; i + MDR_JOB_KEY_LEN <= rec_len; i++)
+        has_key |= memcmp(rec_buf + i, rt_job_key, MDR_JOB_KEY_LEN) == 0;
+    CHECK(rec_len > 0 && !has_key, "the recorded handshake does not contain the job key");
+
+    /* the recording, replayed whole on a new connection */
+    refused = b.rail->refusals.total;
+    fd = raw_connect(&b);
+    if (fd < 0) {
+        CHECK(0, "raw connect for the replay");
+        goto out;
+    }
+    send(fd, rec_buf, rec_len, MSG_NOSIGNAL);
+    closed = raw_wait_closed_got(fd, 5, &got);
+    close(fd);
+    pump(NULL, NULL, 0.05);
+    CHECK(closed && b.accepted == 1 && b.epc.nmsgs == 1 && b.epc.failed == 0 &&
+              b.rail->refusals.total == refused + 1,
+          "the replayed handshake is refused: closed %d, %d accepts, %zu messages, B's ep to A "
+          "failed %d times, %lu refusals",
+          closed, b.accepted, b.epc.nmsgs, b.epc.failed, b.rail->refusals.total - refused);
+    /* A's own connection goes on */
+    send_msg(&a, 8, 2);
+    w.n = 2;
+    CHECK(pump(have_msgs, &w, 5) && check_msg(&b.epc.msgs[1], 8, 2) && a.epc.failed == 0,
+          "A's connection to B goes on after the replay");
+out:
     side_close(&a);
     side_close(&b);
 }
@@ -2173,6 +2514,8 @@ int main(int argc, char **argv)
     test_timeouts();
     test_put_noack();
     test_auth();
+    test_replay();
+    test_continuity();
     test_put_ack();
     test_ctrl_passes_queued();
     test_raw_cont(0);

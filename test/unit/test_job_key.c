@@ -296,18 +296,40 @@ static uint64_t uuid_of(madrail_context_t ctx)
     return ctx->uuid;
 }
 
-/* Connect to sin, send a HELLO (uuid, target, key), progress ctx until it
- * answered or closed; returns bytes answered, -1 on a socket error.  With
- * leave, close as soon as the answer (or the close) came. */
+/* Read n bytes from fd while progressing ctx (5 s at most); the bytes read. */
+static size_t recv_progress(madrail_context_t ctx, int fd, uint8_t *buf, size_t n)
+{
+    double end = mdr_time_sec() + 5;
+    size_t got = 0;
+    ssize_t k;
+
+    while (got < n && mdr_time_sec() < end) {
+        madrail_progress(ctx);
+        k = recv(fd, buf + got, n - got, MSG_DONTWAIT);
+        if (k > 0)
+            got += (size_t)k;
+        else if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+            break;
+    }
+    return got;
+}
+
+/* Connect to sin and do the tcp handshake as uuid toward target, proving
+ * key (HELLO, CHALLENGE, PROOF, HELLO_ACK: tcp.h), progressing ctx
+ * meanwhile.  Returns the bytes answered: MDR_TCP_HELLO_LEN (the
+ * CHALLENGE) plus the HELLO_ACK's when the answer was OK and proved the
+ * key, less when the rail closed the connection; -1 on a socket error. */
 static long raw_handshake(madrail_context_t ctx, const struct sockaddr_in *sin, uint64_t uuid,
                           uint64_t target, const uint8_t *key)
 {
-    uint8_t frame[MDR_TCP_HELLO_LEN], buf[256];
+    uint8_t frame[MDR_TCP_HS_MAX], buf[MDR_TCP_HS_MAX], nonce_i[MDR_AUTH_NONCE_LEN];
+    uint8_t nonce_a[MDR_AUTH_NONCE_LEN], proof[3 * MDR_AUTH_MAC_LEN], mac_a[MDR_AUTH_MAC_LEN];
+    uint8_t rail_id[6];
+    const size_t ack_len = MDR_TCP_HDR_LEN + MDR_TCP_HS_ACK_BODY;
+    mdr_auth_transcript_t t = {"tcp", uuid, target, nonce_i, nonce_a, rail_id, 6};
     mdr_tcp_hdr_t h;
     mdr_tcp_hello_t b;
-    double end;
-    long got = 0;
-    ssize_t n;
+    long got;
     int fd = socket(AF_INET, SOCK_STREAM, 0);
 
     if (fd < 0 || connect(fd, (const struct sockaddr *)sin, sizeof(*sin)) != 0) {
@@ -318,28 +340,43 @@ static long raw_handshake(madrail_context_t ctx, const struct sockaddr_in *sin, 
     memset(&h, 0, sizeof(h));
     memset(&b, 0, sizeof(b));
     h.type = MDR_TCP_F_HELLO;
-    h.len = sizeof(b);
+    h.len = MDR_TCP_HS_NONCE_BODY;
     b.magic = MDR_TCP_MAGIC;
     b.version = MDR_TCP_VERSION;
     b.uuid = uuid;
     b.target = target;
-    memcpy(b.key, key, 16);
+    mdr_auth_nonce(nonce_i);
+    memcpy(b.data, nonce_i, sizeof(nonce_i));
     memcpy(frame, &h, sizeof(h));
-    memcpy(frame + sizeof(h), &b, sizeof(b));
-    if (send(fd, frame, sizeof(frame), 0) != (ssize_t)sizeof(frame)) {
+    memcpy(frame + sizeof(h), &b, h.len);
+    if (send(fd, frame, MDR_TCP_HELLO_LEN, 0) != MDR_TCP_HELLO_LEN) {
         close(fd);
         return -1;
     }
-    for (end = mdr_time_sec() + 5; mdr_time_sec() < end;) {
-        madrail_progress(ctx);
-        n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-        if (n > 0) {
-            got += n;
-            if (got >= MDR_TCP_HELLO_LEN)
-                break;
-        } else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
-            break;
-        }
+    got = (long)recv_progress(ctx, fd, buf, MDR_TCP_HELLO_LEN);
+    if (got < MDR_TCP_HELLO_LEN || buf[0] != MDR_TCP_F_CHALLENGE) {
+        close(fd);
+        return got;
+    }
+    memcpy(nonce_a, buf + MDR_TCP_HDR_LEN + MDR_TCP_HS_BASE, sizeof(nonce_a));
+    memcpy(rail_id, &sin->sin_addr.s_addr, 4);
+    memcpy(rail_id + 4, &sin->sin_port, 2);
+    memset(proof, 0, sizeof(proof));
+    mdr_auth_mac(proof, key, MDR_JOB_KEY_LEN, MDR_AUTH_INITIATOR, &t);
+    h.type = MDR_TCP_F_PROOF;
+    h.len = MDR_TCP_HS_PROOF_BODY;
+    memcpy(b.data, proof, sizeof(proof));
+    memcpy(frame, &h, sizeof(h));
+    memcpy(frame + sizeof(h), &b, h.len);
+    if (send(fd, frame, sizeof(h) + h.len, 0) != (ssize_t)(sizeof(h) + h.len)) {
+        close(fd);
+        return -1;
+    }
+    if (recv_progress(ctx, fd, buf, ack_len) == ack_len) {
+        mdr_auth_mac(mac_a, key, MDR_JOB_KEY_LEN, MDR_AUTH_ACCEPTOR, &t);
+        if (buf[0] == MDR_TCP_F_HELLO_ACK && buf[MDR_TCP_HDR_LEN + 6] == MDR_TCP_ACK_OK &&
+            mdr_auth_mac_equal(mac_a, buf + MDR_TCP_HDR_LEN + MDR_TCP_HS_BASE))
+            got += (long)ack_len;
     }
     close(fd);
     return got;
@@ -365,7 +402,7 @@ static void test_tcp_leavers(void)
     /* 200 processes that hold the key connect, are accepted, and leave */
     for (i = 0; i < 200; i++) {
         got = raw_handshake(a, &sin, 0x70000 + (uint64_t)i, uuid_of(a), k);
-        answered += got == MDR_TCP_HELLO_LEN;
+        answered += got == MDR_TCP_HELLO_LEN + MDR_TCP_HDR_LEN + MDR_TCP_HS_ACK_BODY;
     }
     for (i = 0; i < 200; i++)
         madrail_progress(a);
@@ -376,7 +413,8 @@ static void test_tcp_leavers(void)
     /* a keyless one is answered nothing */
     memset(k, 0, sizeof(k));
     got = raw_handshake(a, &sin, 0x80000, uuid_of(a), k);
-    check(got == 0 && live_peers(a) == 0, "a keyless HELLO gets %ld bytes back", got);
+    check(got == MDR_TCP_HELLO_LEN && live_peers(a) == 0,
+          "a keyless handshake gets the CHALLENGE and nothing more (%ld bytes back)", got);
 
     /* one that delivered a message stays, under the index it was seen with */
     add_peer(b, a, &b2a);

@@ -18,7 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/socket.h>
+
 #include "core/core.h"
+#include "rails/tcp/tcp.h"
 #include "forge.h"
 #include "pair.h"
 #include "util/clock.h"
@@ -389,11 +392,59 @@ static void test_flapping(void)
     pair_close(&p);
 }
 
+/* tcp over loopback (issue 28, item 2): rail 1's connection is cut (its
+ * socket shut down under the driver); both sides see it fail, the dialler
+ * reconnects, and the acceptor, which holds the session of the old
+ * connection, takes the new one only because it proves continuity with
+ * that session: the rail is up again on both sides, once, and carries
+ * stripes byte-exact. */
+static void test_tcp_cut_returns(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=tcp:lo,tcp:lo", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_RNDV_RECV_FIRST=0", "MADRAIL_RAIL_WEIGHTS=1,1",
+                        "MADRAIL_RAIL_REJOIN=100ms", NULL};
+    pair_t p;
+    mdr_peer_rail_t *pr;
+    mdr_ep_t *ep;
+    uint64_t t0;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "tcp rejoin: open");
+        return;
+    }
+    CHECK(transfer(&p, 1) && p.a->rails[1].stats.tx_put_bytes > 0,
+          "tcp rejoin: first transfer striped on both rails");
+    pr = &mdr_peer_get(p.a, p.a2b)->rails[1];
+    ep = pr->ep;
+    CHECK(ep != NULL && ep->conn != NULL && ep->conn->fd >= 0 &&
+              shutdown(ep->conn->fd, SHUT_RDWR) == 0,
+          "tcp rejoin: rail 1's connection cut");
+    t0 = mdr_time_ns();
+    while (!both_down(&p, 1) && mdr_time_ns() - t0 < 3000000000ull)
+        spin(&p);
+    CHECK(both_down(&p, 1), "tcp rejoin: rail 1 down on both sides");
+    t0 = mdr_time_ns();
+    while (!both_up(&p, 1) && mdr_time_ns() - t0 < 5000000000ull)
+        spin(&p);
+    printf("  cut to rail up on both sides: %.0f ms\n", (double)(mdr_time_ns() - t0) / 1e6);
+    CHECK(both_up(&p, 1) && p.a->rails[1].up_events == 1 && p.b->rails[1].up_events == 1,
+          "tcp rejoin: rail 1 up again on both sides, once (up events %llu and %llu)",
+          (unsigned long long)p.a->rails[1].up_events,
+          (unsigned long long)p.b->rails[1].up_events);
+    {
+        uint64_t before = p.a->rails[1].stats.tx_put_bytes;
+        CHECK(transfer(&p, 3) && p.a->rails[1].stats.tx_put_bytes > before,
+              "tcp rejoin: the next transfer is striped on rail 1 again, byte-exact");
+    }
+    pair_close(&p);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     test_flapping();
     test_blackhole_returns("200ms");
+    test_tcp_cut_returns();
     test_blackhole_returns("0");
     test_dead_for_good();
     test_dies_in_rejoin(1);

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "rails/common/auth.h"
 #include "rails/common/linkwatch.h"
 #include "rails/common/drv.h"
 #include "rails/common/rail_ep.h"
@@ -36,8 +37,10 @@ enum {
     MDR_TCP_F_CTRL = 1,      /* control message: hdr.len payload bytes follow */
     MDR_TCP_F_PUT = 2,       /* put: mdr_tcp_put_ext_t, then count data bytes */
     MDR_TCP_F_HELLO = 3,     /* first frame of an outgoing connection */
-    MDR_TCP_F_HELLO_ACK = 4, /* acceptor's answer to HELLO */
-    MDR_TCP_F_PUT_ACK = 5    /* receiver placed hdr.len more puts (in order) */
+    MDR_TCP_F_HELLO_ACK = 4, /* acceptor's answer to PROOF: its own proof, the outcome */
+    MDR_TCP_F_PUT_ACK = 5,   /* receiver placed hdr.len more puts (in order) */
+    MDR_TCP_F_CHALLENGE = 6, /* acceptor's answer to HELLO: its nonce */
+    MDR_TCP_F_PROOF = 7      /* initiator's answer to CHALLENGE: its proofs */
 };
 
 /* PUT flag: the frame continues the put of the previous PUT frame on this
@@ -64,18 +67,33 @@ typedef struct mdr_tcp_put_ext {
     uint64_t count; /* data bytes that follow (then padding to 8) */
 } mdr_tcp_put_ext_t;
 
-/* HELLO and HELLO_ACK body (40 bytes; the frame is 48).  The acceptor
- * checks a HELLO in this order, and answers nothing but a closed
- * connection until the key is proven: magic, version, job key, target ==
- * its uuid, uuid != its own.  Only then may it answer (HELLO_ACK) or let
- * the HELLO replace a live connection to that uuid. */
+/* Handshake frames (HELLO, CHALLENGE, PROOF, HELLO_ACK): the body starts
+ * with this 24-byte part, then per type (rails/common/auth.h makes the
+ * proofs; T is the transcript: "tcp", both uuids, both nonces, and the
+ * acceptor's listen address, ip(4) port(2) in network order, as published
+ * by addr_pack):
+ *
+ *   HELLO      i -> a   nonce_i(16)                               body 40
+ *   CHALLENGE  a -> i   nonce_a(16)                               body 40
+ *   PROOF      i -> a   mac_i(32) cont0(32) cont1(32)             body 120
+ *   HELLO_ACK  a -> i   mac_a(32), status says the outcome        body 56
+ *
+ * mac_i and mac_a are HMACs of T keyed by the job key under the
+ * initiator's and the acceptor's label; cont0/cont1 prove continuity with
+ * an earlier session of the pair on this rail (HMAC of T keyed by that
+ * session's secret, zeros when the initiator has none): see tcp_rail.c.
+ * The key itself is never sent.  The acceptor checks a HELLO in this
+ * order and answers nothing but a closed connection on failure: magic,
+ * version, target == its uuid, uuid != its own; a PROOF: same uuids,
+ * mac_i; only then may it answer HELLO_ACK, create an ep or let the
+ * connection replace a live one (which also needs a continuity proof). */
 typedef struct mdr_tcp_hello {
     uint32_t magic;  /* MDR_TCP_MAGIC: also a byte-order check */
     uint16_t version;
     uint16_t status; /* HELLO_ACK: MDR_TCP_ACK_* */
     uint64_t uuid;   /* sender's uuid */
-    uint64_t target; /* HELLO: uuid the sender expects to reach; ACK: the initiator's */
-    uint8_t key[16]; /* HELLO: the job key (MDR_JOB_KEY_LEN); HELLO_ACK: zeros */
+    uint64_t target; /* uuid the sender expects at the other end */
+    uint8_t data[96]; /* per type, above (only the type's length is sent) */
 } mdr_tcp_hello_t;
 
 enum {
@@ -85,15 +103,22 @@ enum {
 };
 
 #define MDR_TCP_MAGIC 0x4d445254u /* "MDRT" */
-#define MDR_TCP_VERSION 2 /* 2: HELLO carries the job key */
+#define MDR_TCP_VERSION 3 /* 2: HELLO carried the job key; 3: challenge-response */
 #define MDR_TCP_HDR_LEN 8
 #define MDR_TCP_PUT_HDR_LEN (MDR_TCP_HDR_LEN + 24)
-#define MDR_TCP_HELLO_LEN (MDR_TCP_HDR_LEN + 40)
+#define MDR_TCP_HS_BASE 24                        /* magic .. target */
+#define MDR_TCP_HS_NONCE_BODY (MDR_TCP_HS_BASE + 16) /* HELLO, CHALLENGE */
+#define MDR_TCP_HS_PROOF_BODY (MDR_TCP_HS_BASE + 96) /* PROOF */
+#define MDR_TCP_HS_ACK_BODY (MDR_TCP_HS_BASE + 32)   /* HELLO_ACK */
+#define MDR_TCP_HELLO_LEN (MDR_TCP_HDR_LEN + MDR_TCP_HS_NONCE_BODY)
 /* Longest handshake body a connection reads before it knows the version
- * (an older or newer HELLO is read whole, then refused by its version). */
-#define MDR_TCP_HELLO_MAX 64
-/* Receive buffer of a connection before its handshake: a HELLO, no more
- * (a stranger's connection costs this until the connect timeout). */
+ * (an older or newer handshake frame is read whole, then refused by its
+ * version); also the longest of this version's (PROOF). */
+#define MDR_TCP_HELLO_MAX 128
+#define MDR_TCP_HS_MAX (MDR_TCP_HDR_LEN + MDR_TCP_HELLO_MAX)
+/* Receive buffer of a connection before its handshake: one handshake
+ * frame, no more (a stranger's connection costs this until the connect
+ * timeout). */
 #define MDR_TCP_PART_HS (MDR_TCP_HDR_LEN + MDR_TCP_HELLO_MAX)
 #define MDR_TCP_PAD8(_n) ((8 - ((_n) & 7)) & 7)
 
@@ -176,8 +201,10 @@ struct mdr_memh {
 
 typedef enum {
     MDR_TCP_CONN_CONNECTING, /* outgoing, non-blocking connect in progress */
-    MDR_TCP_CONN_HS_SENT,    /* outgoing, HELLO written (or queued), waiting for ACK */
-    MDR_TCP_CONN_WAIT_HELLO, /* incoming, accepted, no HELLO yet, no ep */
+    MDR_TCP_CONN_HS_SENT,    /* outgoing, HELLO written (or queued), waiting for
+                              * CHALLENGE, then (hs_step 1) PROOF sent, waiting for ACK */
+    MDR_TCP_CONN_WAIT_HELLO, /* incoming, accepted, no valid PROOF yet (hs_step 1:
+                              * CHALLENGE sent), no ep */
     MDR_TCP_CONN_OPEN,       /* attached to its ep, data flows */
     MDR_TCP_CONN_CLOSED      /* fd closed, waiting to be freed */
 } mdr_tcp_conn_state_t;
@@ -195,8 +222,20 @@ typedef struct mdr_tcp_conn {
     char peer_ip[16];       /* its address alone (refusals are logged per address) */
 
     /* handshake output, written before anything from the ep */
-    uint8_t hs_out[MDR_TCP_HELLO_LEN];
+    uint8_t hs_out[MDR_TCP_HS_MAX];
     size_t hs_len, hs_off;
+    /* handshake state (tcp_rail.c): nonces, the peer's uuid (acceptor: as
+     * its HELLO named it), the proof expected from (initiator) or owed to
+     * (acceptor) the other side, and the new session's secret */
+    int hs_step;            /* acceptor: 1 = CHALLENGE sent; initiator: 1 = PROOF sent */
+    int hs_cont;            /* acceptor: secret the PROOF proved continuity with
+                             * (MDR_TCP_SEC_*), -1 none */
+    int hs_confirm;         /* acceptor: the initiator's first data frame confirms
+                             * the session (mdr_tcp_secret_confirm) */
+    uint64_t hs_peer;
+    uint8_t nonce_i[MDR_AUTH_NONCE_LEN], nonce_a[MDR_AUTH_NONCE_LEN];
+    uint8_t hs_mac[MDR_AUTH_MAC_LEN];
+    uint8_t hs_session[MDR_AUTH_MAC_LEN];
 
     /* receive state */
     uint8_t *part;          /* start of an incomplete frame carried between reads */
@@ -299,6 +338,8 @@ struct mdr_rail {
     uint64_t wait_tick;       /* the coarse clock at the last epoll_wait (direct polling) */
     uint64_t uuid;
     const uint8_t *job_key; /* the core's, MDR_JOB_KEY_LEN bytes */
+    mdr_hash_t secrets;     /* peer uuid -> mdr_tcp_secret_t (tcp_rail.c) */
+    mdr_list_t secrets_all; /* every mdr_tcp_secret_t, to free them */
     mdr_drv_refusals_t refusals;
     const mdr_rail_upcalls_t *upcalls;
     size_t slot_size;
@@ -336,8 +377,35 @@ static inline unsigned *mdr_tcp_set_nconns(mdr_rail_t *rail)
     return rail->group != NULL ? &rail->group->nconns : &rail->nconns;
 }
 
+/* Session secrets of a rail, one entry per peer uuid with which a
+ * handshake completed on it (tcp_rail.c): the confirmed one (both sides
+ * hold it) and a pending one (this side answered OK, the initiator has
+ * not shown yet that it got the answer).  Kept for the rail's life. */
+enum { MDR_TCP_SEC_CONFIRMED = 0, MDR_TCP_SEC_PENDING = 1 };
+typedef struct mdr_tcp_secret {
+    mdr_list_t link; /* rail->secrets_all */
+    uint64_t uuid;
+    int have[2];
+    uint8_t s[2][MDR_AUTH_MAC_LEN];
+} mdr_tcp_secret_t;
+
 /* tcp_rail.c */
 void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h);
+void mdr_tcp_proof_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h);
+/* The handshake transcript of conn (rail_id: 6 bytes of storage for it). */
+void mdr_tcp_hs_transcript(const mdr_tcp_conn_t *conn, uint64_t uuid_i, uint64_t uuid_a,
+                           const struct sockaddr_in *acceptor, uint8_t rail_id[6],
+                           mdr_auth_transcript_t *t);
+/* Continuity proofs for a handshake with uuid (zeros where no secret). */
+void mdr_tcp_secret_conts(mdr_rail_t *rail, uint64_t uuid, const mdr_auth_transcript_t *t,
+                          uint8_t cont[2][MDR_AUTH_MAC_LEN]);
+/* A handshake completed: secret is the session's; keep (MDR_TCP_SEC_*
+ * or -1) the one the handshake proved continuity with, which both sides
+ * hold.  pending: this side cannot know yet that the other got it. */
+void mdr_tcp_secret_commit(mdr_rail_t *rail, uint64_t uuid, const uint8_t *secret, int keep,
+                           int pending);
+/* The initiator of conn (accepted by us) sent data: it has the session. */
+void mdr_tcp_secret_confirm(mdr_tcp_conn_t *conn);
 
 /* tcp_ep.c */
 /* "a.b.c.d:port" (thread-safe, unlike inet_ntoa); returns buf. */
@@ -347,9 +415,13 @@ void mdr_tcp_conn_close(mdr_tcp_conn_t *conn);
 void mdr_tcp_conn_set_events(mdr_tcp_conn_t *conn, uint32_t events);
 void mdr_tcp_conn_handle(mdr_tcp_conn_t *conn, uint32_t events);
 void mdr_tcp_conn_free(mdr_tcp_conn_t *conn);
-/* key: HELLO: the job key; HELLO_ACK: NULL (zeros). */
-void mdr_tcp_hello_fill(uint8_t *frame, int type, uint16_t status, uint64_t uuid,
-                        uint64_t target, const uint8_t *key);
+/* A handshake frame into frame (MDR_TCP_HS_MAX bytes): data is the
+ * type's part after the 24 common bytes (len bytes, at most 96).  Returns
+ * its length.  _fill: into conn->hs_out, to be written from its start. */
+size_t mdr_tcp_hs_frame(uint8_t *frame, int type, uint16_t status, uint64_t uuid,
+                        uint64_t target, const void *data, size_t len);
+void mdr_tcp_hs_fill(mdr_tcp_conn_t *conn, int type, uint16_t status, uint64_t uuid,
+                     uint64_t target, const void *data, size_t len);
 /* Close a connection that has not proven the job key, telling it nothing;
  * the reason goes to the rail's rate-limited refusal log. */
 void mdr_tcp_conn_refuse(mdr_tcp_conn_t *conn, const char *fmt, ...)

@@ -227,6 +227,7 @@ void mdr_tcp_conn_refuse(mdr_tcp_conn_t *conn, const char *fmt, ...)
 
 void mdr_tcp_conn_free(mdr_tcp_conn_t *conn)
 {
+    mdr_auth_wipe(conn->hs_session, sizeof(conn->hs_session));
     free(conn->part);
     free(conn);
 }
@@ -260,8 +261,8 @@ void mdr_tcp_conn_close(mdr_tcp_conn_t *conn)
         mdr_tcp_conn_free(conn);
 }
 
-void mdr_tcp_hello_fill(uint8_t *frame, int type, uint16_t status, uint64_t uuid,
-                        uint64_t target, const uint8_t *key)
+size_t mdr_tcp_hs_frame(uint8_t *frame, int type, uint16_t status, uint64_t uuid,
+                        uint64_t target, const void *data, size_t len)
 {
     mdr_tcp_hdr_t h;
     mdr_tcp_hello_t b;
@@ -269,16 +270,24 @@ void mdr_tcp_hello_fill(uint8_t *frame, int type, uint16_t status, uint64_t uuid
     memset(&h, 0, sizeof(h));
     memset(&b, 0, sizeof(b));
     h.type = (uint8_t)type;
-    h.len = sizeof(b);
+    h.len = (uint32_t)(MDR_TCP_HS_BASE + len); /* every body length is a multiple of 8 */
     b.magic = MDR_TCP_MAGIC;
     b.version = MDR_TCP_VERSION;
     b.status = status;
     b.uuid = uuid;
     b.target = target;
-    if (key != NULL)
-        memcpy(b.key, key, sizeof(b.key));
+    if (len > 0)
+        memcpy(b.data, data, len);
     memcpy(frame, &h, sizeof(h));
-    memcpy(frame + sizeof(h), &b, sizeof(b));
+    memcpy(frame + sizeof(h), &b, h.len);
+    return sizeof(h) + h.len;
+}
+
+void mdr_tcp_hs_fill(mdr_tcp_conn_t *conn, int type, uint16_t status, uint64_t uuid,
+                     uint64_t target, const void *data, size_t len)
+{
+    conn->hs_len = mdr_tcp_hs_frame(conn->hs_out, type, status, uuid, target, data, len);
+    conn->hs_off = 0;
 }
 
 /* Write what the socket takes of iov (0 when it takes nothing now).  One
@@ -1205,9 +1214,11 @@ void mdr_tcp_ep_start(mdr_ep_t *ep)
     ep->deadline = mdr_time_sec() + rail->cfg.connect_timeout;
     mdr_tcp_ep_hs_list(ep, 1);
     mdr_tcp_ep_attach(ep, conn);
-    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO, 0, rail->uuid, ep->base.uuid, rail->job_key);
-    conn->hs_len = MDR_TCP_HELLO_LEN;
-    conn->hs_off = 0;
+    /* HELLO: who we are, whom we expect, our nonce; the proofs follow the
+     * acceptor's nonce (mdr_tcp_challenge_received) */
+    mdr_auth_nonce(conn->nonce_i);
+    mdr_tcp_hs_fill(conn, MDR_TCP_F_HELLO, 0, rail->uuid, ep->base.uuid, conn->nonce_i,
+                    sizeof(conn->nonce_i));
     mdr_debug("rail %s peer %016llx: connecting to %s", rail->log_name,
               (unsigned long long)ep->base.uuid, dest);
     if (rc == 0) { /* connected at once (loopback) */
@@ -1250,7 +1261,38 @@ static void mdr_tcp_conn_lost(mdr_tcp_conn_t *conn, int err)
     }
 }
 
-/* HELLO_ACK on our outgoing connection (magic and version checked). */
+/* CHALLENGE on our outgoing connection (magic and version checked):
+ * answer with PROOF, our proof of the job key over both nonces and the
+ * continuity proofs of our earlier sessions with this peer on this rail,
+ * and keep the proof the acceptor must answer with. */
+static void mdr_tcp_challenge_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
+{
+    mdr_ep_t *ep = conn->ep;
+    mdr_rail_t *rail = conn->rail;
+    uint8_t proof[MDR_AUTH_MAC_LEN * 3], rail_id[6];
+    mdr_auth_transcript_t t;
+
+    if (h->uuid != ep->base.uuid || h->target != rail->uuid) {
+        mdr_tcp_conn_proto(conn, "handshake answered by uuid %016llx (expected %016llx)",
+                           (unsigned long long)h->uuid, (unsigned long long)ep->base.uuid);
+        return;
+    }
+    memcpy(conn->nonce_a, h->data, sizeof(conn->nonce_a));
+    mdr_tcp_hs_transcript(conn, rail->uuid, ep->base.uuid, &ep->raddr, rail_id, &t);
+    mdr_auth_mac(proof, rail->job_key, MDR_JOB_KEY_LEN, MDR_AUTH_INITIATOR, &t);
+    mdr_tcp_secret_conts(rail, ep->base.uuid, &t,
+                         (uint8_t(*)[MDR_AUTH_MAC_LEN])(proof + MDR_AUTH_MAC_LEN));
+    mdr_auth_mac(conn->hs_mac, rail->job_key, MDR_JOB_KEY_LEN, MDR_AUTH_ACCEPTOR, &t);
+    mdr_auth_mac(conn->hs_session, rail->job_key, MDR_JOB_KEY_LEN, MDR_AUTH_SESSION, &t);
+    mdr_tcp_hs_fill(conn, MDR_TCP_F_PROOF, 0, rail->uuid, ep->base.uuid, proof, sizeof(proof));
+    conn->hs_step = 1;
+    mdr_tcp_ep_flush(ep);
+}
+
+/* HELLO_ACK on our outgoing connection (magic and version checked): the
+ * acceptor proves the key too, whatever its answer, before we believe it
+ * (a process that took over a dead peer's address learns nothing and
+ * gets no connection). */
 static void mdr_tcp_ack_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
 {
     mdr_ep_t *ep = conn->ep;
@@ -1261,9 +1303,15 @@ static void mdr_tcp_ack_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
                            (unsigned long long)h->uuid, (unsigned long long)ep->base.uuid);
         return;
     }
+    if (!mdr_auth_mac_equal(conn->hs_mac, h->data)) {
+        mdr_tcp_conn_proto(conn, "handshake answer without proof of this job's key");
+        return;
+    }
     switch (h->status) {
     case MDR_TCP_ACK_OK:
         mdr_debug("rail %s peer %016llx: connected", rail->log_name, (unsigned long long)ep->base.uuid);
+        /* the acceptor keeps this session's secret: so do we */
+        mdr_tcp_secret_commit(rail, ep->base.uuid, conn->hs_session, -1, 0);
         mdr_tcp_ep_open(ep);
         break;
     case MDR_TCP_ACK_LOST:
@@ -1348,6 +1396,8 @@ static void mdr_tcp_process(mdr_tcp_conn_t *conn, uint8_t *buf, size_t len)
         if (avail < sizeof(hdr))
             goto partial;
         memcpy(&hdr, buf + off, sizeof(hdr));
+        if (conn->hs_confirm && conn->state == MDR_TCP_CONN_OPEN)
+            mdr_tcp_secret_confirm(conn); /* the initiator's first frame after our OK */
         switch (hdr.type) {
         case MDR_TCP_F_CTRL:
             if (conn->state != MDR_TCP_CONN_OPEN) {
@@ -1454,9 +1504,11 @@ static void mdr_tcp_process(mdr_tcp_conn_t *conn, uint8_t *buf, size_t len)
             break;
         }
         case MDR_TCP_F_HELLO:
+        case MDR_TCP_F_CHALLENGE:
+        case MDR_TCP_F_PROOF:
         case MDR_TCP_F_HELLO_ACK: {
             mdr_tcp_hello_t h;
-            uint32_t magic;
+            uint32_t magic, want;
             uint16_t version;
 
             /* read the frame whole whatever its version, then say which
@@ -1481,16 +1533,30 @@ static void mdr_tcp_process(mdr_tcp_conn_t *conn, uint8_t *buf, size_t len)
                                    version, MDR_TCP_VERSION);
                 return;
             }
-            if (hdr.len != sizeof(h)) {
-                mdr_tcp_conn_proto(conn, "handshake of %u bytes (version %u has %zu)", hdr.len,
-                                   MDR_TCP_VERSION, sizeof(h));
+            want = hdr.type == MDR_TCP_F_PROOF       ? MDR_TCP_HS_PROOF_BODY
+                   : hdr.type == MDR_TCP_F_HELLO_ACK ? MDR_TCP_HS_ACK_BODY
+                                                     : MDR_TCP_HS_NONCE_BODY;
+            if (hdr.len != want) {
+                mdr_tcp_conn_proto(conn, "handshake frame (type %u) of %u bytes (version %u has "
+                                   "%u)", hdr.type, hdr.len, MDR_TCP_VERSION, want);
                 return;
             }
-            memcpy(&h, buf + off + sizeof(hdr), sizeof(h));
+            memset(&h, 0, sizeof(h));
+            memcpy(&h, buf + off + sizeof(hdr), hdr.len);
             off += flen;
-            if (hdr.type == MDR_TCP_F_HELLO && conn->state == MDR_TCP_CONN_WAIT_HELLO) {
+            /* each frame in its place: HELLO then PROOF in, CHALLENGE then
+             * HELLO_ACK out */
+            if (hdr.type == MDR_TCP_F_HELLO && conn->state == MDR_TCP_CONN_WAIT_HELLO &&
+                conn->hs_step == 0) {
                 mdr_tcp_hello_received(conn, &h);
-            } else if (hdr.type == MDR_TCP_F_HELLO_ACK && conn->state == MDR_TCP_CONN_HS_SENT) {
+            } else if (hdr.type == MDR_TCP_F_PROOF && conn->state == MDR_TCP_CONN_WAIT_HELLO &&
+                       conn->hs_step == 1) {
+                mdr_tcp_proof_received(conn, &h);
+            } else if (hdr.type == MDR_TCP_F_CHALLENGE && conn->state == MDR_TCP_CONN_HS_SENT &&
+                       conn->hs_step == 0) {
+                mdr_tcp_challenge_received(conn, &h);
+            } else if (hdr.type == MDR_TCP_F_HELLO_ACK && conn->state == MDR_TCP_CONN_HS_SENT &&
+                       conn->hs_step == 1) {
                 mdr_tcp_ack_received(conn, &h);
             } else {
                 mdr_tcp_conn_proto(conn, "unexpected handshake frame (type %u)", hdr.type);
@@ -1665,6 +1731,16 @@ void mdr_tcp_conn_handle(mdr_tcp_conn_t *conn, uint32_t events)
     }
     if ((events & EPOLLOUT) && conn->ep != NULL)
         mdr_tcp_ep_flush(conn->ep);
+    if ((events & EPOLLOUT) && conn->ep == NULL && conn->state == MDR_TCP_CONN_WAIT_HELLO) {
+        /* our CHALLENGE, when the socket did not take it at once */
+        int r = mdr_tcp_conn_send_hs(conn);
+        if (r < 0) {
+            mdr_tcp_conn_lost(conn, errno);
+            return;
+        }
+        if (r > 0)
+            mdr_tcp_conn_set_events(conn, EPOLLIN);
+    }
     if (conn->state == MDR_TCP_CONN_CLOSED)
         return;
     if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))

@@ -26,20 +26,43 @@
  * sides: the connection initiated by the smaller uuid wins.  The loser's
  * initiator is told so (HELLO_ACK "lost") and waits for the winner.
  *
- * Authentication: an accepted connection is a stranger until its HELLO
- * carries the job key.  A stranger is never answered (no HELLO_ACK, so no
- * uuid and no reason: the connection is closed) and never reaches the
- * arbitration above, so it cannot replace a live connection; it costs a
- * descriptor and a small receive buffer until its HELLO or the HELLO
- * timeout (short: a peer's HELLO follows its connect at once), and one
- * rate-limited log line per source address (mdr_drv_refusal).  Those
- * connections are bounded per rail and per source address, the oldest
- * closed first (mdr_tcp_hello_bound), so a flood of idle connections holds
- * a bounded number of descriptors and cannot starve the process of them;
- * a process out of descriptors anyway (other users of the table) refuses
- * what it cannot accept through a reserved descriptor, pauses its
- * listener instead of retrying it every pass, and logs each cause at
- * most once per interval with a count (mdr_tcp_accept_failed).
+ * Authentication: an accepted connection is a stranger until it proved
+ * the job key, and the key is never sent.  The initiator's HELLO names
+ * both uuids and carries a fresh nonce; the acceptor answers CHALLENGE
+ * with its own nonce; the initiator answers PROOF, an HMAC keyed by the
+ * job key over both uuids, both nonces and this rail's address
+ * (rails/common/auth.h), and the acceptor's HELLO_ACK carries its own
+ * proof, which the initiator checks before it believes the answer.  A
+ * recording of handshakes gives neither the key nor a proof that works
+ * again (the other side's nonce is new each time).  A stranger is never
+ * answered beyond the CHALLENGE (no HELLO_ACK, no reason: the connection
+ * is closed) and never reaches the arbitration above; it costs a small
+ * descriptor and a small receive buffer until its PROOF or the HELLO
+ * timeout (short: a peer's PROOF follows its connect within a round trip),
+ * and one rate-limited log line per source address (mdr_drv_refusal).
+ * Those connections are bounded per rail and per source address, the
+ * oldest closed first (mdr_tcp_hello_bound), so a flood of idle
+ * connections holds a bounded number of descriptors and cannot starve the
+ * process of them; a process out of descriptors anyway (other users of
+ * the table) refuses what it cannot accept through a reserved descriptor,
+ * pauses its listener instead of retrying it every pass, and logs each
+ * cause at most once per interval with a count (mdr_tcp_accept_failed).
+ *
+ * Identity: a key proves membership of the job, not which member.  Each
+ * handshake gives both sides a session secret (the transcript's HMAC under
+ * the session label, never sent), kept per peer uuid for the rail's life.
+ * A handshake naming a uuid with which this rail has a confirmed session,
+ * or whose connection is open, may take that uuid's place only with a
+ * continuity proof: an HMAC of the new transcript keyed by that session's
+ * secret.  A genuine reconnection (failover, rejoin, a peer that started
+ * over on this rail) has it; a newcomer holding only the key does not, so
+ * it cannot make us drop the live connection or the core restart that
+ * peer's counters.  Two secrets per uuid (confirmed, pending) cover a
+ * handshake whose HELLO_ACK was lost: the acceptor cannot know whether the
+ * initiator took the new secret until the initiator's first data frame.
+ * First contact on a rail (no secret for that uuid, no open connection)
+ * needs no continuity: a key holder can claim a uuid on a rail where that
+ * uuid never connected (docs/security.md).
  */
 #include "mdr_config.h"
 
@@ -58,6 +81,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "rails/common/auth.h"
 #include "rails/common/drv.h"
 #include "rails/tcp/tcp.h"
 #include "util/clock.h"
@@ -413,8 +437,13 @@ static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *
         goto err_cfg;
     }
 
+    if (mdr_auth_init() != 0) {
+        st = MADRAIL_ERR_IO;
+        goto err_cfg;
+    }
     rail->uuid = params->uuid;
     rail->job_key = params->job_key;
+    mdr_list_init(&rail->secrets_all);
     rail->upcalls = params->upcalls;
     rail->slot_size = params->slot_size;
     rail->local.sin_family = AF_INET;
@@ -432,6 +461,11 @@ static madrail_status_t mdr_tcp_open(const char *spec, const mdr_rail_params_t *
     st = mdr_rail_base_init(&rail->base, rail->log_name, params, mdr_tcp_ep_free);
     if (st != MADRAIL_OK)
         goto err_cfg;
+    st = mdr_hash_init(&rail->secrets, 16);
+    if (st != MADRAIL_OK) {
+        mdr_rail_base_cleanup(&rail->base);
+        goto err_cfg;
+    }
     rail->rbuf_len = 2 * (rail->slot_size + 64);
     if (rail->rbuf_len < MDR_TCP_RBUF_MIN)
         rail->rbuf_len = MDR_TCP_RBUF_MIN;
@@ -461,11 +495,24 @@ err_epoll:
 err_rbuf:
     free(rail->rbuf);
 err_hash:
+    mdr_hash_cleanup(&rail->secrets);
     mdr_rail_base_cleanup(&rail->base);
 err_cfg:
     mdr_cfg_release(&mdr_tcp_cfg_table, &rail->cfg);
     free(rail);
     return st;
+}
+
+static void mdr_tcp_secrets_cleanup(mdr_rail_t *rail)
+{
+    mdr_list_t *l;
+
+    while ((l = mdr_list_pop_head(&rail->secrets_all)) != NULL) {
+        mdr_tcp_secret_t *sec = mdr_container_of(l, mdr_tcp_secret_t, link);
+        mdr_auth_wipe(sec, sizeof(*sec));
+        free(sec);
+    }
+    mdr_hash_cleanup(&rail->secrets);
 }
 
 static void mdr_tcp_reap(mdr_rail_t *rail)
@@ -499,6 +546,7 @@ static void mdr_tcp_close(mdr_rail_t *rail)
         close(rail->reserve_fd);
     mdr_tcp_group_leave(rail);
     mdr_tcp_mem_cleanup(rail);
+    mdr_tcp_secrets_cleanup(rail);
     mdr_rail_base_cleanup(&rail->base);
     mdr_link_watch_cleanup(&rail->lw);
     free(rail->rbuf);
@@ -687,18 +735,127 @@ static void mdr_tcp_accept_all(mdr_rail_t *rail)
     }
 }
 
-/* Answer a HELLO that proved the key with a refusal, and close. */
+/* ---------------- handshake proofs and session secrets ---------------- */
+
+void mdr_tcp_hs_transcript(const mdr_tcp_conn_t *conn, uint64_t uuid_i, uint64_t uuid_a,
+                           const struct sockaddr_in *acceptor, uint8_t rail_id[6],
+                           mdr_auth_transcript_t *t)
+{
+    /* the rail: the acceptor's listen address as addr_pack publishes it
+     * (both sides know it; a proof made for one rail of a pair proves
+     * nothing on another) */
+    memcpy(rail_id, &acceptor->sin_addr.s_addr, 4);
+    memcpy(rail_id + 4, &acceptor->sin_port, 2);
+    t->driver = "tcp";
+    t->uuid_i = uuid_i;
+    t->uuid_a = uuid_a;
+    t->nonce_i = conn->nonce_i;
+    t->nonce_a = conn->nonce_a;
+    t->rail_id = rail_id;
+    t->rail_id_len = 6;
+}
+
+void mdr_tcp_secret_conts(mdr_rail_t *rail, uint64_t uuid, const mdr_auth_transcript_t *t,
+                          uint8_t cont[2][MDR_AUTH_MAC_LEN])
+{
+    mdr_tcp_secret_t *sec = mdr_hash_get(&rail->secrets, uuid);
+    int k;
+
+    for (k = 0; k < 2; k++) {
+        if (sec != NULL && sec->have[k])
+            mdr_auth_mac(cont[k], sec->s[k], MDR_AUTH_MAC_LEN, MDR_AUTH_CONTINUITY, t);
+        else
+            memset(cont[k], 0, MDR_AUTH_MAC_LEN);
+    }
+}
+
+/* Which of our secrets for uuid one of the initiator's continuity proofs
+ * (cont, two of them) proves (MDR_TCP_SEC_*), -1 when none does. */
+static int mdr_tcp_secret_check(mdr_rail_t *rail, uint64_t uuid, const mdr_auth_transcript_t *t,
+                                const uint8_t *cont)
+{
+    mdr_tcp_secret_t *sec = mdr_hash_get(&rail->secrets, uuid);
+    uint8_t want[MDR_AUTH_MAC_LEN];
+    int k, found = -1;
+
+    if (sec == NULL)
+        return -1;
+    for (k = 0; k < 2 && found < 0; k++) {
+        if (!sec->have[k])
+            continue;
+        mdr_auth_mac(want, sec->s[k], MDR_AUTH_MAC_LEN, MDR_AUTH_CONTINUITY, t);
+        if (mdr_auth_mac_equal(want, cont) || mdr_auth_mac_equal(want, cont + MDR_AUTH_MAC_LEN))
+            found = k;
+    }
+    mdr_auth_wipe(want, sizeof(want));
+    return found;
+}
+
+void mdr_tcp_secret_commit(mdr_rail_t *rail, uint64_t uuid, const uint8_t *secret, int keep,
+                           int pending)
+{
+    mdr_tcp_secret_t *sec = mdr_hash_get(&rail->secrets, uuid);
+
+    if (sec == NULL) {
+        sec = calloc(1, sizeof(*sec));
+        if (sec == NULL || mdr_hash_put(&rail->secrets, uuid, sec) != MADRAIL_OK) {
+            /* the next handshake with this peer is a first contact again */
+            mdr_warn("rail %s peer %016llx: out of memory keeping the session secret",
+                     rail->log_name, (unsigned long long)uuid);
+            free(sec);
+            return;
+        }
+        sec->uuid = uuid;
+        mdr_list_push_tail(&rail->secrets_all, &sec->link);
+    }
+    if (keep == MDR_TCP_SEC_PENDING) /* the initiator showed it holds it */
+        memcpy(sec->s[MDR_TCP_SEC_CONFIRMED], sec->s[MDR_TCP_SEC_PENDING], MDR_AUTH_MAC_LEN);
+    if (keep >= 0)
+        sec->have[MDR_TCP_SEC_CONFIRMED] = 1;
+    if (pending) {
+        memcpy(sec->s[MDR_TCP_SEC_PENDING], secret, MDR_AUTH_MAC_LEN);
+        sec->have[MDR_TCP_SEC_PENDING] = 1;
+    } else {
+        memcpy(sec->s[MDR_TCP_SEC_CONFIRMED], secret, MDR_AUTH_MAC_LEN);
+        sec->have[MDR_TCP_SEC_CONFIRMED] = 1;
+        mdr_auth_wipe(sec->s[MDR_TCP_SEC_PENDING], MDR_AUTH_MAC_LEN);
+        sec->have[MDR_TCP_SEC_PENDING] = 0;
+    }
+}
+
+void mdr_tcp_secret_confirm(mdr_tcp_conn_t *conn)
+{
+    mdr_tcp_secret_t *sec;
+
+    conn->hs_confirm = 0;
+    if (conn->ep == NULL)
+        return;
+    sec = mdr_hash_get(&conn->rail->secrets, conn->ep->base.uuid);
+    if (sec != NULL && sec->have[MDR_TCP_SEC_PENDING] &&
+        mdr_auth_mac_equal(sec->s[MDR_TCP_SEC_PENDING], conn->hs_session))
+        mdr_tcp_secret_commit(conn->rail, conn->ep->base.uuid, conn->hs_session, -1, 0);
+}
+
+/* ---------------- the acceptor's side of the handshake ---------------- */
+
+/* The HELLO_ACK of conn: status, and our proof of the key (mac_a, made
+ * when the PROOF was checked). */
+static void mdr_tcp_ack_fill(mdr_tcp_conn_t *conn, uint16_t status, uint64_t peer_uuid)
+{
+    mdr_tcp_hs_fill(conn, MDR_TCP_F_HELLO_ACK, status, conn->rail->uuid, peer_uuid, conn->hs_mac,
+                    MDR_AUTH_MAC_LEN);
+}
+
+/* Answer a PROOF that proved the key with a refusal, and close. */
 static void mdr_tcp_reject(mdr_tcp_conn_t *conn, uint16_t status, uint64_t peer_uuid)
 {
-    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO_ACK, status, conn->rail->uuid, peer_uuid,
-                       NULL);
-    conn->hs_len = MDR_TCP_HELLO_LEN;
-    conn->hs_off = 0;
-    (void)mdr_tcp_conn_send_hs(conn); /* best effort: a fresh socket takes 32 bytes */
+    mdr_tcp_ack_fill(conn, status, peer_uuid);
+    (void)mdr_tcp_conn_send_hs(conn); /* best effort: a fresh socket takes 64 bytes */
     mdr_tcp_conn_close(conn);
 }
 
-/* Make conn (incoming) the ep's connection and answer OK. */
+/* Make conn (incoming) the ep's connection and answer OK: from here on
+ * the session is ours (pending until the initiator's first data). */
 static void mdr_tcp_adopt(mdr_ep_t *ep, mdr_tcp_conn_t *conn)
 {
     mdr_rail_t *rail = conn->rail;
@@ -707,10 +864,14 @@ static void mdr_tcp_adopt(mdr_ep_t *ep, mdr_tcp_conn_t *conn)
         rail->nwait_hello--;
     conn->state = MDR_TCP_CONN_OPEN; /* no longer WAIT_HELLO */
     mdr_tcp_ep_attach(ep, conn);
-    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO_ACK, MDR_TCP_ACK_OK, rail->uuid, ep->base.uuid,
-                       NULL);
-    conn->hs_len = MDR_TCP_HELLO_LEN;
-    conn->hs_off = 0;
+    mdr_tcp_ack_fill(conn, MDR_TCP_ACK_OK, ep->base.uuid);
+}
+
+/* The session of conn is in force (OK answered): keep its secret. */
+static void mdr_tcp_adopted(mdr_tcp_conn_t *conn, uint64_t u)
+{
+    mdr_tcp_secret_commit(conn->rail, u, conn->hs_session, conn->hs_cont, 1);
+    conn->hs_confirm = 1;
 }
 
 /* The peer has closed its end (its FIN arrived), whatever data is unread. */
@@ -724,20 +885,17 @@ static int mdr_tcp_conn_peer_closed(const mdr_tcp_conn_t *conn)
     return ti.tcpi_state == TCP_CLOSE_WAIT || ti.tcpi_state == TCP_CLOSE;
 }
 
-/* A HELLO (magic and version checked) on an accepted connection. */
+/* A HELLO (magic and version checked) on an accepted connection: if it is
+ * for us, answer CHALLENGE with our nonce.  Nothing else is created: the
+ * connection stays WAIT_HELLO (same buffer, same deadline) until PROOF. */
 void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
 {
     mdr_rail_t *rail = conn->rail;
     uint64_t u = h->uuid;
-    mdr_rail_ep_t *base;
-    mdr_ep_t *ep;
+    int r;
 
-    if (!mdr_drv_key_equal(rail->job_key, h->key)) {
-        mdr_tcp_conn_refuse(conn, "handshake without this job's key");
-        return;
-    }
-    /* a process of the job from here on, but misdirected: still no answer,
-     * as the initiator (stale address, restarted peer) learns nothing from one */
+    /* misdirected (stale address, restarted peer), or a stranger trying
+     * names: no answer, the initiator learns nothing from one */
     if (h->target != rail->uuid) {
         mdr_tcp_conn_refuse(conn, "handshake from uuid %016llx meant for uuid %016llx (we are "
                             "%016llx)",
@@ -749,6 +907,52 @@ void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
         mdr_tcp_conn_refuse(conn, "handshake carrying our own uuid");
         return;
     }
+    conn->hs_peer = u;
+    memcpy(conn->nonce_i, h->data, sizeof(conn->nonce_i));
+    mdr_auth_nonce(conn->nonce_a);
+    mdr_tcp_hs_fill(conn, MDR_TCP_F_CHALLENGE, 0, rail->uuid, u, conn->nonce_a,
+                    sizeof(conn->nonce_a));
+    conn->hs_step = 1;
+    r = mdr_tcp_conn_send_hs(conn); /* a fresh socket takes 48 bytes */
+    if (r < 0) {
+        mdr_debug("rail %s: connection from %s: %s", rail->log_name, conn->peer_str,
+                  strerror(errno));
+        mdr_tcp_conn_close(conn);
+    } else if (r == 0) {
+        mdr_tcp_conn_set_events(conn, EPOLLIN | EPOLLOUT); /* the rest: mdr_tcp_conn_handle */
+    }
+}
+
+/* A PROOF (magic and version checked) after our CHALLENGE. */
+void mdr_tcp_proof_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
+{
+    mdr_rail_t *rail = conn->rail;
+    uint64_t u = conn->hs_peer;
+    uint8_t want[MDR_AUTH_MAC_LEN], rail_id[6];
+    mdr_auth_transcript_t t;
+    mdr_rail_ep_t *base;
+    mdr_ep_t *ep;
+    int ok, live;
+
+    if (h->uuid != u || h->target != rail->uuid) {
+        mdr_tcp_conn_refuse(conn, "handshake proof from uuid %016llx for %016llx after a "
+                            "hello from %016llx",
+                            (unsigned long long)h->uuid, (unsigned long long)h->target,
+                            (unsigned long long)u);
+        return;
+    }
+    mdr_tcp_hs_transcript(conn, u, rail->uuid, &rail->local, rail_id, &t);
+    mdr_auth_mac(want, rail->job_key, MDR_JOB_KEY_LEN, MDR_AUTH_INITIATOR, &t);
+    ok = mdr_auth_mac_equal(want, h->data);
+    mdr_auth_wipe(want, sizeof(want));
+    if (!ok) {
+        mdr_tcp_conn_refuse(conn, "handshake without proof of this job's key");
+        return;
+    }
+    /* a process of the job from here on */
+    mdr_auth_mac(conn->hs_mac, rail->job_key, MDR_JOB_KEY_LEN, MDR_AUTH_ACCEPTOR, &t);
+    mdr_auth_mac(conn->hs_session, rail->job_key, MDR_JOB_KEY_LEN, MDR_AUTH_SESSION, &t);
+    conn->hs_cont = mdr_tcp_secret_check(rail, u, &t, h->data + MDR_AUTH_MAC_LEN);
     if (mdr_tcp_conn_grow(conn) != MADRAIL_OK) {
         mdr_error("rail %s: out of memory accepting a connection from %s", rail->log_name,
                   conn->peer_str);
@@ -757,41 +961,65 @@ void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
     }
     base = mdr_rail_ep_lookup(&rail->base, u);
     ep = base != NULL ? mdr_container_of(base, mdr_ep_t, base) : NULL;
+    /* Identity: this connection would take the place of what we have for
+     * u, or be told how it stands against ours.  With an open connection
+     * to u, or a session with u both sides confirmed, only the holder of
+     * that session may go on (a key is not a uuid).  Refused silently,
+     * and nothing here changes: not the live connection, not the core's
+     * state of that peer.  (The genuine peer's late losing half of a
+     * simultaneous connect, below, is refused too when it cannot prove
+     * the session: its initiator closed that connection already, when it
+     * took ours.) */
+    {
+        mdr_tcp_secret_t *sec = mdr_hash_get(&rail->secrets, u);
+        live = ep != NULL && ep->state == MDR_TCP_EP_OPEN;
+        if (conn->hs_cont < 0 &&
+            (live || (sec != NULL && sec->have[MDR_TCP_SEC_CONFIRMED]))) {
+            mdr_tcp_conn_refuse(conn, "handshake naming peer %016llx (%s) without proof of its "
+                                "session", (unsigned long long)u,
+                                live ? "connected" : "known on this rail");
+            return;
+        }
+    }
+    if (ep != NULL && ep->state == MDR_TCP_EP_OPEN && ep->conn != NULL && ep->conn->outgoing &&
+        !mdr_rail_arbitrate_remote_wins(rail->uuid, u) && !mdr_tcp_conn_peer_closed(ep->conn)) {
+        /* the peer's losing half of a simultaneous connect, late */
+        mdr_tcp_reject(conn, MDR_TCP_ACK_LOST, u);
+        return;
+    }
+    if (ep != NULL && (ep->state == MDR_TCP_EP_CONNECTING || ep->state == MDR_TCP_EP_WAIT_PEER) &&
+        !mdr_rail_arbitrate_remote_wins(rail->uuid, u)) {
+        mdr_debug("rail %s peer %016llx: simultaneous connect, keeping ours", rail->log_name,
+                  (unsigned long long)u);
+        mdr_tcp_reject(conn, MDR_TCP_ACK_LOST, u);
+        return;
+    }
     if (ep != NULL) {
         if (ep->state == MDR_TCP_EP_IDLE) {
             /* created but never used: no connection of ours to arbitrate */
             mdr_debug("rail %s peer %016llx: connected by the peer", rail->log_name,
                       (unsigned long long)u);
             mdr_tcp_adopt(ep, conn);
+            mdr_tcp_adopted(conn, u);
             mdr_tcp_ep_open(ep);
             return;
         }
         if (ep->state == MDR_TCP_EP_CONNECTING || ep->state == MDR_TCP_EP_WAIT_PEER) {
-            /* simultaneous connect: the connection initiated by the smaller uuid wins */
-            if (mdr_rail_arbitrate_remote_wins(rail->uuid, u)) {
-                mdr_debug("rail %s peer %016llx: simultaneous connect, keeping the peer's",
-                          rail->log_name, (unsigned long long)u);
-                if (ep->conn != NULL)
-                    mdr_tcp_conn_close(ep->conn);
-                mdr_tcp_adopt(ep, conn);
-                mdr_tcp_ep_open(ep);
-            } else {
-                mdr_debug("rail %s peer %016llx: simultaneous connect, keeping ours",
-                          rail->log_name, (unsigned long long)u);
-                mdr_tcp_reject(conn, MDR_TCP_ACK_LOST, u);
-            }
+            /* simultaneous connect: the connection initiated by the smaller
+             * uuid wins, here the peer's (ours lost: above) */
+            mdr_debug("rail %s peer %016llx: simultaneous connect, keeping the peer's",
+                      rail->log_name, (unsigned long long)u);
+            if (ep->conn != NULL)
+                mdr_tcp_conn_close(ep->conn);
+            mdr_tcp_adopt(ep, conn);
+            mdr_tcp_adopted(conn, u);
+            mdr_tcp_ep_open(ep);
             return;
         }
         if (ep->state == MDR_TCP_EP_OPEN) {
-            if (ep->conn != NULL && ep->conn->outgoing &&
-                !mdr_rail_arbitrate_remote_wins(rail->uuid, u) &&
-                !mdr_tcp_conn_peer_closed(ep->conn)) {
-                /* the peer's losing half of a simultaneous connect, late */
-                mdr_tcp_reject(conn, MDR_TCP_ACK_LOST, u);
-                return;
-            }
-            /* the peer started over: it gave up the old connection.  Report
-             * that before offering the new one, so the core sees them in order. */
+            /* the peer started over, and proved it is the one we had: it
+             * gave up the old connection.  Report that before offering the
+             * new one, so the core sees them in order. */
             mdr_tcp_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "the peer reconnected");
             mdr_tcp_ep_report_failures(rail);
             if (conn->state == MDR_TCP_CONN_CLOSED)
@@ -831,9 +1059,8 @@ void mdr_tcp_hello_received(mdr_tcp_conn_t *conn, const mdr_tcp_hello_t *h)
     }
     if (ep->state != MDR_TCP_EP_ACCEPTING || ep->conn == NULL)
         return; /* failed meanwhile: the report follows */
-    mdr_tcp_hello_fill(conn->hs_out, MDR_TCP_F_HELLO_ACK, MDR_TCP_ACK_OK, rail->uuid, u, NULL);
-    conn->hs_len = MDR_TCP_HELLO_LEN;
-    conn->hs_off = 0;
+    mdr_tcp_ack_fill(conn, MDR_TCP_ACK_OK, u);
+    mdr_tcp_adopted(conn, u);
     mdr_debug("rail %s peer %016llx: accepted from %s", rail->log_name, (unsigned long long)u,
               conn->peer_str);
     mdr_tcp_ep_open(ep);
