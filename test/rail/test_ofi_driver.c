@@ -1271,6 +1271,50 @@ out:
     side_close(&b);
 }
 
+/* Remote-write keys the driver chooses are random: eight live
+ * registrations of one buffer give eight keys, no two a step apart (a
+ * counter from 1 made them guessable from one CTS). */
+static void check_random_keys(void)
+{
+    side_t a;
+    static uint8_t buf[4096];
+    mdr_memh_t *mh[8] = {NULL};
+    uint64_t key[8];
+    uint8_t rkey[64];
+    size_t rkey_len;
+    int i, j, ok = 1, steps = 0;
+
+    if (side_open(&a, 0x9009, SPEC, NULL) != MADRAIL_OK) {
+        CHECK(0, "random keys: open");
+        return;
+    }
+    if (a.rail->mr_mode & FI_MR_PROV_KEY) {
+        printf("skip random keys: %s chooses its keys (FI_MR_PROV_KEY)\n", PROV);
+        goto out;
+    }
+    for (i = 0; i < 8 && ok; i++) {
+        rkey_len = sizeof(rkey);
+        ok = ops->mem_reg(a.rail, buf, sizeof(buf), MDR_MEM_REMOTE_WRITE, &mh[i]) == MADRAIL_OK &&
+             ops->rkey_pack(a.rail, mh[i], 0x1234, rkey, &rkey_len) == MADRAIL_OK;
+        if (ok)
+            memcpy(&key[i], rkey, 8);
+    }
+    CHECK(ok, "random keys: eight registrations of one buffer");
+    for (i = 0; ok && i < 8; i++)
+        for (j = 0; j < i; j++) {
+            if (key[i] == key[j])
+                ok = 0;
+            if (key[i] - key[j] == 1 || key[j] - key[i] == 1)
+                steps++;
+        }
+    CHECK(ok && steps == 0, "remote keys are random: all differ, %d pairs a step apart", steps);
+out:
+    for (i = 0; i < 8; i++)
+        if (mh[i] != NULL)
+            ops->mem_dereg(a.rail, mh[i]);
+    side_close(&a);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1311,6 +1355,7 @@ int main(void)
     check_takeover();
     check_pending_cap();
     check_put_order_mode();
+    check_random_keys();
     check_foreign_address();
     return rt_finish();
 }

@@ -27,6 +27,13 @@ void mdr_auth_nonce(uint8_t nonce[MDR_AUTH_NONCE_LEN])
     randombytes_buf(nonce, MDR_AUTH_NONCE_LEN);
 }
 
+uint64_t mdr_auth_random64(void)
+{
+    uint64_t v;
+    randombytes_buf(&v, sizeof(v));
+    return v;
+}
+
 static const char *mdr_auth_role_name(mdr_auth_role_t role)
 {
     switch (role) {

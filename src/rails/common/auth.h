@@ -57,6 +57,10 @@ int mdr_auth_init(void);
 /* A fresh nonce from the system's random source. */
 void mdr_auth_nonce(uint8_t nonce[MDR_AUTH_NONCE_LEN]);
 
+/* A 64-bit value from the system's random source (remote-write keys the
+ * driver chooses, so that one seen says nothing of the next). */
+uint64_t mdr_auth_random64(void);
+
 /* out = HMAC-SHA-256 keyed by key[0..key_len) over role's label and t. */
 void mdr_auth_mac(uint8_t out[MDR_AUTH_MAC_LEN], const uint8_t *key, size_t key_len,
                   mdr_auth_role_t role, const mdr_auth_transcript_t *t);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rails/common/auth.h"
 #include "rails/ofi/ofi.h"
 #include "util/log.h"
 
@@ -24,7 +25,7 @@ madrail_status_t mdr_ofi_mem_reg(mdr_rail_t *rail, void *addr, size_t len, unsig
     uint64_t acc = 0, key;
     mdr_memh_t *memh;
     madrail_status_t st;
-    int ret;
+    int ret, tries;
 
     if (rail == NULL || addr == NULL || len == 0 || memh_p == NULL)
         return MADRAIL_ERR_INVALID;
@@ -37,13 +38,20 @@ madrail_status_t mdr_ofi_mem_reg(mdr_rail_t *rail, void *addr, size_t len, unsig
     memh = calloc(1, sizeof(*memh));
     if (memh == NULL)
         return MADRAIL_ERR_NOMEM;
-    key = 0;
-    if (!(rail->mr_mode & FI_MR_PROV_KEY)) {
-        key = rail->next_key++;
-        if (rail->mr_key_size < 8)
-            key &= (1ull << (8 * rail->mr_key_size)) - 1;
+    /* A key we choose is drawn at random, so that a key seen in one CTS
+     * says nothing of another transfer's (the provider binds a key to no
+     * peer: docs/security.md); a clash with a live one is tried again. */
+    for (tries = 0;; tries++) {
+        key = 0;
+        if (!(rail->mr_mode & FI_MR_PROV_KEY)) {
+            key = (access & MDR_MEM_REMOTE_WRITE) ? mdr_auth_random64() : rail->next_key++;
+            if (rail->mr_key_size < 8)
+                key &= (1ull << (8 * rail->mr_key_size)) - 1;
+        }
+        ret = fi_mr_reg(rail->domain, addr, len, acc, 0, key, 0, &memh->mr, NULL);
+        if (ret != -FI_ENOKEY || (rail->mr_mode & FI_MR_PROV_KEY) || tries >= 8)
+            break;
     }
-    ret = fi_mr_reg(rail->domain, addr, len, acc, 0, key, 0, &memh->mr, NULL);
     if (ret != 0) {
         mdr_warn("rail %s: fi_mr_reg of %zu bytes at %p: %s", rail->log_name, len, addr,
                  fi_strerror(-ret));

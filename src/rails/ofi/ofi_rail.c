@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "rails/common/auth.h"
 #include "rails/common/drv.h"
 #include "rails/ofi/ofi.h"
 #include "util/clock.h"
@@ -550,6 +551,8 @@ static madrail_status_t mdr_ofi_open(const char *spec, const mdr_rail_params_t *
 
     if (!mdr_drv_open_args_ok(spec, params, rail_p, UINT32_MAX))
         return MADRAIL_ERR_INVALID;
+    if (mdr_auth_init() != 0)
+        return MADRAIL_ERR_CONFIG;
     colon = strchr(spec, ':');
     n = colon ? (size_t)(colon - spec) : strlen(spec);
     if (n >= sizeof(prov) || (colon && strlen(colon + 1) >= sizeof(dev)) ||
