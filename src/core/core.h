@@ -323,6 +323,7 @@ struct mdr_peer_rail {
     int rejoin_armed;  /* counted in ctx->nrejoin: attempts are scheduled */
     int probing;       /* ep is a reconnection attempt the peer has not answered */
     int probe_failed;  /* its driver reported it failed: dropped by the next scan */
+    int probe_owed;    /* its PING waits: the driver said no resource (handshake under way) */
     int close_pending; /* down for a protocol error: its ep is closed by the next progress */
     uint64_t probe_ns; /* when the attempt started */
     uint64_t rejoin_at_ns;   /* next attempt */

@@ -144,6 +144,40 @@ static void mdr_rejoin_drop_probe(mdr_peer_rail_t *pr)
     pr->ep = NULL;
     pr->probing = 0;
     pr->probe_failed = 0;
+    pr->probe_owed = 0;
+}
+
+/* Send the probe's PING.  A driver whose handshake is still under way
+ * (ofi, ucx: nothing but the handshake goes before the peer proved the
+ * job key) answers "no resource": the PING is owed and the next scans
+ * send it; any other error drops the probe until the next attempt. */
+static void mdr_rejoin_ping(mdr_peer_rail_t *pr, uint64_t now)
+{
+    mdr_ctx_t *ctx = pr->peer->ctx;
+    mdr_rail_slot_t *rs = &ctx->rails[pr->rail];
+    mdr_hdr_t hdr;
+    struct iovec iov;
+    madrail_status_t st;
+
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = MDR_MSG_PING;
+    hdr.len = sizeof(hdr);
+    iov.iov_base = &hdr;
+    iov.iov_len = sizeof(hdr);
+    st = rs->ops->ctrl_send(pr->ep, &iov, 1);
+    if (st == MADRAIL_ERR_NORESOURCE) {
+        pr->probe_owed = 1;
+        return;
+    }
+    pr->probe_owed = 0;
+    if (st != MADRAIL_OK) {
+        mdr_rejoin_drop_probe(pr);
+        mdr_rejoin_arm(pr, now);
+        return;
+    }
+    rs->stats.tx_msgs++;
+    rs->stats.tx_bytes += sizeof(hdr);
+    rs->stats.pings++;
 }
 
 static void mdr_rejoin_try(mdr_peer_rail_t *pr, uint64_t now)
@@ -151,8 +185,6 @@ static void mdr_rejoin_try(mdr_peer_rail_t *pr, uint64_t now)
     mdr_peer_t *peer = pr->peer;
     mdr_ctx_t *ctx = peer->ctx;
     mdr_rail_slot_t *rs = &ctx->rails[pr->rail];
-    mdr_hdr_t hdr;
-    struct iovec iov;
     madrail_status_t st;
 
     if (pr->ep && pr->close_pending)
@@ -181,23 +213,11 @@ static void mdr_rejoin_try(mdr_peer_rail_t *pr, uint64_t now)
     }
     pr->probing = 1;
     pr->probe_failed = 0;
+    pr->probe_owed = 0;
     pr->probe_ns = now;
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.type = MDR_MSG_PING;
-    hdr.len = sizeof(hdr);
-    iov.iov_base = &hdr;
-    iov.iov_len = sizeof(hdr);
-    st = rs->ops->ctrl_send(pr->ep, &iov, 1);
-    if (st != MADRAIL_OK) {
-        mdr_rejoin_drop_probe(pr);
-        mdr_rejoin_arm(pr, now);
-        return;
-    }
-    rs->stats.tx_msgs++;
-    rs->stats.tx_bytes += sizeof(hdr);
-    rs->stats.pings++;
     mdr_debug("rail %s peer %u: reconnecting (attempt %llu)", rs->attr.name, peer->index,
               (unsigned long long)rs->rejoin_attempts);
+    mdr_rejoin_ping(pr, now);
 }
 
 static void mdr_rejoin_scan(mdr_peer_rail_t *pr, void *arg)
@@ -211,8 +231,11 @@ static void mdr_rejoin_scan(mdr_peer_rail_t *pr, void *arg)
         return;
     }
     if (pr->probing) {
-        if (!pr->probe_failed && now - pr->probe_ns < mdr_rejoin_deadline_ns(pr))
+        if (!pr->probe_failed && now - pr->probe_ns < mdr_rejoin_deadline_ns(pr)) {
+            if (pr->probe_owed)
+                mdr_rejoin_ping(pr, now);
             return;
+        }
         mdr_rejoin_drop_probe(pr);
         mdr_rejoin_arm(pr, now);
         return;

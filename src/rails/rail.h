@@ -293,6 +293,11 @@ void mdr_loop_rail_kill(mdr_rail_t *rail, const char *reason);
  * to or from it is delivered, nothing fails: a link under an nftables drop
  * rule); 0 delivers again. */
 void mdr_loop_rail_blackhole(mdr_rail_t *rail, int on);
+/* Test hook: with on, the operations of an ep ep_create made answer
+ * MADRAIL_ERR_NORESOURCE for its first 20 ms, as a driver does while its handshake is
+ * under way (ofi, ucx: nothing but the handshake before the peer proved
+ * the job key). */
+void mdr_loop_rail_nores_fresh(mdr_rail_t *rail, int on);
 extern const mdr_rail_ops_t mdr_shm_ops; /* when MDR_HAVE_SHM */
 extern const mdr_rail_ops_t mdr_ucx_ops; /* built when configure found UCX (HAVE_UCX) */
 extern const mdr_rail_ops_t mdr_ofi_ops; /* built when configure found libfabric */

@@ -213,6 +213,43 @@ static void test_blackhole_returns(const char *rejoin)
 }
 
 /* a rail that is dead for good: attempts at the back-off rate only */
+/* A rejoin whose probe the driver cannot send at once (its handshake is
+ * under way: "no resource") keeps the probe and sends its PING later; it
+ * was dropped, and on ofi, where every new endpoint says so first, the
+ * rail never came back. */
+static void test_probe_waits_handshake(void)
+{
+    const char *ov[] = {"MADRAIL_RAILS=loop:rn0,loop:rn1", "MADRAIL_LOG_LEVEL=error",
+                        "MADRAIL_RNDV_RECV_FIRST=0", "MADRAIL_RAIL_WEIGHTS=1,1",
+                        "MADRAIL_RAIL_TIMEOUT=100ms", "MADRAIL_RAIL_REJOIN=50ms", NULL};
+    pair_t p;
+    mdr_ctx_t *dialler;
+    uint64_t t0;
+
+    if (pair_open(&p, ov) != 0) {
+        CHECK(0, "probe under a handshake: open");
+        return;
+    }
+    dialler = p.a->uuid < p.b->uuid ? p.a : p.b;
+    CHECK(transfer(&p, 1), "probe under a handshake: first transfer");
+    mdr_loop_rail_nores_fresh(dialler->rails[1].rail, 1); /* every probe from now on */
+    mdr_loop_rail_blackhole(p.a->rails[1].rail, 1);
+    CHECK(transfer(&p, 2), "probe under a handshake: transfer during the black hole");
+    spin_for(&p, 0.4);
+    CHECK(both_down(&p, 1), "probe under a handshake: rail 1 down on both sides");
+    mdr_loop_rail_blackhole(p.a->rails[1].rail, 0);
+    t0 = mdr_time_ns();
+    while (!both_up(&p, 1) && mdr_time_ns() - t0 < 3000000000ull)
+        spin(&p);
+    CHECK(both_up(&p, 1),
+          "probe under a handshake: rail 1 back up on both sides (%llu attempts) though every "
+          "new connection's first send says no resource",
+          (unsigned long long)dialler->rails[1].rejoin_attempts);
+    CHECK(transfer(&p, 3), "probe under a handshake: a transfer after it came back");
+    mdr_loop_rail_nores_fresh(dialler->rails[1].rail, 0);
+    pair_close(&p);
+}
+
 static void test_dead_for_good(void)
 {
     const char *ov[] = {"MADRAIL_RAILS=loop:rk0,loop:rk1", "MADRAIL_LOG_LEVEL=error",
@@ -446,6 +483,7 @@ int main(void)
     test_blackhole_returns("200ms");
     test_tcp_cut_returns();
     test_blackhole_returns("0");
+    test_probe_waits_handshake();
     test_dead_for_good();
     test_dies_in_rejoin(1);
     test_dies_in_rejoin(0);

@@ -154,6 +154,7 @@ struct mdr_ep {
     void *cookie;
     mdr_ep_t *peer;     /* the other end once the connection is made */
     int accepting;      /* ep_accepted upcall under way */
+    uint64_t born_ns;   /* when ep_create made it (the nores_fresh hook) */
     mdr_list_t flight;  /* items sent, not yet delivered */
     mdr_list_t in_link; /* in dst->incoming while flight is not empty */
     mdr_rail_t *in_rail;
@@ -187,6 +188,7 @@ struct mdr_rail {
     uint64_t ops;      /* operations accepted */
     int dead;
     int blackhole;     /* nothing to or from it is delivered, nothing fails */
+    int nores_fresh;   /* a new ep's operations say no resource for 20 ms (a handshake under way) */
     mdr_list_t eps;
     mdr_list_t incoming; /* eps of any rail with items in flight to us */
     mdr_list_t evq;      /* our eps with something to report */
@@ -379,6 +381,8 @@ static madrail_status_t mdr_loop_admit(mdr_ep_t *ep, mdr_rail_t **dst_p)
     if (ep->failed)
         return MADRAIL_ERR_RAIL_DOWN;
     rail->attempts++;
+    if (rail->nores_fresh && mdr_time_ns() - ep->born_ns < 20000000ull)
+        return MADRAIL_ERR_NORESOURCE;
     if (rail->cfg.nores_every != 0 && rail->attempts % rail->cfg.nores_every == 0)
         return MADRAIL_ERR_NORESOURCE;
     if (rail->cfg.fail_after != 0 && rail->ops >= rail->cfg.fail_after) {
@@ -817,6 +821,13 @@ void mdr_loop_rail_blackhole(mdr_rail_t *rail, int on)
              on ? "black hole: nothing is delivered any more" : "delivers again");
 }
 
+void mdr_loop_rail_nores_fresh(mdr_rail_t *rail, int on)
+{
+    pthread_mutex_lock(&mdr_loop_lock);
+    rail->nores_fresh = on != 0;
+    pthread_mutex_unlock(&mdr_loop_lock);
+}
+
 static void mdr_loop_query(mdr_rail_t *rail, mdr_rail_attr_t *attr)
 {
     memset(attr, 0, sizeof(*attr));
@@ -871,6 +882,7 @@ static madrail_status_t mdr_loop_ep_create(mdr_rail_t *rail, uint64_t remote_uui
         pthread_mutex_unlock(&mdr_loop_lock);
         return MADRAIL_ERR_NOMEM;
     }
+    ep->born_ns = mdr_time_ns();
     if (rail->dead)
         mdr_loop_ep_fail(ep, MADRAIL_ERR_RAIL_DOWN, "the rail is dead");
     pthread_mutex_unlock(&mdr_loop_lock);
