@@ -337,6 +337,30 @@ static void mdr_ucx_tx_done(void *request, ucs_status_t status, void *user_data)
     mdr_ucx_tx_free(tx->rail, tx);
 }
 
+/* A message's copy for UCX to send (or for ep's held list): header and the
+ * len bytes of iov gathered; NULL when the pool is out of memory. */
+static mdr_ucx_tx_t *mdr_ucx_tx_copy(mdr_rail_t *rail, mdr_ep_t *ep, const mdr_ucx_hdr_t *hdr,
+                                     const struct iovec *iov, int iovcnt, size_t len)
+{
+    size_t cap = sizeof(mdr_ucx_tx_t) + len, off = 0;
+    mdr_ucx_tx_t *tx = mdr_pool_get(&rail->pool, cap);
+    int i;
+
+    if (tx == NULL)
+        return NULL;
+    tx->cap = cap;
+    tx->len = len;
+    tx->rail = rail;
+    tx->ep = ep;
+    tx->hdr = *hdr;
+    for (i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > 0)
+            memcpy(tx->data + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    return tx;
+}
+
 void (*mdr_ucx_tx_hook)(const mdr_ucx_hdr_t *hdr, const struct iovec *iov, int iovcnt);
 
 /* Send hdr + the iov pieces on h; ep (may be NULL) accounts for it. */
@@ -346,7 +370,7 @@ static madrail_status_t mdr_ucx_am_send(mdr_rail_t *rail, ucp_ep_h h, mdr_ep_t *
 {
     ucp_request_param_t prm;
     mdr_ucx_tx_t *tx;
-    size_t len = 0, off = 0, cap;
+    size_t len = 0, off = 0;
     void *req;
     int i;
 
@@ -384,20 +408,9 @@ static madrail_status_t mdr_ucx_am_send(mdr_rail_t *rail, ucp_ep_h h, mdr_ep_t *
             return MADRAIL_OK; /* done: UCX has it */
         /* not possible now: the copy below */
     }
-    cap = sizeof(*tx) + len;
-    tx = mdr_pool_get(&rail->pool, cap);
+    tx = mdr_ucx_tx_copy(rail, NULL, hdr, iov, iovcnt, len);
     if (tx == NULL)
         return MADRAIL_ERR_NOMEM;
-    tx->cap = cap;
-    tx->len = len;
-    tx->rail = rail;
-    tx->ep = NULL;
-    tx->hdr = *hdr;
-    for (i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_len > 0)
-            memcpy(tx->data + off, iov[i].iov_base, iov[i].iov_len);
-        off += iov[i].iov_len;
-    }
     memset(&prm, 0, sizeof(prm));
     prm.op_attr_mask =
         UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
@@ -445,27 +458,15 @@ static void mdr_ucx_hdr_init(const mdr_ep_t *ep, int type, uint32_t aux, mdr_ucx
 static madrail_status_t mdr_ucx_hold(mdr_ep_t *ep, const mdr_ucx_hdr_t *hdr,
                                      const struct iovec *iov, int iovcnt)
 {
-    mdr_rail_t *rail = ep->rail;
     mdr_ucx_tx_t *tx;
-    size_t len = 0, off = 0, cap;
+    size_t len = 0;
     int i;
 
     for (i = 0; i < iovcnt; i++)
         len += iov[i].iov_len;
-    cap = sizeof(*tx) + len;
-    tx = mdr_pool_get(&rail->pool, cap);
+    tx = mdr_ucx_tx_copy(ep->rail, ep, hdr, iov, iovcnt, len);
     if (tx == NULL)
         return MADRAIL_ERR_NOMEM;
-    tx->cap = cap;
-    tx->len = len;
-    tx->rail = rail;
-    tx->ep = ep;
-    tx->hdr = *hdr;
-    for (i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_len > 0)
-            memcpy(tx->data + off, iov[i].iov_base, iov[i].iov_len);
-        off += iov[i].iov_len;
-    }
     ep->backlog += len;
     mdr_list_push_tail(&ep->held, &tx->link);
     return MADRAIL_OK;
